@@ -1,0 +1,58 @@
+import { z } from "zod";
+
+/**
+ * One error vocabulary for the whole system: the API maps each code to an HTTP status at the edge,
+ * and the agent protocol (issue 3) carries the same codes over the wire.
+ */
+export const ErrorCode = z.enum([
+  "bad_request",
+  "unauthorized",
+  "payment_required",
+  "forbidden",
+  "not_found",
+  "method_not_allowed",
+  "conflict",
+  "payload_too_large",
+  "unprocessable",
+  "rate_limited",
+  "internal",
+  "unavailable",
+]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+export const statusOfErrorCode = {
+  bad_request: 400,
+  unauthorized: 401,
+  payment_required: 402,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unprocessable: 422,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+} as const satisfies Record<ErrorCode, number>;
+
+/** A failure as a value: services return it, the edge turns it into `{error, ...extra}` with a status. */
+export interface Failure {
+  readonly ok: false;
+  readonly code: ErrorCode;
+  readonly message: string;
+  /** Extra fields the spec puts beside `error` (e.g. `ssh_ready`, `deps_output`). */
+  readonly extra?: Record<string, unknown>;
+}
+export interface Success<T> {
+  readonly ok: true;
+  readonly value: T;
+}
+export type Result<T> = Success<T> | Failure;
+
+export const ok = <T>(value: T): Success<T> => ({ ok: true, value });
+export const fail = (code: ErrorCode, message: string, extra?: Record<string, unknown>): Failure => ({
+  ok: false,
+  code,
+  message,
+  ...(extra ? { extra } : {}),
+});

@@ -1,0 +1,54 @@
+import { bodyLimit } from "hono/body-limit";
+import type { AppEnv } from "./http/app-env";
+import { errorResponse } from "./http/errors";
+import { createFallbackHandler } from "./http/fallbacks";
+import { requestContext } from "./http/middleware";
+import { createRouter } from "./http/router";
+import { apiTokensRouter } from "./routes/api-tokens";
+import { authRouter } from "./routes/auth";
+import { catalogRouter } from "./routes/catalog";
+import { openApiDocument } from "./routes/docs/openapi";
+import { renderDocsPage } from "./routes/docs/page";
+import { invitationsRouter } from "./routes/invitations";
+import { teamsRouter } from "./routes/teams";
+
+/** JSON bodies are small; routes that take files raise their own limit. */
+const JSON_BODY_LIMIT = 1024 * 1024;
+
+export function createApp() {
+  const app = createRouter();
+
+  app.use("*", requestContext);
+  app.use(
+    "/api/*",
+    bodyLimit({
+      maxSize: JSON_BODY_LIMIT,
+      onError: (c) => c.json({ error: `request body too large: the limit is ${JSON_BODY_LIMIT} bytes` }, 413),
+    }),
+  );
+
+  app.route("/api/auth", authRouter);
+  app.route("/api/teams", teamsRouter);
+  app.route("/api/invitations", invitationsRouter);
+  app.route("/api/api-tokens", apiTokensRouter);
+  app.route("/api", catalogRouter);
+
+  // A route that does no work: the floor the API benchmark compares against, and a liveness probe.
+  app.get("/health", (c) => c.json({ status: "ok" }));
+
+  let doc: ReturnType<typeof openApiDocument> | undefined;
+  const document = (base: string) => {
+    doc ??= openApiDocument(app, base);
+    return doc;
+  };
+  app.get("/openapi.json", (c) => c.json(document(c.env.PUBLIC_URL)));
+  app.get("/docs", (c) => c.html(renderDocsPage(document(c.env.PUBLIC_URL))));
+
+  const fallback = createFallbackHandler(() => app.routes);
+  app.notFound(fallback);
+  app.onError((err, c) => errorResponse(c, err));
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;
+export type { AppEnv };

@@ -1,0 +1,28 @@
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Pods. Deleted pods keep their row (status `deleted`, `deleted_at`) so the name stays reserved
+ * for 7 days; `name` is unique across the whole service because it is the pod's host name.
+ */
+export const pods = sqliteTable(
+  "pods",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull().unique(),
+    // No foreign key: a deleted pod's row outlives its team while the name stays reserved.
+    teamId: text("team_id").notNull(),
+    preset: text("preset").notNull(),
+    status: text("status").notNull(),
+    planSlug: text("plan_slug").notNull(),
+    region: text("region").notNull(),
+    hostId: text("host_id"),
+    sshPort: integer("ssh_port"),
+    ip: text("ip"),
+    description: text("description").notNull().default(""),
+    appHealthDiagnosis: text("app_health_diagnosis"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+    deletedAt: text("deleted_at"),
+  },
+  (t) => [index("pods_team_status_idx").on(t.teamId, t.status)],
+);

@@ -1,0 +1,33 @@
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "./app-env";
+import { ApiError } from "./errors";
+
+/** The spec's Limits table: requests per window per client IP. */
+export const RATE_LIMITS = {
+  login: { limit: 5, windowMs: 60_000 },
+  register: { limit: 3, windowMs: 60_000 },
+  forgotPassword: { limit: 3, windowMs: 60_000 },
+  createPod: { limit: 50, windowMs: 3_600_000 },
+  imports: { limit: 20, windowMs: 3_600_000 },
+} as const;
+
+/** Cloudflare sets CF-Connecting-IP at the edge and overwrites any value a client sends. */
+export const clientIp = (c: { req: { header(name: string): string | undefined } }) =>
+  c.req.header("cf-connecting-ip") ?? "unknown";
+
+export function rateLimit(route: keyof typeof RATE_LIMITS): MiddlewareHandler<AppEnv> {
+  const { limit, windowMs } = RATE_LIMITS[route];
+  return async (c, next) => {
+    const limiter = c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(`${route}:${clientIp(c)}`));
+    const decision = await limiter.hit(limit, windowMs);
+    if (!decision.allowed) {
+      throw new ApiError(
+        "rate_limited",
+        `too many requests: at most ${limit} per ${windowMs / 60_000} minute(s) per IP; retry in ${decision.retryAfter} s`,
+        {},
+        { "Retry-After": String(decision.retryAfter) },
+      );
+    }
+    await next();
+  };
+}

@@ -1,0 +1,53 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { ServiceContext } from "../services/context";
+import { createMailer } from "../services/mail/mailer";
+import type { AppEnv } from "./app-env";
+import { validationHook } from "./validation";
+
+/** Every resource router: typed env, and validation failures answered as 400 `{error}` naming the field. */
+export const createRouter = () => new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+export const serviceContext = (c: Context<AppEnv>): ServiceContext => {
+  const db = c.get("db");
+  return { db, env: c.env, mailer: createMailer(db) };
+};
+
+export const ErrorBody = z.object({ error: z.string() }).openapi("Error");
+
+const errorMeaning: Record<number, string> = {
+  400: "Invalid input; `error` names the field",
+  401: "Missing or invalid credentials",
+  402: "Payment required",
+  403: "Not allowed",
+  404: "Not found (also hides resources of other teams)",
+  409: "Conflict with the current state",
+  413: "Request body too large",
+  429: "Rate limited; see the Retry-After header",
+  503: "Service unavailable",
+};
+
+/** OpenAPI response entries for the error statuses a route can answer. */
+export function errors(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      { description: errorMeaning[s] ?? "Error", content: { "application/json": { schema: ErrorBody } } },
+    ]),
+  );
+}
+
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { "application/json": { schema } },
+});
+
+export const jsonResponse = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+/** Marks a route as needing a credential in the OpenAPI document. */
+export const authenticated: Record<string, string[]>[] = [{ bearer: [] }, { cookie: [] }];
+
+export const StatusBody = <S extends string>(status: S) => z.object({ status: z.literal(status) });

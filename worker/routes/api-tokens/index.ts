@@ -1,0 +1,82 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { unwrap } from "../../http/errors";
+import { requireAuth } from "../../http/middleware";
+import {
+  authenticated,
+  createRouter,
+  errors,
+  jsonBody,
+  jsonResponse,
+  StatusBody,
+  serviceContext,
+} from "../../http/router";
+import { createApiToken, listApiTokens, revokeApiToken } from "../../services/api-tokens/api-tokens";
+
+const tags = ["API tokens"];
+const common = { tags, security: authenticated, middleware: [requireAuth] };
+
+const ApiToken = z
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    team_id: z.string(),
+    name: z.string(),
+    prefix: z.string().openapi({ description: "the first 12 characters of the token" }),
+    last_used_at: z.string().nullable(),
+    expires_at: z.string().nullable(),
+    created_at: z.string(),
+  })
+  .openapi("ApiToken");
+
+const CreatedApiToken = ApiToken.extend({
+  token: z.string().openapi({ description: "the full value: shown this once, stored only hashed" }),
+}).openapi("CreatedApiToken");
+
+const CreateApiTokenRequest = z.object({
+  name: z.string().trim().min(1).max(100),
+  expires_in_days: z
+    .union([z.literal(0), z.number().int().min(1).max(3650)])
+    .optional()
+    .openapi({ description: "1-3650; 0 or omitted: never expires" }),
+});
+
+export const apiTokensRouter = createRouter()
+  .openapi(
+    createRoute({
+      ...common,
+      method: "get",
+      path: "/",
+      summary: "The caller's API tokens (values are never shown again)",
+      responses: { 200: jsonResponse(z.array(ApiToken), "Tokens"), ...errors(401) },
+    }),
+    async (c) => c.json(await listApiTokens(serviceContext(c), c.get("caller").user.id), 200),
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/",
+      summary: "Create an `ipk_` token bound to the active team",
+      request: { body: jsonBody(CreateApiTokenRequest) },
+      responses: {
+        201: jsonResponse(CreatedApiToken, "Created; `token` is shown only now"),
+        ...errors(400, 401, 403),
+      },
+    }),
+    async (c) =>
+      c.json(unwrap(await createApiToken(serviceContext(c), c.get("caller"), c.req.valid("json"))), 201),
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "delete",
+      path: "/{id}",
+      summary: "Revoke one of the caller's tokens; its next use is 401",
+      request: { params: z.object({ id: z.string().max(64) }) },
+      responses: { 200: jsonResponse(StatusBody("deleted"), "Revoked"), ...errors(401, 403, 404) },
+    }),
+    async (c) => {
+      unwrap(await revokeApiToken(serviceContext(c), c.get("caller").user.id, c.req.valid("param").id));
+      return c.json({ status: "deleted" as const }, 200);
+    },
+  );

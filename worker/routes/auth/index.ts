@@ -1,0 +1,179 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { deleteCookie, setCookie } from "hono/cookie";
+import type { AppEnv } from "../../http/app-env";
+import { ApiError, unwrap } from "../../http/errors";
+import { requireAuth, SESSION_COOKIE } from "../../http/middleware";
+import { rateLimit } from "../../http/rate-limit";
+import {
+  authenticated,
+  createRouter,
+  errors,
+  jsonBody,
+  jsonResponse,
+  StatusBody,
+  serviceContext,
+} from "../../http/router";
+import {
+  forgotPassword,
+  getUser,
+  login,
+  register,
+  resendVerification,
+  resetPassword,
+  verifyEmail,
+} from "../../services/auth/accounts";
+import { endSession, SESSION_TTL_MS } from "../../services/auth/sessions";
+import { AuthResult, Email, LoginRequest, Password, RegisterRequest, TokenRequest, User } from "./schemas";
+
+const tags = ["Authentication"];
+
+/** Secure everywhere except a plain-http localhost base URL, where browsers would drop a Secure cookie. */
+function setSessionCookie(c: Context<AppEnv>, token: string) {
+  const base = new URL(c.env.PUBLIC_URL);
+  const local = base.protocol === "http:" && ["localhost", "127.0.0.1", "[::1]"].includes(base.hostname);
+  setCookie(c, SESSION_COOKIE, token, {
+    httpOnly: true,
+    sameSite: "Lax",
+    secure: !local,
+    path: "/",
+    maxAge: SESSION_TTL_MS / 1000,
+  });
+}
+
+export { setSessionCookie };
+
+export const authRouter = createRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/register",
+      tags,
+      summary: "Create an account (with a personal team) and sign in",
+      middleware: [rateLimit("register")],
+      request: { body: jsonBody(RegisterRequest) },
+      responses: {
+        201: jsonResponse(AuthResult, "Signed in; the `pod_session` cookie is set"),
+        ...errors(400, 409, 429),
+      },
+    }),
+    async (c) => {
+      const result = unwrap(await register(serviceContext(c), c.req.valid("json")));
+      setSessionCookie(c, result.token);
+      return c.json(result, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/login",
+      tags,
+      summary: "Sign in with email and password",
+      middleware: [rateLimit("login")],
+      request: { body: jsonBody(LoginRequest) },
+      responses: {
+        200: jsonResponse(AuthResult, "Signed in; the `pod_session` cookie is set"),
+        ...errors(400, 401, 429),
+      },
+    }),
+    async (c) => {
+      const result = unwrap(await login(serviceContext(c), c.req.valid("json")));
+      setSessionCookie(c, result.token);
+      return c.json(result, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/logout",
+      tags,
+      summary: "End the session that made the call",
+      security: authenticated,
+      middleware: [requireAuth],
+      responses: { 200: jsonResponse(StatusBody("logged_out"), "Session ended"), ...errors(400, 401) },
+    }),
+    async (c) => {
+      const { sessionId } = c.get("caller");
+      if (!sessionId) {
+        throw new ApiError(
+          "bad_request",
+          "an API token is not a session: revoke it with DELETE /api/api-tokens/{id}",
+        );
+      }
+      await endSession(c.get("db"), sessionId);
+      deleteCookie(c, SESSION_COOKIE, { path: "/" });
+      return c.json({ status: "logged_out" as const }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/user",
+      tags,
+      summary: "The signed-in user",
+      security: authenticated,
+      middleware: [requireAuth],
+      responses: { 200: jsonResponse(User, "The user"), ...errors(401) },
+    }),
+    async (c) => c.json(unwrap(await getUser(serviceContext(c), c.get("caller").user.id)), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/forgot-password",
+      tags,
+      summary: "Mail a password reset token (answers the same whether or not the account exists)",
+      middleware: [rateLimit("forgotPassword")],
+      request: { body: jsonBody(z.object({ email: Email })) },
+      responses: { 200: jsonResponse(StatusBody("sent"), "Accepted"), ...errors(400, 429) },
+    }),
+    async (c) => {
+      await forgotPassword(serviceContext(c), c.req.valid("json").email);
+      return c.json({ status: "sent" as const }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/reset-password",
+      tags,
+      summary: "Set a new password with a reset token (single use, 1 hour); ends every session",
+      request: { body: jsonBody(TokenRequest.extend({ password: Password })) },
+      responses: { 200: jsonResponse(StatusBody("password_reset"), "Password changed"), ...errors(400) },
+    }),
+    async (c) => {
+      const { token, password } = c.req.valid("json");
+      unwrap(await resetPassword(serviceContext(c), token, password));
+      return c.json({ status: "password_reset" as const }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/verify-email",
+      tags,
+      summary: "Confirm the email address with the mailed token",
+      request: { body: jsonBody(TokenRequest) },
+      responses: { 200: jsonResponse(StatusBody("verified"), "Verified"), ...errors(400) },
+    }),
+    async (c) => {
+      unwrap(await verifyEmail(serviceContext(c), c.req.valid("json").token));
+      return c.json({ status: "verified" as const }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/resend-verification",
+      tags,
+      summary: "Mail a new verification token (`already_verified` when there is nothing to verify)",
+      security: authenticated,
+      middleware: [requireAuth],
+      responses: {
+        200: jsonResponse(z.object({ status: z.enum(["sent", "already_verified"]) }), "Sent"),
+        ...errors(401),
+      },
+    }),
+    async (c) =>
+      c.json({ status: await resendVerification(serviceContext(c), c.get("caller").user.id) }, 200),
+  );

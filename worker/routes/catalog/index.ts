@@ -1,0 +1,108 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  dailyPrice,
+  formatDisk,
+  formatMemory,
+  PLANS,
+  PRESETS,
+  REGIONS,
+  RUNTIMES,
+} from "../../../shared/catalog";
+import { requireAuth } from "../../http/middleware";
+import { authenticated, createRouter, errors, jsonResponse } from "../../http/router";
+
+const tags = ["Catalog"];
+const common = { tags, security: authenticated, middleware: [requireAuth] };
+
+const Plan = z
+  .object({
+    slug: z.string(),
+    name: z.string(),
+    cpu: z.number().int(),
+    memory: z.string(),
+    disk: z.string(),
+    monthly_price: z.number().int().openapi({ description: "cents" }),
+    daily_price: z.number().int().openapi({ description: "cents" }),
+    backups_kept: z.number().int(),
+    database_services: z.boolean(),
+  })
+  .openapi("Plan");
+
+const Preset = z
+  .object({
+    slug: z.string(),
+    name: z.string(),
+    port: z.number().int(),
+    app_root: z.string(),
+    public_root: z.string(),
+  })
+  .openapi("Preset");
+
+const Region = z.object({ slug: z.string(), name: z.string(), available: z.boolean() }).openapi("Region");
+
+const Runtime = z
+  .object({ preset: z.string(), name: z.string(), versions: z.array(z.string()), default: z.string() })
+  .openapi("Runtime");
+
+// The catalog is configuration: computed once per isolate, not per request.
+const plans = PLANS.map((p) => ({
+  slug: p.slug,
+  name: p.name,
+  cpu: p.cpu,
+  memory: formatMemory(p.memoryMb),
+  disk: formatDisk(p.diskGb),
+  monthly_price: p.monthlyPrice,
+  daily_price: dailyPrice(p),
+  backups_kept: p.backupsKept,
+  database_services: p.databaseServices,
+}));
+const presets = PRESETS.map((p) => ({
+  slug: p.slug,
+  name: p.name,
+  port: p.port,
+  app_root: p.appRoot,
+  public_root: p.publicRoot,
+}));
+const runtimes = RUNTIMES.map((r) => ({ ...r, versions: [...r.versions] }));
+
+export const catalogRouter = createRouter()
+  .openapi(
+    createRoute({
+      ...common,
+      method: "get",
+      path: "/plans",
+      summary: "Plans, smallest first (prices in cents)",
+      responses: { 200: jsonResponse(z.object({ plans: z.array(Plan) }), "Plans"), ...errors(401) },
+    }),
+    (c) => c.json({ plans }, 200),
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "get",
+      path: "/presets",
+      summary: "Pod presets",
+      responses: { 200: jsonResponse(z.object({ presets: z.array(Preset) }), "Presets"), ...errors(401) },
+    }),
+    (c) => c.json({ presets }, 200),
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "get",
+      path: "/regions",
+      summary: "Regions",
+      responses: { 200: jsonResponse(z.object({ regions: z.array(Region) }), "Regions"), ...errors(401) },
+    }),
+    (c) => c.json({ regions: REGIONS.map((r) => ({ slug: r.slug, name: r.name, available: true })) }, 200),
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "get",
+      path: "/runtimes",
+      summary: "Runtimes and their versions per preset",
+      responses: { 200: jsonResponse(z.object({ runtimes: z.array(Runtime) }), "Runtimes"), ...errors(401) },
+    }),
+    (c) => c.json({ runtimes }, 200),
+  );

@@ -1,0 +1,80 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../../http/app-env";
+import { ApiError, unwrap } from "../../http/errors";
+import { optionalAuth } from "../../http/middleware";
+import { createRouter, errors, jsonBody, jsonResponse, serviceContext } from "../../http/router";
+import type { Caller } from "../../services/auth/caller";
+import {
+  acceptInvitationSignedIn,
+  acceptInvitationSignedOut,
+  describeInvitation,
+} from "../../services/teams/invitations";
+import { setSessionCookie } from "../auth";
+import { Email, Password, PersonName } from "../auth/schemas";
+
+const tags = ["Invitations"];
+
+const InvitationSummary = z
+  .object({
+    team_name: z.string(),
+    inviter_name: z.string(),
+    email: z.string(),
+    role: z.enum(["owner", "member"]),
+    expires_at: z.string(),
+  })
+  .openapi("InvitationSummary");
+
+/** Signed in only `token` is needed; signed out all four are, and a missing one is 401 (no credentials). */
+const AcceptRequest = z.object({
+  token: z.string().max(200).optional(),
+  email: Email.optional(),
+  name: PersonName.optional(),
+  password: Password.optional(),
+});
+
+const AcceptResult = z.object({ status: z.enum(["joined", "already_member"]), team_id: z.string() });
+
+export const invitationsRouter = createRouter()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{token}",
+      tags,
+      summary: "What an invitation is for (public)",
+      request: { params: z.object({ token: z.string().max(200) }) },
+      responses: { 200: jsonResponse(InvitationSummary, "The invitation"), ...errors(404) },
+    }),
+    async (c) => c.json(unwrap(await describeInvitation(serviceContext(c), c.req.valid("param").token)), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/accept",
+      tags,
+      summary:
+        "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins. The team becomes active.",
+      middleware: [optionalAuth],
+      request: { body: jsonBody(AcceptRequest) },
+      responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 404, 409) },
+    }),
+    async (c) => {
+      const body = c.req.valid("json");
+      const caller = (c.var as Partial<AppEnv["Variables"]>).caller as Caller | undefined;
+      const ctx = serviceContext(c);
+      if (caller) {
+        if (!body.token) throw new ApiError("bad_request", "token: is required");
+        const { status, team_id } = unwrap(await acceptInvitationSignedIn(ctx, caller.user.id, body.token));
+        return c.json({ status, team_id }, 200);
+      }
+      const { token, email, name, password } = body;
+      if (!token || !email || !name || !password) {
+        throw new ApiError(
+          "unauthorized",
+          "sign in first, or send token, email, name and password to create an account",
+        );
+      }
+      const result = unwrap(await acceptInvitationSignedOut(ctx, { token, email, name, password }));
+      if (result.session) setSessionCookie(c, result.session.token);
+      return c.json({ status: result.status, team_id: result.team_id }, 200);
+    },
+  );

@@ -1,0 +1,84 @@
+import { and, eq, gt } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { apiTokens, sessions, teamMembers, users } from "../../db/schema";
+import { sha256Hex } from "../../lib/crypto";
+import { MINUTE, nowIso } from "../../lib/time";
+import type { Caller } from "./caller";
+
+export const API_TOKEN_PREFIX = "ipk_";
+
+export interface Resolved {
+  caller: Caller;
+  /** work to finish after the response (bookkeeping such as `last_used_at`) */
+  afterResponse?: Promise<unknown>;
+}
+
+/**
+ * Turns a raw credential (cookie value or bearer token) into a caller, or null when it is unknown,
+ * expired or revoked. One indexed query per credential kind.
+ */
+export async function resolveCredential(db: Db, token: string): Promise<Resolved | null> {
+  const tokenHash = await sha256Hex(token);
+  const now = nowIso();
+  if (token.startsWith(API_TOKEN_PREFIX)) return resolveApiToken(db, tokenHash, now);
+
+  const [row] = await db
+    .select({
+      sessionId: sessions.id,
+      kind: sessions.kind,
+      id: users.id,
+      email: users.email,
+      name: users.name,
+      activeTeamId: users.activeTeamId,
+    })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(and(eq(sessions.tokenHash, tokenHash), gt(sessions.expiresAt, now)))
+    .limit(1);
+  if (!row) return null;
+  return {
+    caller: {
+      user: { id: row.id, email: row.email, name: row.name },
+      teamId: row.activeTeamId,
+      via: row.kind === "connector" ? "connector" : "session",
+      sessionId: row.sessionId,
+    },
+  };
+}
+
+async function resolveApiToken(db: Db, tokenHash: string, now: string): Promise<Resolved | null> {
+  // The join on team_members makes a token stop working on a team its owner has left.
+  const [row] = await db
+    .select({
+      tokenId: apiTokens.id,
+      teamId: apiTokens.teamId,
+      expiresAt: apiTokens.expiresAt,
+      lastUsedAt: apiTokens.lastUsedAt,
+      id: users.id,
+      email: users.email,
+      name: users.name,
+    })
+    .from(apiTokens)
+    .innerJoin(users, eq(users.id, apiTokens.userId))
+    .innerJoin(
+      teamMembers,
+      and(eq(teamMembers.teamId, apiTokens.teamId), eq(teamMembers.userId, apiTokens.userId)),
+    )
+    .where(eq(apiTokens.tokenHash, tokenHash))
+    .limit(1);
+  if (!row || (row.expiresAt !== null && row.expiresAt <= now)) return null;
+
+  // `last_used_at` at minute precision: one write a minute per token, not one per request.
+  const stale = row.lastUsedAt === null || Date.parse(row.lastUsedAt) < Date.now() - MINUTE;
+  return {
+    caller: {
+      user: { id: row.id, email: row.email, name: row.name },
+      teamId: row.teamId,
+      via: "api_token",
+      apiTokenId: row.tokenId,
+    },
+    afterResponse: stale
+      ? db.update(apiTokens).set({ lastUsedAt: now }).where(eq(apiTokens.id, row.tokenId))
+      : undefined,
+  };
+}

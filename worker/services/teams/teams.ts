@@ -1,0 +1,170 @@
+import { and, count, eq, ne, sql } from "drizzle-orm";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { newId } from "../../../shared/ids";
+import { pods, type TeamRow, teamMembers, teams, users } from "../../db/schema";
+import { nowIso } from "../../lib/time";
+import { toUserView, type UserView } from "../auth/accounts";
+import type { ServiceContext } from "../context";
+import { requireMember, requireOwner } from "./access";
+import { uniqueSlug } from "./slug";
+
+export interface TeamView {
+  id: string;
+  name: string;
+  slug: string;
+  owner_id: string;
+  account_type: "personal" | "team";
+  trust_tier: string;
+  created_at: string;
+  updated_at: string;
+  /** the caller's role on the team */
+  role: "owner" | "member";
+}
+
+export const toTeamView = (t: TeamRow, role: "owner" | "member"): TeamView => ({
+  id: t.id,
+  name: t.name,
+  slug: t.slug,
+  owner_id: t.ownerId,
+  account_type: t.accountType,
+  trust_tier: t.trustTier,
+  created_at: t.createdAt,
+  updated_at: t.updatedAt,
+  role,
+});
+
+function teamStatements(ctx: ServiceContext, team: TeamRow) {
+  return [
+    ctx.db.insert(teams).values(team),
+    ctx.db.insert(teamMembers).values({
+      id: newId("mem"),
+      teamId: team.id,
+      userId: team.ownerId,
+      role: "owner",
+      joinedAt: team.createdAt,
+    }),
+  ];
+}
+
+/** The personal team made with every account: returned as statements so registration writes all in one batch. */
+export async function personalTeamStatements(
+  ctx: ServiceContext,
+  input: { userId: string; userName: string; now: string },
+) {
+  const name = `${input.userName.trim()}'s team`;
+  const team: TeamRow = {
+    id: newId("team"),
+    name,
+    slug: await uniqueSlug(ctx.db, name),
+    ownerId: input.userId,
+    accountType: "personal",
+    trustTier: "standard",
+    createdAt: input.now,
+    updatedAt: input.now,
+  };
+  return { teamId: team.id, statements: teamStatements(ctx, team) };
+}
+
+export async function createTeam(ctx: ServiceContext, userId: string, name: string): Promise<TeamView> {
+  const now = nowIso();
+  const team: TeamRow = {
+    id: newId("team"),
+    name,
+    slug: await uniqueSlug(ctx.db, name),
+    ownerId: userId,
+    accountType: "team",
+    trustTier: "standard",
+    createdAt: now,
+    updatedAt: now,
+  };
+  const [first, ...rest] = teamStatements(ctx, team);
+  if (first) await ctx.db.batch([first, ...rest]);
+  return toTeamView(team, "owner");
+}
+
+export async function listTeams(ctx: ServiceContext, userId: string): Promise<TeamView[]> {
+  const rows = await ctx.db
+    .select({ team: teams, role: teamMembers.role })
+    .from(teamMembers)
+    .innerJoin(teams, eq(teams.id, teamMembers.teamId))
+    .where(eq(teamMembers.userId, userId))
+    .orderBy(teams.createdAt);
+  return rows.map((r) => toTeamView(r.team, r.role));
+}
+
+export async function getTeam(
+  ctx: ServiceContext,
+  userId: string,
+  teamId: string,
+): Promise<Result<TeamView>> {
+  const access = await requireMember(ctx.db, teamId, userId);
+  return access.ok ? ok(toTeamView(access.value.team, access.value.role)) : access;
+}
+
+export async function switchTeam(
+  ctx: ServiceContext,
+  userId: string,
+  teamId: string,
+): Promise<Result<UserView>> {
+  const access = await requireMember(ctx.db, teamId, userId);
+  if (!access.ok) return fail("forbidden", "you are not a member of this team");
+  const [user] = await ctx.db
+    .update(users)
+    .set({ activeTeamId: teamId, updatedAt: nowIso() })
+    .where(eq(users.id, userId))
+    .returning();
+  return user ? ok(toUserView(user)) : fail("unauthorized", "account no longer exists");
+}
+
+export async function renameTeam(
+  ctx: ServiceContext,
+  userId: string,
+  teamId: string,
+  name: string,
+): Promise<Result<TeamView>> {
+  const access = await requireOwner(ctx.db, teamId, userId);
+  if (!access.ok) return access;
+  const [team] = await ctx.db
+    .update(teams)
+    .set({ name, slug: await uniqueSlug(ctx.db, name, teamId), updatedAt: nowIso() })
+    .where(eq(teams.id, teamId))
+    .returning();
+  return team ? ok(toTeamView(team, "owner")) : fail("not_found", "team not found");
+}
+
+/** Moves users whose active team is `teamId` (and who are not to stay in it) back to their personal team. */
+export const resetActiveTeamStatement = (ctx: ServiceContext, teamId: string, onlyUserId?: string) =>
+  ctx.db
+    .update(users)
+    .set({
+      activeTeamId: sql`(SELECT ${teams.id} FROM ${teams} WHERE ${teams.ownerId} = ${users.id} AND ${teams.accountType} = 'personal' LIMIT 1)`,
+    })
+    .where(and(eq(users.activeTeamId, teamId), onlyUserId ? eq(users.id, onlyUserId) : undefined));
+
+export async function deleteTeam(ctx: ServiceContext, userId: string, teamId: string): Promise<Result<void>> {
+  const access = await requireOwner(ctx.db, teamId, userId);
+  if (!access.ok) return access;
+  if (access.value.team.accountType === "personal") {
+    return fail("conflict", "a personal team cannot be deleted: every account keeps one team");
+  }
+  const [live] = await ctx.db
+    .select({ n: count() })
+    .from(pods)
+    .where(and(eq(pods.teamId, teamId), ne(pods.status, "deleted")));
+  const podCount = live?.n ?? 0;
+  if (podCount > 0) {
+    return fail(
+      "conflict",
+      `team still owns ${podCount} pod${podCount === 1 ? "" : "s"}: delete them first`,
+      {
+        pod_count: podCount,
+      },
+    );
+  }
+  // Members, invitations and API tokens go with the team (ON DELETE CASCADE).
+  await ctx.db.batch([
+    resetActiveTeamStatement(ctx, teamId),
+    ctx.db.delete(teams).where(eq(teams.id, teamId)),
+  ]);
+  return ok(undefined);
+}
