@@ -20,6 +20,18 @@ export default defineConfig({
           setupFiles: ["./test/worker/setup.ts"],
         },
       },
+      {
+        // The agent against the real Docker engine, and end-to-end runs of Worker + agent + Docker.
+        test: {
+          name: "node",
+          include: ["test/agent/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+          // One Docker engine, two cores: files run one after another.
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

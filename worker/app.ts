@@ -4,12 +4,14 @@ import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
 import { requestContext } from "./http/middleware";
 import { createRouter } from "./http/router";
+import { agentConnectRouter } from "./routes/agent-connect";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
 import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { invitationsRouter } from "./routes/invitations";
+import { podsRouter } from "./routes/pods";
 import { teamsRouter } from "./routes/teams";
 
 /** JSON bodies are small; routes that take files raise their own limit. */
@@ -31,7 +33,9 @@ export function createApp() {
   app.route("/api/teams", teamsRouter);
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
+  app.route("/api/pods", podsRouter);
   app.route("/api", catalogRouter);
+  app.route("/agent", agentConnectRouter);
 
   // A route that does no work: the floor the API benchmark compares against, and a liveness probe.
   app.get("/health", (c) => c.json({ status: "ok" }));

@@ -1,3 +1,4 @@
+import type { HostAgent } from "./durable-objects/host-agent";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
 
 /** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, D1/R2/DO bindings). */
@@ -5,6 +6,7 @@ export interface Bindings {
   DB: D1Database;
   BLOBS: R2Bucket;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  HOST_AGENT: DurableObjectNamespace<HostAgent>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */

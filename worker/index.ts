@@ -1,5 +1,6 @@
 import { createApp } from "./app";
 
+export { HostAgent } from "./durable-objects/host-agent";
 export { RateLimiter } from "./durable-objects/rate-limiter";
 
 const app = createApp();

@@ -6,9 +6,12 @@ interface KnownRoute {
   pattern: RegExp;
 }
 
-/** `/api/teams/:id/members` → a regex matching any concrete path of that shape. */
+/**
+ * `/api/teams/:id/members` → a regex matching any concrete path of that shape. Exactly that shape:
+ * routing is strict, so `/api/teams/` is not `/api/teams` and must not be told "405, use GET".
+ */
 const toPattern = (path: string) =>
-  new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z_]+/g, "[^/]+")}/?$`);
+  new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z_]+/g, "[^/]+")}$`);
 
 /**
  * 404 for paths nobody serves, 405 (with Allow) for a known path asked with another method.

@@ -6,9 +6,12 @@ export interface Reply<T = any> {
   headers: Headers;
 }
 
+/** Test files run side by side against the same Durable Objects: a random tag per file keeps their keys apart. */
+const fileTag = crypto.randomUUID().slice(0, 8);
+
 let ipCounter = 0;
-/** A fresh client IP per call site, so rate limits of one test never leak into another. */
-export const freshIp = () => `10.1.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}`;
+/** A fresh client IP per call site, so rate limits of one test never leak into another (nor another file's). */
+export const freshIp = () => `fd00:${fileTag.slice(0, 4)}:${fileTag.slice(4)}::${(++ipCounter).toString(16)}`;
 
 export interface CallOptions {
   token?: string;
@@ -50,18 +53,39 @@ export async function call<T = any>(
 }
 
 let userCounter = 0;
-export const uniqueEmail = (tag = "user") =>
-  `${tag}-${Date.now().toString(36)}-${++userCounter}@example.test`;
+export const uniqueEmail = (tag = "user") => `${tag}-${fileTag}-${++userCounter}@example.test`;
+
+/** A name no other test uses, for assertions on slugs derived from it. */
+export const uniqueName = (base: string) => `${base} ${fileTag}${++userCounter}`;
+
+export const PASSWORD = "correct horse battery";
 
 export interface TestUser {
   token: string;
-  user: { id: string; email: string; name: string; active_team_id: string };
+  user: { id: string; email: string; name: string; email_verified: boolean; active_team_id: string };
   password: string;
 }
 
 export async function registerUser(name = "Ada Lovelace", email = uniqueEmail()): Promise<TestUser> {
-  const password = "correct horse battery";
-  const res = await call("POST", "/api/auth/register", { email, password, name });
+  const res = await call("POST", "/api/auth/register", { email, password: PASSWORD, name });
   if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
-  return { ...res.body, password };
+  return { ...res.body, password: PASSWORD };
+}
+
+/** A second session for an existing account. */
+export async function login(email: string, password = PASSWORD): Promise<string> {
+  const res = await call("POST", "/api/auth/login", { email, password });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.token;
+}
+
+/** The `pod_session` Set-Cookie line of a reply, or undefined. */
+export const sessionSetCookie = (reply: Reply) =>
+  reply.headers.getAll("set-cookie").find((line) => line.startsWith("pod_session="));
+
+/** `pod_session=<value>` ready for a Cookie header. */
+export function sessionCookie(reply: Reply): string {
+  const line = sessionSetCookie(reply);
+  if (!line) throw new Error("no pod_session cookie in the reply");
+  return line.split(";")[0] ?? "";
 }

@@ -1,4 +1,7 @@
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export const POD_STATUSES = ["creating", "running", "stopped", "deleted", "error", "suspended"] as const;
+export type PodStatus = (typeof POD_STATUSES)[number];
 
 /**
  * Pods. Deleted pods keep their row (status `deleted`, `deleted_at`) so the name stays reserved
@@ -12,10 +15,11 @@ export const pods = sqliteTable(
     // No foreign key: a deleted pod's row outlives its team while the name stays reserved.
     teamId: text("team_id").notNull(),
     preset: text("preset").notNull(),
-    status: text("status").notNull(),
+    status: text("status", { enum: POD_STATUSES }).notNull(),
     planSlug: text("plan_slug").notNull(),
     region: text("region").notNull(),
     hostId: text("host_id"),
+    /** unique per host while the pod lives; NULL once deleted so the port can be reused */
     sshPort: integer("ssh_port"),
     ip: text("ip"),
     description: text("description").notNull().default(""),
@@ -24,5 +28,11 @@ export const pods = sqliteTable(
     updatedAt: text("updated_at").notNull(),
     deletedAt: text("deleted_at"),
   },
-  (t) => [index("pods_team_status_idx").on(t.teamId, t.status)],
+  (t) => [
+    index("pods_team_status_idx").on(t.teamId, t.status),
+    index("pods_host_idx").on(t.hostId),
+    uniqueIndex("pods_host_ssh_port_idx").on(t.hostId, t.sshPort),
+  ],
 );
+
+export type PodRow = typeof pods.$inferSelect;

@@ -9,6 +9,7 @@ import {
   RUNTIMES,
 } from "../../../shared/catalog";
 import { requireAuth } from "../../http/middleware";
+import { regionsWithOnlineHosts } from "../../services/hosts/hosts";
 import { authenticated, createRouter, errors, jsonResponse } from "../../http/router";
 
 const tags = ["Catalog"];
@@ -91,10 +92,14 @@ export const catalogRouter = createRouter()
       ...common,
       method: "get",
       path: "/regions",
-      summary: "Regions",
+      summary: "Regions; `available` while the region has a connected host",
       responses: { 200: jsonResponse(z.object({ regions: z.array(Region) }), "Regions"), ...errors(401) },
     }),
-    (c) => c.json({ regions: REGIONS.map((r) => ({ slug: r.slug, name: r.name, available: true })) }, 200),
+    async (c) => {
+      // A region is available while at least one of its hosts has an agent connected.
+      const online = await regionsWithOnlineHosts(c.get("db"));
+      return c.json({ regions: REGIONS.map((r) => ({ slug: r.slug, name: r.name, available: online.has(r.slug) })) }, 200);
+    },
   )
   .openapi(
     createRoute({

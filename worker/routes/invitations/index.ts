@@ -63,7 +63,7 @@ export const invitationsRouter = createRouter()
       const ctx = serviceContext(c);
       if (caller) {
         if (!body.token) throw new ApiError("bad_request", "token: is required");
-        const { status, team_id } = unwrap(await acceptInvitationSignedIn(ctx, caller.user.id, body.token));
+        const { status, team_id } = unwrap(await acceptInvitationSignedIn(ctx, caller.user, body.token));
         return c.json({ status, team_id }, 200);
       }
       const { token, email, name, password } = body;

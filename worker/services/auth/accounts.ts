@@ -7,7 +7,8 @@ import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from "../../lib/cry
 import { DAY, HOUR, nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { resetPasswordMail, verifyEmailMail } from "../mail/templates";
-import { personalTeamStatements } from "../teams/teams";
+import { isUniqueViolation, withUniqueSlug } from "../teams/slug";
+import { personalTeam } from "../teams/teams";
 import { issueOneTimeToken, redeemOneTimeToken } from "./one-time-tokens";
 import { createSession, endAllSessionsStatement } from "./sessions";
 
@@ -59,22 +60,24 @@ export async function createAccount(ctx: ServiceContext, input: Registration): P
 
   const now = nowIso();
   const userId = newId("usr");
-  const team = await personalTeamStatements(ctx, { userId, userName: input.name, now });
+  const team = personalTeam(ctx, { userId, userName: input.name, now });
   const user: UserRow = {
     id: userId,
     email,
     name: input.name.trim(),
     passwordHash: await hashPassword(input.password),
     emailVerifiedAt: null,
-    activeTeamId: team.teamId,
+    activeTeamId: team.id,
     createdAt: now,
     updatedAt: now,
   };
   try {
-    await ctx.db.batch([ctx.db.insert(users).values(user), ...team.statements]);
+    await withUniqueSlug(ctx.db, team.name, (slug) =>
+      ctx.db.batch([ctx.db.insert(users).values(user), ...team.statements(slug)]),
+    );
   } catch (error) {
     // Two registrations racing for one email: the unique index decides, the loser gets the 409.
-    if (String(error).includes("UNIQUE") && String(error).includes("users.email")) {
+    if (isUniqueViolation(error, "users.email")) {
       return fail("conflict", "an account with this email already exists");
     }
     throw error;
@@ -149,13 +152,10 @@ export async function verifyEmail(ctx: ServiceContext, token: string): Promise<R
   return ok(undefined);
 }
 
-export async function resendVerification(
-  ctx: ServiceContext,
-  userId: string,
-): Promise<"sent" | "already_verified"> {
+/** Mails a fresh verification token; an already verified address gets nothing (the answer is the same). */
+export async function resendVerification(ctx: ServiceContext, userId: string): Promise<void> {
   const user = await findUserById(ctx, userId);
-  if (!user || user.emailVerifiedAt) return "already_verified";
+  if (!user || user.emailVerifiedAt) return;
   const token = await issueOneTimeToken(ctx.db, user.id, "verify_email", VERIFY_TTL);
   await ctx.mailer.send(verifyEmailMail(user.email, ctx.env.PUBLIC_URL, token));
-  return "sent";
 }

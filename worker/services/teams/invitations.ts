@@ -1,4 +1,4 @@
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq, gt, notExists } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId, randomToken } from "../../../shared/ids";
 import { type InvitationRow, invitations, teamMembers, teams, users } from "../../db/schema";
@@ -7,7 +7,7 @@ import { authenticatePassword, createAccount, findUserByEmail, normalizeEmail } 
 import { createSession } from "../auth/sessions";
 import type { ServiceContext } from "../context";
 import { invitationMail } from "../mail/templates";
-import { requireOwner } from "./access";
+import { requireMember, requireOwner } from "./access";
 import { joinTeam } from "./members";
 
 export const INVITATION_TTL = 7 * DAY;
@@ -34,13 +34,44 @@ export const toInvitationView = (i: InvitationRow): InvitationView => ({
   created_at: i.createdAt,
 });
 
+/**
+ * An invitation stays until it expires, so that accepting it again answers `already_member` instead of
+ * 404. Once accepted it names the account that accepted it (see `acceptAs`), which makes it "used":
+ * its address belongs to a member of its team. A used invitation is no longer pending, and nobody
+ * else can join with it.
+ */
+const memberWithInvitedEmail = (ctx: ServiceContext) =>
+  ctx.db
+    .select({ id: teamMembers.id })
+    .from(teamMembers)
+    .innerJoin(users, eq(users.id, teamMembers.userId))
+    .where(and(eq(teamMembers.teamId, invitations.teamId), eq(users.email, invitations.email)));
+
+async function isUsed(ctx: ServiceContext, invitationId: string): Promise<boolean> {
+  const [unused] = await ctx.db
+    .select({ id: invitations.id })
+    .from(invitations)
+    .where(and(eq(invitations.id, invitationId), notExists(memberWithInvitedEmail(ctx))))
+    .limit(1);
+  return !unused;
+}
+
+const usedOrExpired = () => fail("not_found", "invitation not found, expired or already used");
+
+/** Pending invitations: neither expired nor used. */
 export async function listInvitations(ctx: ServiceContext, userId: string, teamId: string) {
   const access = await requireOwner(ctx.db, teamId, userId);
   if (!access.ok) return access;
   const rows = await ctx.db
     .select()
     .from(invitations)
-    .where(and(eq(invitations.teamId, teamId), gt(invitations.expiresAt, nowIso())))
+    .where(
+      and(
+        eq(invitations.teamId, teamId),
+        gt(invitations.expiresAt, nowIso()),
+        notExists(memberWithInvitedEmail(ctx)),
+      ),
+    )
     .orderBy(invitations.createdAt);
   return ok(rows.map(toInvitationView));
 }
@@ -129,27 +160,39 @@ export interface AcceptResult {
   session?: { token: string };
 }
 
-/** Joins the invitation's team and makes it the user's active team; the invitation is used up. */
+/**
+ * Joins the invitation's team (unless already a member) and makes it the user's active team. The
+ * invitation is kept and made to name the accepting account, which marks it used (`isUsed`).
+ */
 async function acceptAs(
   ctx: ServiceContext,
-  userId: string,
+  user: { id: string; email: string },
   invitation: InvitationRow,
-): Promise<AcceptResult> {
-  const joined = await joinTeam(ctx, invitation.teamId, userId, "member");
+): Promise<Result<AcceptResult>> {
+  let status: AcceptResult["status"] = "already_member";
+  if (!(await requireMember(ctx.db, invitation.teamId, user.id)).ok) {
+    if (await isUsed(ctx, invitation.id)) return usedOrExpired();
+    const joined = await joinTeam(ctx, invitation.teamId, user.id, "member");
+    if (joined.ok) status = "joined";
+  }
   await ctx.db.batch([
-    ctx.db.delete(invitations).where(eq(invitations.id, invitation.id)),
+    ctx.db.update(invitations).set({ email: user.email }).where(eq(invitations.id, invitation.id)),
     ctx.db
       .update(users)
       .set({ activeTeamId: invitation.teamId, updatedAt: nowIso() })
-      .where(eq(users.id, userId)),
+      .where(eq(users.id, user.id)),
   ]);
-  return { status: joined.ok ? "joined" : "already_member", team_id: invitation.teamId };
+  return ok({ status, team_id: invitation.teamId });
 }
 
-export async function acceptInvitationSignedIn(ctx: ServiceContext, userId: string, token: string) {
+export async function acceptInvitationSignedIn(
+  ctx: ServiceContext,
+  user: { id: string; email: string },
+  token: string,
+): Promise<Result<AcceptResult>> {
   const row = await findLiveInvitation(ctx, token);
-  if (!row) return fail("not_found", "invitation not found or expired");
-  return ok(await acceptAs(ctx, userId, row.invitation));
+  if (!row) return usedOrExpired();
+  return acceptAs(ctx, user, row.invitation);
 }
 
 /**
@@ -161,13 +204,16 @@ export async function acceptInvitationSignedOut(
   input: { token: string; email: string; name: string; password: string },
 ): Promise<Result<AcceptResult>> {
   const row = await findLiveInvitation(ctx, input.token);
-  if (!row) return fail("not_found", "invitation not found or expired");
+  if (!row) return usedOrExpired();
   const existing = await findUserByEmail(ctx, input.email);
+  // Checked before registering, so a used link does not leave an account behind.
+  if (!existing && (await isUsed(ctx, row.invitation.id))) return usedOrExpired();
   const user = existing
     ? await authenticatePassword(ctx, input.email, input.password)
     : await createAccount(ctx, { email: input.email, name: input.name, password: input.password });
   if (!user.ok) return user;
-  const result = await acceptAs(ctx, user.value.id, row.invitation);
+  const result = await acceptAs(ctx, user.value, row.invitation);
+  if (!result.ok) return result;
   const session = await createSession(ctx.db, user.value.id);
-  return ok({ ...result, session: { token: session.token } });
+  return ok({ ...result.value, session: { token: session.token } });
 }

@@ -1,7 +1,7 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
-import { type TeamMemberRow, teamMembers, users } from "../../db/schema";
+import { invitations, type TeamMemberRow, teamMembers, users } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { findUserByEmail } from "../auth/accounts";
 import type { ServiceContext } from "../context";
@@ -82,6 +82,20 @@ export async function removeMember(
     .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, targetUserId)))
     .returning({ id: teamMembers.id });
   if (!removed) return fail("not_found", "this user is not a member of the team");
-  await resetActiveTeamStatement(ctx, teamId, targetUserId);
+  // Their used invitation would let them back in until it expires: it goes with the membership.
+  await ctx.db.batch([
+    resetActiveTeamStatement(ctx, teamId, targetUserId),
+    ctx.db
+      .delete(invitations)
+      .where(
+        and(
+          eq(invitations.teamId, teamId),
+          eq(
+            invitations.email,
+            sql`(SELECT ${users.email} FROM ${users} WHERE ${users.id} = ${targetUserId})`,
+          ),
+        ),
+      ),
+  ]);
   return ok(undefined);
 }

@@ -25,3 +25,34 @@ export async function uniqueSlug(db: Db, name: string, exceptTeamId?: string): P
   if (!used.has(base)) return base;
   for (let n = 2; ; n++) if (!used.has(`${base}-${n}`)) return `${base}-${n}`;
 }
+
+/** Whether a D1 error (or one drizzle wrapped around it) is a UNIQUE violation on `table.column`. */
+export function isUniqueViolation(error: unknown, column: string): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e.message.includes("UNIQUE constraint failed") && e.message.includes(column)) return true;
+  }
+  return false;
+}
+
+const SLUG_ATTEMPTS = 5;
+
+/**
+ * Runs `write` with the first free slug for `name`. Two requests can find the same slug free at
+ * once (D1 has no interactive transactions); the unique index lets one write win, and the other
+ * looks again and takes the next one instead of failing.
+ */
+export async function withUniqueSlug<T>(
+  db: Db,
+  name: string,
+  write: (slug: string) => Promise<T>,
+  exceptTeamId?: string,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const slug = await uniqueSlug(db, name, exceptTeamId);
+    try {
+      return await write(slug);
+    } catch (error) {
+      if (attempt >= SLUG_ATTEMPTS || !isUniqueViolation(error, "teams.slug")) throw error;
+    }
+  }
+}

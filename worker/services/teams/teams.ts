@@ -6,7 +6,7 @@ import { nowIso } from "../../lib/time";
 import { toUserView, type UserView } from "../auth/accounts";
 import type { ServiceContext } from "../context";
 import { requireMember, requireOwner } from "./access";
-import { uniqueSlug } from "./slug";
+import { withUniqueSlug } from "./slug";
 
 export interface TeamView {
   id: string;
@@ -43,42 +43,47 @@ function teamStatements(ctx: ServiceContext, team: TeamRow) {
       role: "owner",
       joinedAt: team.createdAt,
     }),
-  ];
+  ] as const;
 }
 
-/** The personal team made with every account: returned as statements so registration writes all in one batch. */
-export async function personalTeamStatements(
-  ctx: ServiceContext,
-  input: { userId: string; userName: string; now: string },
-) {
+/**
+ * The personal team made with every account. Registration writes user and team in one batch, so
+ * this hands back the statements for a given slug (see `withUniqueSlug`).
+ */
+export function personalTeam(ctx: ServiceContext, input: { userId: string; userName: string; now: string }) {
+  const id = newId("team");
   const name = `${input.userName.trim()}'s team`;
-  const team: TeamRow = {
-    id: newId("team"),
-    name,
-    slug: await uniqueSlug(ctx.db, name),
-    ownerId: input.userId,
-    accountType: "personal",
-    trustTier: "standard",
-    createdAt: input.now,
-    updatedAt: input.now,
-  };
-  return { teamId: team.id, statements: teamStatements(ctx, team) };
+  const statements = (slug: string) =>
+    teamStatements(ctx, {
+      id,
+      name,
+      slug,
+      ownerId: input.userId,
+      accountType: "personal",
+      trustTier: "standard",
+      createdAt: input.now,
+      updatedAt: input.now,
+    });
+  return { id, name, statements };
 }
 
 export async function createTeam(ctx: ServiceContext, userId: string, name: string): Promise<TeamView> {
   const now = nowIso();
-  const team: TeamRow = {
-    id: newId("team"),
-    name,
-    slug: await uniqueSlug(ctx.db, name),
-    ownerId: userId,
-    accountType: "team",
-    trustTier: "standard",
-    createdAt: now,
-    updatedAt: now,
-  };
-  const [first, ...rest] = teamStatements(ctx, team);
-  if (first) await ctx.db.batch([first, ...rest]);
+  const id = newId("team");
+  const team = await withUniqueSlug(ctx.db, name, async (slug) => {
+    const row: TeamRow = {
+      id,
+      name,
+      slug,
+      ownerId: userId,
+      accountType: "team",
+      trustTier: "standard",
+      createdAt: now,
+      updatedAt: now,
+    };
+    await ctx.db.batch(teamStatements(ctx, row));
+    return row;
+  });
   return toTeamView(team, "owner");
 }
 
@@ -124,11 +129,13 @@ export async function renameTeam(
 ): Promise<Result<TeamView>> {
   const access = await requireOwner(ctx.db, teamId, userId);
   if (!access.ok) return access;
-  const [team] = await ctx.db
-    .update(teams)
-    .set({ name, slug: await uniqueSlug(ctx.db, name, teamId), updatedAt: nowIso() })
-    .where(eq(teams.id, teamId))
-    .returning();
+  const [team] = await withUniqueSlug(
+    ctx.db,
+    name,
+    (slug) =>
+      ctx.db.update(teams).set({ name, slug, updatedAt: nowIso() }).where(eq(teams.id, teamId)).returning(),
+    teamId,
+  );
   return team ? ok(toTeamView(team, "owner")) : fail("not_found", "team not found");
 }
 

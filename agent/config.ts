@@ -1,0 +1,70 @@
+import { z } from "zod";
+import type { PresetSlug } from "../shared/catalog";
+
+/**
+ * The agent's configuration, read once from the environment at the entry point. Everything has a
+ * working default except the control plane's address and the host token, which only the connection
+ * needs (handlers and their tests run without them).
+ */
+const Env = z.object({
+  PODHOST_API_URL: z.url().optional(),
+  PODHOST_AGENT_TOKEN: z.string().min(1).optional(),
+  PODHOST_STATE_DIR: z.string().min(1).default("/var/lib/podhost-agent"),
+  PODHOST_IMAGE_STATIC: z.string().min(1).default("podhost/static:latest"),
+  PODHOST_IMAGE_PHP: z.string().min(1).default("podhost/php:latest"),
+  PODHOST_IMAGE_NODEJS: z.string().min(1).default("podhost/nodejs:latest"),
+  PODHOST_IMAGE_PYTHON: z.string().min(1).default("podhost/python:latest"),
+  PODHOST_INGRESS_LISTEN: z
+    .string()
+    .regex(/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|\*):\d{1,5}$/, "must be <ip>:<port>")
+    .default("127.0.0.1:8080"),
+  PODHOST_DOCKER_SOCKET: z.string().min(1).default("/var/run/docker.sock"),
+  /** names every container, volume and network; tests use a unique one so they never touch others */
+  PODHOST_NAME_PREFIX: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,30}$/, "lowercase letters, digits and dashes")
+    .default("podhost"),
+});
+
+export interface AgentConfig {
+  apiUrl: string | undefined;
+  agentToken: string | undefined;
+  stateDir: string;
+  images: Record<PresetSlug, string>;
+  ingressListen: string;
+  dockerSocket: string;
+  namePrefix: string;
+}
+
+/** Parse the environment; throws a readable error naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid agent configuration:\n  ${lines.join("\n  ")}`);
+  }
+  const e = parsed.data;
+  return {
+    apiUrl: e.PODHOST_API_URL,
+    agentToken: e.PODHOST_AGENT_TOKEN,
+    stateDir: e.PODHOST_STATE_DIR,
+    images: {
+      static: e.PODHOST_IMAGE_STATIC,
+      php: e.PODHOST_IMAGE_PHP,
+      nodejs: e.PODHOST_IMAGE_NODEJS,
+      python: e.PODHOST_IMAGE_PYTHON,
+    },
+    ingressListen: e.PODHOST_INGRESS_LISTEN,
+    dockerSocket: e.PODHOST_DOCKER_SOCKET,
+    namePrefix: e.PODHOST_NAME_PREFIX,
+  };
+}
+
+/** The connection layer's view: the same config with the two connection settings required. */
+export function requireConnection(config: AgentConfig): AgentConfig & { apiUrl: string; agentToken: string } {
+  const { apiUrl, agentToken } = config;
+  if (!apiUrl || !agentToken) {
+    throw new Error("invalid agent configuration: PODHOST_API_URL and PODHOST_AGENT_TOKEN are required");
+  }
+  return { ...config, apiUrl, agentToken };
+}

@@ -1,0 +1,160 @@
+import type { z } from "zod";
+import type { ErrorCode } from "../../shared/errors";
+import {
+  type AgentResultMessage,
+  type ControlMessage,
+  type Op,
+  ops,
+  type WireError,
+} from "../../shared/protocol";
+import { AgentError } from "../errors";
+import type { HandlerTable } from "../handlers/types";
+import type { Logger } from "../logger";
+
+type Call = Extract<ControlMessage, { type: "control:call" }>;
+type Outcome = { ok: true; data: unknown } | { ok: false; error: WireError };
+
+const IDEMPOTENCY_TTL_MS = 60 * 60_000;
+const IDEMPOTENCY_MAX = 2_000;
+const EVENT_GRACE_MS = 3_000;
+
+/** The pod a command is about, so commands on one pod run one at a time (create never races delete). */
+function podOf(params: unknown): string | undefined {
+  const p = params as { name?: unknown; spec?: { name?: unknown } } | undefined;
+  if (typeof p?.name === "string") return p.name;
+  if (typeof p?.spec?.name === "string") return p.spec.name;
+  return undefined;
+}
+
+/**
+ * Runs control-plane calls against the handler table:
+ * - params are parsed with the op's schema (never trusted);
+ * - an idempotency key seen before returns the first run's outcome (a re-sent command runs once);
+ * - commands on the same pod are serialised; each has a timeout and an AbortSignal;
+ * - every failure becomes a wire error with a shared code, never a crash.
+ */
+export class Dispatcher {
+  private readonly seen = new Map<string, { at: number; outcome: Promise<Outcome> }>();
+  private readonly podQueues = new Map<string, Promise<unknown>>();
+  private readonly busyPods = new Map<string, number>();
+  private readonly finishedAt = new Map<string, number>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly shutdown = new AbortController();
+
+  constructor(
+    private readonly handlers: HandlerTable,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Whether a command is working on this pod, or just finished: the container events that our own
+   * command causes are not news (the command's result already carries the new state), and the
+   * engine delivers them a moment after the command returns.
+   */
+  isBusy(pod: string): boolean {
+    return (this.busyPods.get(pod) ?? 0) > 0 || (this.finishedAt.get(pod) ?? 0) > Date.now() - EVENT_GRACE_MS;
+  }
+
+  async handle(call: Call): Promise<AgentResultMessage> {
+    this.expireSeen();
+    let entry = this.seen.get(call.idempotencyKey);
+    if (!entry) {
+      entry = { at: Date.now(), outcome: this.run(call) };
+      this.seen.set(call.idempotencyKey, entry);
+    }
+    const outcome = await entry.outcome;
+    return outcome.ok
+      ? { type: "agent:result", id: call.id, ok: true, data: outcome.data }
+      : { type: "agent:result", id: call.id, ok: false, error: outcome.error };
+  }
+
+  /** Stop taking work, then wait (bounded) for what is running. */
+  async drain(timeoutMs: number): Promise<void> {
+    const all = Promise.allSettled([...this.inFlight]);
+    await Promise.race([all, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+    this.shutdown.abort();
+  }
+
+  private run(call: Call): Promise<Outcome> {
+    const pod = podOf(call.params);
+    const previous = pod ? (this.podQueues.get(pod) ?? Promise.resolve()) : Promise.resolve();
+    const work = previous.then(() => this.execute(call, pod));
+    if (pod) {
+      const tail = work.catch(() => undefined);
+      this.podQueues.set(pod, tail);
+      void tail.then(() => {
+        if (this.podQueues.get(pod) === tail) this.podQueues.delete(pod);
+      });
+    }
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
+    return work;
+  }
+
+  private async execute(call: Call, pod: string | undefined): Promise<Outcome> {
+    const started = Date.now();
+    const log = this.log.child({ op: call.op, id: call.id, ...(pod ? { pod } : {}) });
+    if (this.shutdown.signal.aborted) return failure("unavailable", "the agent is shutting down");
+    const parsed = (ops[call.op].params as z.ZodType).safeParse(call.params);
+    if (!parsed.success)
+      return failure("bad_request", `invalid params for ${call.op}: ${parsed.error.message}`);
+
+    const controller = new AbortController();
+    const onShutdown = () => controller.abort(new Error("the agent is shutting down"));
+    this.shutdown.signal.addEventListener("abort", onShutdown);
+    const timer = setTimeout(
+      () => controller.abort(new Error(`timed out after ${call.timeoutMs} ms`)),
+      call.timeoutMs,
+    );
+    if (pod) this.busyPods.set(pod, (this.busyPods.get(pod) ?? 0) + 1);
+    try {
+      const handler = this.handlers[call.op as Op] as (
+        p: unknown,
+        ctx: { signal: AbortSignal; log: Logger },
+      ) => Promise<unknown>;
+      const data = await Promise.race([
+        handler(parsed.data, { signal: controller.signal, log }),
+        new Promise<never>((_, reject) =>
+          controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
+        ),
+      ]);
+      log.info("command done", { ms: Date.now() - started });
+      return { ok: true, data };
+    } catch (error) {
+      const outcome = toFailure(error, controller.signal.aborted);
+      log.warn("command failed", {
+        ms: Date.now() - started,
+        code: outcome.error.code,
+        error: outcome.error.message,
+      });
+      return outcome;
+    } finally {
+      clearTimeout(timer);
+      this.shutdown.signal.removeEventListener("abort", onShutdown);
+      if (pod) {
+        const n = (this.busyPods.get(pod) ?? 1) - 1;
+        if (n > 0) this.busyPods.set(pod, n);
+        else this.busyPods.delete(pod);
+        this.finishedAt.set(pod, Date.now());
+        if (this.finishedAt.size > IDEMPOTENCY_MAX) this.finishedAt.clear();
+      }
+    }
+  }
+
+  private expireSeen() {
+    const cutoff = Date.now() - IDEMPOTENCY_TTL_MS;
+    for (const [key, entry] of this.seen) {
+      if (entry.at >= cutoff && this.seen.size <= IDEMPOTENCY_MAX) break;
+      this.seen.delete(key);
+    }
+  }
+}
+
+const failure = (code: ErrorCode, message: string): Outcome => ({ ok: false, error: { code, message } });
+
+function toFailure(error: unknown, aborted: boolean): Extract<Outcome, { ok: false }> {
+  if (error instanceof AgentError) return { ok: false, error: { code: error.code, message: error.message } };
+  const message = error instanceof Error ? error.message : String(error);
+  if (aborted) return { ok: false, error: { code: "unavailable", message } };
+  return { ok: false, error: { code: "internal", message } };
+}

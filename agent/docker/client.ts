@@ -1,0 +1,59 @@
+import Docker from "dockerode";
+import { AgentError } from "../errors";
+
+export type DockerClient = Docker;
+
+/** A dockerode client on the engine's unix socket. It holds no connection: each call dials anew, so an
+ * engine restart needs nothing from us beyond the caller retrying. */
+export function createDockerClient(socketPath: string): DockerClient {
+  return new Docker({ socketPath });
+}
+
+interface DockerishError {
+  statusCode?: number;
+  code?: string;
+  syscall?: string;
+  json?: { message?: string } | null;
+  reason?: string;
+  message?: string;
+}
+
+const asDockerish = (err: unknown): DockerishError =>
+  typeof err === "object" && err !== null ? (err as DockerishError) : {};
+
+/** The HTTP status the engine answered with, if it answered at all. */
+export const dockerStatus = (err: unknown): number | undefined => asDockerish(err).statusCode;
+
+export const isNotFound = (err: unknown): boolean => dockerStatus(err) === 404;
+export const isConflict = (err: unknown): boolean => dockerStatus(err) === 409;
+/** 304: "already started" / "already stopped" — the state we wanted. */
+export const isNotModified = (err: unknown): boolean => dockerStatus(err) === 304;
+
+const CONNECT_CODES = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
+
+/** The engine could not be reached (socket missing, refused, dropped mid-call). */
+export function isEngineUnreachable(err: unknown): boolean {
+  const e = asDockerish(err);
+  if (e.statusCode !== undefined) return false;
+  if (e.code && CONNECT_CODES.has(e.code) && (e.syscall === "connect" || e.code !== "ENOENT")) return true;
+  return /socket hang up/i.test(e.message ?? "");
+}
+
+/** The engine's own words for a failed call ("No such container: x"), else the error's message. */
+export function dockerMessage(err: unknown): string {
+  const e = asDockerish(err);
+  return e.json?.message ?? e.reason ?? e.message ?? String(err);
+}
+
+/**
+ * Turn anything a handler threw into an AgentError: ours pass through, an unreachable engine is
+ * `unavailable` (the control plane retries later), a 404 is `not_found`, the rest `internal`.
+ */
+export function toAgentError(err: unknown, what: string): AgentError {
+  if (err instanceof AgentError) return err;
+  if (isEngineUnreachable(err))
+    return new AgentError("unavailable", `${what}: docker engine unavailable (${dockerMessage(err)})`);
+  if (isNotFound(err)) return new AgentError("not_found", `${what}: ${dockerMessage(err)}`);
+  if (isConflict(err)) return new AgentError("conflict", `${what}: ${dockerMessage(err)}`);
+  return new AgentError("internal", `${what}: ${dockerMessage(err)}`);
+}

@@ -1,0 +1,80 @@
+import { PassThrough } from "node:stream";
+import type { DockerClient } from "./client";
+
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ExecOptions {
+  user?: string;
+  workingDir?: string;
+  env?: string[];
+  /** written to the process's stdin, which is then closed */
+  stdin?: string | Buffer;
+  signal?: AbortSignal;
+}
+
+/**
+ * Run `argv` in a running container (never a shell string built from input: a caller that needs a
+ * shell passes `["bash", "-c", script, "--", ...args]` with the input as positional args).
+ * Resolves with the exit code and both streams, whatever the exit code.
+ */
+export async function execInContainer(
+  docker: DockerClient,
+  containerName: string,
+  argv: string[],
+  opts: ExecOptions = {},
+): Promise<ExecResult> {
+  const container = docker.getContainer(containerName);
+  const exec = await container.exec({
+    Cmd: argv,
+    User: opts.user ?? "1000:1000",
+    WorkingDir: opts.workingDir,
+    Env: opts.env,
+    AttachStdin: opts.stdin !== undefined,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+  });
+  const stream = await exec.start({ hijack: true, stdin: opts.stdin !== undefined });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  stdout.on("data", (b: Buffer) => out.push(b));
+  stderr.on("data", (b: Buffer) => err.push(b));
+  docker.modem.demuxStream(stream, stdout, stderr);
+
+  const ended = new Promise<void>((resolve, reject) => {
+    stream.on("end", resolve);
+    stream.on("close", resolve);
+    stream.on("error", reject);
+  });
+  if (opts.stdin !== undefined) {
+    // A hijacked stream is a duplex socket: write stdin, then half-close so the process sees EOF.
+    const sock = stream as unknown as NodeJS.WritableStream;
+    sock.end(opts.stdin);
+  }
+  const onAbort = () => (stream as unknown as { destroy?: () => void }).destroy?.();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    await ended;
+    // The stream can end a moment before the engine records the exit code: poll briefly.
+    for (let i = 0; ; i++) {
+      const info = await exec.inspect();
+      if (!info.Running && info.ExitCode !== null) {
+        return {
+          exitCode: info.ExitCode,
+          stdout: Buffer.concat(out).toString("utf8"),
+          stderr: Buffer.concat(err).toString("utf8"),
+        };
+      }
+      if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
+      await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** i, 100)));
+    }
+  } finally {
+    opts.signal?.removeEventListener("abort", onAbort);
+  }
+}

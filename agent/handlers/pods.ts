@@ -1,0 +1,274 @@
+import type { ContainerInspectInfo } from "dockerode";
+import type { Op, PodSpec, PodState } from "../../shared/protocol";
+import { isConflict, isNotFound, toAgentError } from "../docker/client";
+import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
+import {
+  HOME,
+  LABEL_DOMAIN,
+  LABEL_POD,
+  LABEL_POD_ID,
+  LABEL_PORT,
+  podLabels,
+  podNames,
+  prefixFilter,
+} from "../docker/naming";
+import { podFileEntries } from "../docker/pod-files";
+import {
+  assertOwned,
+  ensureNetwork,
+  ensureVolume,
+  inspectContainer,
+  podStateOf,
+  removeContainer,
+  removeNetwork,
+  removeVolume,
+  startContainer,
+  stopContainer,
+  waitRunning,
+} from "../docker/resources";
+import { buildTar } from "../docker/tar";
+import { AgentError } from "../errors";
+import { validDomain } from "../ingress/vhost";
+import type { HandlerDeps } from "./deps";
+import { KeyedLock } from "./keyed-lock";
+import type { Handler, HandlerContext, HandlerTable } from "./types";
+
+export type { HandlerDeps } from "./deps";
+
+/**
+ * The host side of every op in shared/protocol/ops.ts. Each op is idempotent where it can be: create
+ * adopts its own same-named container, start/stop of a pod already in that state succeed, delete of
+ * an absent pod succeeds. Commands on one pod run one at a time.
+ */
+export function createHandlers(deps: HandlerDeps): HandlerTable {
+  const { config, docker, ingress } = deps;
+  const prefix = config.namePrefix;
+  const locks = deps.locks ?? new KeyedLock();
+  const names = (pod: string) => podNames(prefix, pod);
+
+  /** Errors leave a handler as AgentError: engine down → unavailable, engine 404 → not_found. */
+  const guard =
+    <O extends Op>(op: O, fn: Handler<O>): Handler<O> =>
+    async (params, ctx) => {
+      try {
+        return await fn(params, ctx);
+      } catch (err) {
+        const e = toAgentError(err, op);
+        if (e.code === "internal") ctx.log.error("op failed", { op, error: e.message });
+        throw e;
+      }
+    };
+
+  const stateOf = async (pod: string): Promise<PodState> =>
+    podStateOf(pod, await inspectContainer(docker, names(pod).container), names(pod).network);
+
+  const mustExist = async (pod: string): Promise<ContainerInspectInfo> => {
+    const info = await inspectContainer(docker, names(pod).container);
+    if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
+    return info;
+  };
+
+  /** Point the pod's vhost at its current address (domain and port are labels of the container). */
+  const routeTo = async (pod: string, info: ContainerInspectInfo, ip: string) => {
+    const labels = info.Config.Labels ?? {};
+    const domain = labels[LABEL_DOMAIN];
+    const port = Number(labels[LABEL_PORT]);
+    const podId = labels[LABEL_POD_ID];
+    if (!domain || !port || !podId) {
+      deps.log.warn("container lacks ingress labels; vhost not rendered", { pod });
+      return;
+    }
+    await ingress.upsert({ pod, podId, domains: [domain], ip, port });
+  };
+
+  const ensureImage = async (image: string) => {
+    try {
+      await docker.getImage(image).inspect();
+    } catch (err) {
+      if (isNotFound(err)) throw new AgentError("unavailable", `image ${image} not present on this host`);
+      throw err;
+    }
+  };
+
+  const validateSpec = (spec: PodSpec) => {
+    if (!validDomain(spec.domain))
+      throw new AgentError("bad_request", `invalid domain ${JSON.stringify(spec.domain)}`);
+    if (spec.port < 1 || spec.port > 65535) throw new AgentError("bad_request", `invalid port ${spec.port}`);
+    podFileEntries(spec); // throws bad_request on names and values the pod's files cannot hold
+  };
+
+  /**
+   * Create (or adopt) network, volume and container, write the spec's files into the home volume
+   * before the first start, start, wait for an address, render the vhost. On failure everything this
+   * call created is removed again; what existed before (an adopted pod) is left alone.
+   */
+  const createPod = async (spec: PodSpec, ctx: HandlerContext, cloneFrom?: string): Promise<PodState> => {
+    const image = config.images[spec.preset];
+    await ensureImage(image);
+    const n = names(spec.name);
+    const labels = podLabels(prefix, spec.name, spec.podId);
+    const made = { network: false, volume: false, container: false, vhost: false };
+    try {
+      let info = await inspectContainer(docker, n.container);
+      if (info) assertOwned("container", n.container, info.Config.Labels, spec.podId);
+      made.network = await ensureNetwork(docker, n.network, labels);
+      made.volume = await ensureVolume(docker, n.volume, labels);
+      const fresh = !info || info.State.Status === "created";
+      // A clone's home is filled before the pod container exists, so the engine does not seed the
+      // volume from the image: the copy is exact (files deleted in the source stay deleted).
+      if (cloneFrom && fresh) await copyHome(cloneFrom, spec, image);
+      if (!info) {
+        try {
+          await docker.createContainer(containerCreateOptions(prefix, spec, image));
+          made.container = true;
+        } catch (err) {
+          if (!isConflict(err)) throw err; // a concurrent retry created it: adopt below
+        }
+        info = await mustExist(spec.name);
+        assertOwned("container", n.container, info.Config.Labels, spec.podId);
+      }
+      // Files go in only before the first start: a running pod adopted by a retry already has them,
+      // and its user may have changed them since.
+      if (fresh) {
+        const entries = podFileEntries(spec, { onlyNonEmpty: Boolean(cloneFrom) });
+        if (entries.length > 0) await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
+      }
+      await startContainer(docker, n.container);
+      const running = await waitRunning(docker, n.container, n.network, ctx.signal);
+      made.vhost = !(await ingress.hasVhost(spec.name));
+      await routeTo(spec.name, running.info, running.ip);
+      return { name: spec.name, state: "running", ip: running.ip };
+    } catch (err) {
+      await undo(spec, made, ctx);
+      throw err;
+    }
+  };
+
+  /** Stream the source's /home/pod_user into the new pod's volume through a never-started helper. */
+  const copyHome = async (source: string, spec: PodSpec, image: string) => {
+    const helper = cloneHelperOptions(prefix, spec, image);
+    const helperName = helper.name ?? "";
+    await removeContainer(docker, helperName); // a leftover of an interrupted clone
+    const container = await docker.createContainer(helper);
+    try {
+      const home = await docker.getContainer(names(source).container).getArchive({ path: HOME });
+      await container.putArchive(home, { path: "/home" });
+    } finally {
+      await removeContainer(docker, helperName);
+    }
+  };
+
+  const undo = async (
+    spec: PodSpec,
+    made: Record<"network" | "volume" | "container" | "vhost", boolean>,
+    ctx: HandlerContext,
+  ) => {
+    const n = names(spec.name);
+    const steps: [boolean, string, () => Promise<unknown>][] = [
+      [made.container, "container", () => removeContainer(docker, n.container)],
+      [made.vhost, "vhost", () => ingress.remove(spec.name)],
+      [made.volume, "volume", () => removeVolume(docker, n.volume)],
+      [made.network, "network", () => removeNetwork(docker, n.network)],
+    ];
+    for (const [did, what, step] of steps) {
+      if (!did) continue;
+      await step().catch((e: unknown) =>
+        ctx.log.error("cleanup after failed create left something behind", {
+          pod: spec.name,
+          what,
+          error: String(e),
+        }),
+      );
+    }
+  };
+
+  const startPod = async (pod: string, ctx: HandlerContext): Promise<PodState> => {
+    await mustExist(pod);
+    await startContainer(docker, names(pod).container);
+    const { info, ip } = await waitRunning(docker, names(pod).container, names(pod).network, ctx.signal);
+    await routeTo(pod, info, ip);
+    return { name: pod, state: "running", ip };
+  };
+
+  return {
+    "host.ping": async () => ({ pong: true }),
+
+    "host.inventory": guard("host.inventory", async () => {
+      const list = await docker.listContainers({ all: true, filters: prefixFilter(prefix) });
+      const pods = list.flatMap((c): PodState[] => {
+        const pod = c.Labels[LABEL_POD];
+        if (!pod) return [];
+        const running = c.State === "running";
+        const ip = c.NetworkSettings?.Networks?.[names(pod).network]?.IPAddress || null;
+        return [{ name: pod, state: running ? "running" : "stopped", ip: running ? ip : null }];
+      });
+      return { pods: pods.sort((a, b) => a.name.localeCompare(b.name)) };
+    }),
+
+    "pod.create": guard("pod.create", async (spec, ctx) => {
+      validateSpec(spec);
+      return locks.run(spec.name, () => createPod(spec, ctx));
+    }),
+
+    "pod.clone": guard("pod.clone", async ({ source, spec }, ctx) => {
+      validateSpec(spec);
+      if (source === spec.name) throw new AgentError("bad_request", "a pod cannot be cloned onto itself");
+      return locks.run(spec.name, async () => {
+        const existing = await inspectContainer(docker, names(spec.name).container);
+        // A retry of a clone that already got past its first start has nothing left to copy.
+        if (!existing || existing.State.Status === "created") {
+          if (!(await inspectContainer(docker, names(source).container))) {
+            throw new AgentError("not_found", `source pod ${source} has no container on this host`);
+          }
+        }
+        return createPod(spec, ctx, source);
+      });
+    }),
+
+    "pod.start": guard("pod.start", ({ name }, ctx) => locks.run(name, () => startPod(name, ctx))),
+
+    "pod.stop": guard("pod.stop", ({ name }) =>
+      locks.run(name, async () => {
+        await mustExist(name);
+        await stopContainer(docker, names(name).container);
+        return stateOf(name);
+      }),
+    ),
+
+    "pod.restart": guard("pod.restart", ({ name }, ctx) =>
+      locks.run(name, async () => {
+        await mustExist(name);
+        await docker.getContainer(names(name).container).restart({ t: 10 });
+        const { info, ip } = await waitRunning(
+          docker,
+          names(name).container,
+          names(name).network,
+          ctx.signal,
+        );
+        await routeTo(name, info, ip);
+        return { name, state: "running", ip };
+      }),
+    ),
+
+    "pod.inspect": guard("pod.inspect", ({ name }) => stateOf(name)),
+
+    "pod.delete": guard("pod.delete", ({ name }) =>
+      locks.run(name, async () => {
+        const n = names(name);
+        await removeContainer(docker, n.container);
+        await ingress.remove(name);
+        await removeVolume(docker, n.volume);
+        await removeNetwork(docker, n.network);
+        return { deleted: true as const };
+      }),
+    ),
+
+    "pod.resize": guard("pod.resize", ({ name, limits }) =>
+      locks.run(name, async () => {
+        await mustExist(name);
+        await docker.getContainer(names(name).container).update(resourcesOf(limits));
+        return stateOf(name);
+      }),
+    ),
+  };
+}

@@ -1,0 +1,97 @@
+import { isIPv4 } from "node:net";
+
+/**
+ * nginx text rendered from values that come over the wire: everything interpolated is validated
+ * first, so a hostile domain cannot smuggle directives into the host's config.
+ */
+
+const HOSTNAME =
+  /^(?=.{1,253}$)(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+export function validDomain(domain: string): boolean {
+  return HOSTNAME.test(domain);
+}
+
+export interface VhostSpec {
+  pod: string;
+  podId: string;
+  domains: string[];
+  ip: string;
+  port: number;
+}
+
+export function renderVhost(listen: string, v: VhostSpec): string {
+  const bad = v.domains.find((d) => !validDomain(d));
+  if (bad !== undefined || v.domains.length === 0)
+    throw new Error(`vhost ${v.pod}: invalid domain ${JSON.stringify(bad)}`);
+  if (!isIPv4(v.ip)) throw new Error(`vhost ${v.pod}: invalid upstream address ${JSON.stringify(v.ip)}`);
+  if (!Number.isInteger(v.port) || v.port < 1 || v.port > 65535)
+    throw new Error(`vhost ${v.pod}: invalid port`);
+  if (!/^[A-Za-z0-9_-]+$/.test(v.podId)) throw new Error(`vhost ${v.pod}: invalid pod id`);
+  return `# pod ${v.pod} (${v.podId}), rendered by podhost-agent: edits are overwritten
+server {
+  listen ${listen};
+  server_name ${v.domains.join(" ")};
+  client_max_body_size 64m;
+  location / {
+    proxy_pass http://${v.ip}:${v.port};
+    proxy_http_version 1.1;
+    proxy_set_header Host $host;
+    proxy_set_header X-Real-IP $remote_addr;
+    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    proxy_set_header X-Forwarded-Proto $podhost_forwarded_proto;
+    proxy_set_header X-Forwarded-Host $host;
+    proxy_set_header Upgrade $http_upgrade;
+    proxy_set_header Connection $podhost_connection_upgrade;
+    proxy_connect_timeout 5s;
+    proxy_read_timeout 300s;
+    proxy_send_timeout 300s;
+  }
+}
+`;
+}
+
+export interface MainConfigSpec {
+  /** absolute, = nginx's -p prefix */
+  dir: string;
+  listen: string;
+  /** `user` directive when the master runs as root */
+  user?: { name: string; group: string };
+}
+
+/** The ingress's own nginx.conf: nothing from the system nginx is used (no /etc/nginx/sites-enabled). */
+export function renderMainConfig(c: MainConfigSpec): string {
+  return `# podhost-agent ingress, rewritten at every agent start.
+${c.user ? `user ${c.user.name} ${c.user.group};\n` : ""}worker_processes auto;
+pid ${c.dir}/nginx.pid;
+# old workers holding websockets finish within this after a reload
+worker_shutdown_timeout 60s;
+error_log ${c.dir}/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  include /etc/nginx/mime.types;
+  default_type application/octet-stream;
+  log_format podhost '$remote_addr $host "$request" $status $body_bytes_sent $request_time "$http_user_agent"';
+  access_log ${c.dir}/logs/access.log podhost;
+  client_body_temp_path ${c.dir}/tmp/client_body;
+  proxy_temp_path ${c.dir}/tmp/proxy;
+  fastcgi_temp_path ${c.dir}/tmp/fastcgi;
+  uwsgi_temp_path ${c.dir}/tmp/uwsgi;
+  scgi_temp_path ${c.dir}/tmp/scgi;
+  server_tokens off;
+  server_names_hash_bucket_size 128;
+  server_names_hash_max_size 65536;
+  map $http_upgrade $podhost_connection_upgrade { default upgrade; "" ""; }
+  # TLS ends at the edge in front of the host: keep its X-Forwarded-Proto.
+  map $http_x_forwarded_proto $podhost_forwarded_proto { default $http_x_forwarded_proto; "" $scheme; }
+  server {
+    listen ${c.listen} default_server;
+    server_name _;
+    add_header X-Podhost-Ingress default always;
+    default_type text/plain;
+    location / { return 404 "no pod answers for this host name\\n"; }
+  }
+  include ${c.dir}/vhosts/*.conf;
+}
+`;
+}

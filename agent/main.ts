@@ -1,0 +1,107 @@
+/**
+ * The host agent: dials the control plane, runs its commands against the local Docker engine and
+ * nginx, and reports what it sees. Run with PODHOST_API_URL and PODHOST_AGENT_TOKEN (`npm run agent`).
+ */
+import { PROTOCOL_VERSION } from "../shared/protocol";
+import { loadConfig, requireConnection } from "./config";
+import { Dispatcher } from "./connection/dispatch";
+import { ControlSocket } from "./connection/socket";
+import { createDockerClient } from "./docker/client";
+import { watchDockerEvents } from "./handlers/events";
+import { KeyedLock } from "./handlers/keyed-lock";
+import { createHandlers } from "./handlers/pods";
+import { Ingress } from "./ingress/nginx";
+import { createLogger } from "./logger";
+import { AGENT_VERSION } from "./version";
+
+const SHUTDOWN_DRAIN_MS = 20_000;
+
+export async function startAgent(env: Record<string, string | undefined> = process.env) {
+  const config = requireConnection(loadConfig(env));
+  const log = createLogger({ component: "agent" });
+  const docker = createDockerClient(config.dockerSocket);
+  const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, log });
+  const deps = { config, docker, ingress, log, locks: new KeyedLock() };
+  const handlers = createHandlers(deps);
+  const dispatcher = new Dispatcher(handlers, log);
+
+  const connectUrl = new URL("/agent/connect", config.apiUrl);
+  connectUrl.protocol = connectUrl.protocol === "https:" ? "wss:" : "ws:";
+
+  const socket = new ControlSocket({
+    url: connectUrl.toString(),
+    token: config.agentToken,
+    log,
+    onOpen: async (send) => {
+      // The inventory lets the control plane reconcile what it believes with what this host has.
+      const inventory = await handlers["host.inventory"]({}, { signal: AbortSignal.timeout(30_000), log }).catch(
+        (error: unknown) => {
+          log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
+          return { pods: [] };
+        },
+      );
+      send({ type: "agent:hello", protocol: PROTOCOL_VERSION, agentVersion: AGENT_VERSION, inventory: inventory.pods });
+    },
+    onMessage: (message, send) => {
+      switch (message.type) {
+        case "control:call":
+          void dispatcher.handle(message).then(send);
+          return;
+        case "control:welcome":
+          if (message.orphans.length > 0) {
+            log.warn("containers on this host that belong to no pod (left in place for an operator)", {
+              orphans: message.orphans,
+            });
+          }
+          return;
+        default:
+          return;
+      }
+    },
+  });
+
+  const stopWatching = new AbortController();
+  void watchDockerEvents(
+    deps,
+    {
+      podStatus: (pod, reason) => {
+        if (dispatcher.isBusy(pod.name)) return;
+        socket.send({ type: "agent:pod-status", pod, reason });
+      },
+    },
+    stopWatching.signal,
+  );
+
+  await ingress.start().catch((error: unknown) => log.error("ingress failed to start", { error: String(error) }));
+  socket.start();
+  log.info("agent started", { version: AGENT_VERSION, api: config.apiUrl, prefix: config.namePrefix });
+
+  return {
+    /** graceful stop: no new work, drain what runs, close the socket with 1000 */
+    async stop() {
+      log.info("agent stopping");
+      await dispatcher.drain(SHUTDOWN_DRAIN_MS);
+      stopWatching.abort();
+      await socket.stop();
+    },
+  };
+}
+
+const isEntryPoint = process.argv[1]?.endsWith("agent/main.ts") || process.argv[1]?.endsWith("agent/main.js");
+if (isEntryPoint) {
+  startAgent()
+    .then((agent) => {
+      let stopping = false;
+      const shutdown = () => {
+        if (stopping) return;
+        stopping = true;
+        void agent.stop().then(() => process.exit(0));
+      };
+      process.on("SIGTERM", shutdown);
+      process.on("SIGINT", shutdown);
+    })
+    .catch((error: unknown) => {
+      console.error(error instanceof Error ? error.message : String(error));
+      process.exit(1);
+    });
+}

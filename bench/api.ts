@@ -1,0 +1,143 @@
+/**
+ * API latency bench: the bare route against authenticated reads, on a local Worker (workerd + local D1).
+ *
+ *   tsx bench/api.ts [--requests 3000] [--concurrency 16] [--rounds 5] [--warmup 400]
+ *
+ * Every route gets the same client (node:http, keep-alive, `--concurrency` closed-loop clients). The
+ * measured requests are split into rounds and the routes take turns inside each round (in rotating order),
+ * so drift on a busy machine (GC, another process) spreads over all routes instead of landing on one.
+ * Target: the authenticated routes' p50 at most 1.5x the bare route's.
+ */
+import { parseArgs } from "node:util";
+import { fmt, formatTable, summarize } from "./stats";
+import { keepAliveAgent, runLoad } from "./support/load";
+import { startLocalWorker } from "./support/worker";
+
+const TARGET_RATIO = 1.5;
+
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: "string", default: "3000" },
+    concurrency: { type: "string", default: "16" },
+    rounds: { type: "string", default: "5" },
+    warmup: { type: "string", default: "400" },
+  },
+});
+const positiveInt = (name: string, v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
+  return n;
+};
+const REQUESTS = positiveInt("requests", args.requests);
+const CONCURRENCY = positiveInt("concurrency", args.concurrency);
+const ROUNDS = positiveInt("rounds", args.rounds);
+const WARMUP = positiveInt("warmup", args.warmup);
+
+interface Route {
+  label: string;
+  path: string;
+  authenticated: boolean;
+}
+
+const ROUTES: Route[] = [
+  { label: "GET /health", path: "/health", authenticated: false },
+  { label: "GET /api/auth/user", path: "/api/auth/user", authenticated: true },
+  { label: "GET /api/teams", path: "/api/teams", authenticated: true },
+];
+
+async function register(base: string): Promise<string> {
+  const res = await fetch(`${base}/api/auth/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "cf-connecting-ip": "198.51.100.7" },
+    body: JSON.stringify({ email: "bench@example.com", password: "bench-password-1", name: "Bench" }),
+  });
+  const body = (await res.json()) as { token?: string; error?: string };
+  if (res.status !== 201 || !body.token) {
+    throw new Error(`register: ${res.status} ${JSON.stringify(body)}`);
+  }
+  return body.token;
+}
+
+async function main() {
+  const t0 = performance.now();
+  const worker = await startLocalWorker();
+  console.log(
+    `worker ${worker.url}: prepare ${fmt(worker.timings.prepareMs, 0)} ms, start ${fmt(worker.timings.startMs, 0)} ms`,
+  );
+  const agent = keepAliveAgent(CONCURRENCY);
+  try {
+    const token = await register(worker.url);
+    const headersOf = (r: Route): Record<string, string> =>
+      r.authenticated ? { authorization: `Bearer ${token}` } : {};
+
+    const load = (r: Route, requests: number) =>
+      runLoad({
+        url: `${worker.url}${r.path}`,
+        headers: headersOf(r),
+        requests,
+        concurrency: CONCURRENCY,
+        agent,
+      });
+
+    // Warm-up: JIT, workerd's isolate, D1's statement cache and the keep-alive connections.
+    for (const r of ROUTES) {
+      const res = await load(r, WARMUP);
+      if (res.failures > 0) {
+        throw new Error(`${r.label}: ${res.failures} failed, e.g. ${JSON.stringify(res.firstFailure)}`);
+      }
+    }
+
+    const latencies = new Map<Route, number[]>(ROUTES.map((r) => [r, []]));
+    const elapsed = new Map<Route, number>(ROUTES.map((r) => [r, 0]));
+    const perRound = Math.ceil(REQUESTS / ROUNDS);
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = ROUTES.map((_, i) => ROUTES[(i + round) % ROUTES.length] as Route);
+      for (const r of order) {
+        const res = await load(r, perRound);
+        if (res.failures > 0) {
+          throw new Error(`${r.label}: ${res.failures} failed, e.g. ${JSON.stringify(res.firstFailure)}`);
+        }
+        latencies.get(r)?.push(...res.latencies);
+        elapsed.set(r, (elapsed.get(r) ?? 0) + res.elapsedMs);
+      }
+    }
+
+    const summaries = ROUTES.map((r) => {
+      const samples = latencies.get(r) ?? [];
+      return { route: r, s: summarize(samples), rps: (samples.length / (elapsed.get(r) ?? 1)) * 1000 };
+    });
+    const bare = summaries[0]?.s.p50 ?? Number.NaN;
+    console.log(
+      `\n${CONCURRENCY} concurrent keep-alive clients, ${ROUNDS} rounds, ${WARMUP} warm-up requests per route\n`,
+    );
+    console.log(
+      formatTable(
+        ["route", "requests", "p50 ms", "p99 ms", "req/s", "p50 vs bare"],
+        summaries.map(({ route, s, rps }) => [
+          route.label,
+          String(s.count),
+          fmt(s.p50),
+          fmt(s.p99),
+          fmt(rps, 0),
+          `${fmt(s.p50 / bare)}x`,
+        ]),
+      ),
+    );
+
+    const authenticated = summaries.filter((x) => x.route.authenticated);
+    const worst = Math.max(...authenticated.map((x) => x.s.p50 / bare));
+    const met = worst <= TARGET_RATIO;
+    console.log(
+      `\ntarget (authenticated p50 <= ${TARGET_RATIO}x bare): ${met ? "MET" : "NOT MET"} ` +
+        `(worst ${fmt(worst)}x; bare p50 ${fmt(bare)} ms) — total ${fmt((performance.now() - t0) / 1000, 1)} s`,
+    );
+  } finally {
+    agent.destroy();
+    await worker.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});

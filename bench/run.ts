@@ -1,0 +1,80 @@
+/**
+ * Runs the benches: every `bench/<name>.ts` (not this runner, not stats.ts, not support/) one after the
+ * other, or only those named.
+ *
+ *   npm run bench                 # all of them
+ *   npm run bench -- api ssh      # bench/api.ts, then bench/ssh.ts
+ *   npm run bench -- api -- --requests 1000   # arguments after a second `--` go to every bench run
+ *
+ * Each bench runs in its own process (`tsx bench/<name>.ts`), so one bench's Worker, sockets and heap never
+ * colour the next one's numbers. The exit code is non-zero when any bench failed.
+ */
+import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
+const NOT_BENCHES = new Set(["run", "stats"]);
+/** The usual order (cheap to expensive); any other bench file runs after these, alphabetically. */
+const ORDER = ["api", "lifecycle", "inside", "ssh"];
+
+function available(): string[] {
+  const names = readdirSync(BENCH_DIR)
+    .filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))
+    .map((f) => f.slice(0, -3))
+    .filter((n) => !NOT_BENCHES.has(n));
+  const rank = (n: string) => (ORDER.includes(n) ? ORDER.indexOf(n) : ORDER.length);
+  return names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+function runOne(name: string, args: string[]): Promise<number> {
+  const tsxCli = path.join(BENCH_DIR, "..", "node_modules", "tsx", "dist", "cli.mjs");
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [tsxCli, path.join(BENCH_DIR, `${name}.ts`), ...args], {
+      stdio: "inherit",
+    });
+    child.on("error", (err) => {
+      console.error(`${name}: ${err.message}`);
+      resolve(1);
+    });
+    child.on("exit", (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  const split = argv.indexOf("--");
+  const requested = (split === -1 ? argv : argv.slice(0, split)).map((n) =>
+    n.replace(/^bench\//, "").replace(/\.ts$/, ""),
+  );
+  const passThrough = split === -1 ? [] : argv.slice(split + 1);
+
+  const all = available();
+  const unknown = requested.filter((n) => !all.includes(n));
+  if (unknown.length > 0) {
+    console.error(`unknown bench: ${unknown.join(", ")} (available: ${all.join(", ") || "none"})`);
+    process.exit(2);
+  }
+  const selected = requested.length > 0 ? requested : all;
+
+  const results: { name: string; code: number; seconds: number }[] = [];
+  for (const name of selected) {
+    console.log(`\n=== bench: ${name} ===\n`);
+    const t = performance.now();
+    const code = await runOne(name, passThrough);
+    results.push({ name, code, seconds: (performance.now() - t) / 1000 });
+  }
+
+  if (selected.length > 1) {
+    console.log("\n=== summary ===");
+    for (const r of results) {
+      console.log(
+        `${r.name.padEnd(12)} ${r.code === 0 ? "ok    " : `FAILED (exit ${r.code})`} ${r.seconds.toFixed(1)} s`,
+      );
+    }
+  }
+  if (results.some((r) => r.code !== 0)) process.exitCode = 1;
+}
+
+void main();

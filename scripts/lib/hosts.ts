@@ -1,0 +1,54 @@
+import { createHash, randomBytes } from "node:crypto";
+import { findRegion, REGIONS } from "../../shared/catalog";
+import { newId } from "../../shared/ids";
+import { AGENT_TOKEN_PREFIX } from "../../shared/protocol";
+import { type D1Target, d1Execute, sqlText } from "./d1";
+
+export interface HostRegistration {
+  name: string;
+  region: string;
+  sshHost: string;
+  sshPortMin: number;
+  sshPortMax: number;
+  cpu: number;
+  memoryMb: number;
+  diskGb: number;
+}
+
+/**
+ * Registers a host (or, with `rotate`, issues a new agent token for an existing one) and returns the
+ * agent token. Only its SHA-256 is stored, exactly as the Worker checks it.
+ */
+export async function registerHost(
+  host: HostRegistration,
+  options: D1Target & { rotate?: boolean } = {},
+): Promise<{ hostId: string; token: string; created: boolean }> {
+  if (!findRegion(host.region)) {
+    throw new Error(`unknown region ${host.region}; one of ${REGIONS.map((r) => r.slug).join(", ")}`);
+  }
+  if (!(host.sshPortMin > 0 && host.sshPortMax >= host.sshPortMin && host.sshPortMax < 65536)) {
+    throw new Error("the SSH port range must be within 1-65535, min ≤ max");
+  }
+  const token = `${AGENT_TOKEN_PREFIX}${randomBytes(30).toString("base64url")}`;
+  const hash = createHash("sha256").update(token).digest("hex");
+  const existing = await d1Execute<{ id: string }>(`SELECT id FROM hosts WHERE name = ${sqlText(host.name)}`, options);
+  const found = existing[0];
+  if (found) {
+    if (!options.rotate) throw new Error(`host ${host.name} exists; pass --rotate to issue a new agent token`);
+    await d1Execute(
+      `UPDATE hosts SET agent_token_hash = ${sqlText(hash)}, region = ${sqlText(host.region)}, ssh_host = ${sqlText(host.sshHost)},
+        ssh_port_min = ${host.sshPortMin}, ssh_port_max = ${host.sshPortMax}, cpu = ${host.cpu},
+        memory_mb = ${host.memoryMb}, disk_gb = ${host.diskGb} WHERE id = ${sqlText(found.id)}`,
+      options,
+    );
+    return { hostId: found.id, token, created: false };
+  }
+  const id = newId("host");
+  await d1Execute(
+    `INSERT INTO hosts (id, name, region, ssh_host, ssh_port_min, ssh_port_max, cpu, memory_mb, disk_gb, agent_token_hash, created_at)
+     VALUES (${sqlText(id)}, ${sqlText(host.name)}, ${sqlText(host.region)}, ${sqlText(host.sshHost)}, ${host.sshPortMin},
+       ${host.sshPortMax}, ${host.cpu}, ${host.memoryMb}, ${host.diskGb}, ${sqlText(hash)}, ${sqlText(new Date().toISOString())})`,
+    options,
+  );
+  return { hostId: id, token, created: true };
+}

@@ -1,0 +1,69 @@
+import { z } from "zod";
+
+/**
+ * Every command the control plane can send to a host agent: a name, a params schema and a result
+ * schema. Both halves import this one table; the agent parses params, the Worker parses results.
+ */
+
+export const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
+
+/** Container limits derived from the plan. */
+export const PodLimits = z.object({
+  cpu: z.number().positive(),
+  memoryMb: z.number().int().positive(),
+  diskGb: z.number().int().positive(),
+  pids: z.number().int().positive(),
+});
+export type PodLimits = z.infer<typeof PodLimits>;
+
+export const CronJob = z.object({ schedule: z.string(), command: z.string() });
+export const WorkerProcess = z.object({ name: z.string(), command: z.string() });
+
+export const PodSpec = z.object({
+  podId: z.string(),
+  name: PodName,
+  preset: z.enum(["static", "php", "nodejs", "python"]),
+  /** the web port inside the pod that the ingress forwards to */
+  port: z.number().int(),
+  /** the host name the ingress answers for, `{name}.{POD_DOMAIN}` */
+  domain: z.string(),
+  limits: PodLimits,
+  env: z.record(z.string(), z.string()).default({}),
+  cronJobs: z.array(CronJob).default([]),
+  workers: z.array(WorkerProcess).default([]),
+  authorizedKeys: z.array(z.string()).default([]),
+});
+export type PodSpec = z.infer<typeof PodSpec>;
+
+export const ContainerState = z.enum(["running", "stopped", "missing"]);
+export type ContainerState = z.infer<typeof ContainerState>;
+
+export const PodState = z.object({ name: PodName, state: ContainerState, ip: z.string().nullable() });
+export type PodState = z.infer<typeof PodState>;
+
+const NameOnly = z.object({ name: PodName });
+
+export const ops = {
+  /** round trip with no work: liveness and the protocol benchmark */
+  "host.ping": { params: z.object({}), result: z.object({ pong: z.literal(true) }) },
+  "host.inventory": {
+    params: z.object({}),
+    result: z.object({ pods: z.array(PodState) }),
+  },
+  /** create (or adopt the existing, same-named) container, volume and network, start it, render the vhost */
+  "pod.create": { params: PodSpec, result: PodState },
+  "pod.start": { params: NameOnly, result: PodState },
+  "pod.stop": { params: NameOnly, result: PodState },
+  "pod.restart": { params: NameOnly, result: PodState },
+  "pod.inspect": { params: NameOnly, result: PodState },
+  /** containers, volumes, network and vhost removed; an absent pod is already deleted */
+  "pod.delete": { params: NameOnly, result: z.object({ deleted: z.literal(true) }) },
+  "pod.resize": { params: z.object({ name: PodName, limits: PodLimits }), result: PodState },
+  /** a new pod from `spec` whose home volume starts as a copy of `source`'s */
+  "pod.clone": { params: z.object({ source: PodName, spec: PodSpec }), result: PodState },
+} as const;
+
+export type Op = keyof typeof ops;
+export type OpParams<O extends Op> = z.input<(typeof ops)[O]["params"]>;
+export type OpResult<O extends Op> = z.infer<(typeof ops)[O]["result"]>;
+export const OpName = z.enum(Object.keys(ops) as [Op, ...Op[]]);

@@ -1,0 +1,129 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { request } from "node:http";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type AgentConfig, loadConfig } from "../../agent/config";
+import { createDockerClient, type DockerClient } from "../../agent/docker/client";
+import { prefixFilter } from "../../agent/docker/naming";
+import type { HandlerDeps } from "../../agent/handlers/deps";
+import { KeyedLock } from "../../agent/handlers/keyed-lock";
+import { createHandlers } from "../../agent/handlers/pods";
+import type { HandlerContext, HandlerTable } from "../../agent/handlers/types";
+import { Ingress } from "../../agent/ingress/nginx";
+import { createLogger } from "../../agent/logger";
+import { type OpParams, PodSpec } from "../../shared/protocol";
+
+export const DOCKER_SOCKET = "/var/run/docker.sock";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+export interface Agent extends HandlerDeps {
+  handlers: HandlerTable;
+  ctx: HandlerContext;
+  stateDir: string;
+  port: number;
+  /** remove every container, volume and network of this prefix, stop nginx, delete the state dir */
+  cleanup(): Promise<void>;
+}
+
+/** A whole agent minus the connection: unique name prefix, temp state dir, nginx on a free port. */
+export async function startAgent(env: Record<string, string> = {}): Promise<Agent> {
+  const stateDir = await mkdtemp(join(tmpdir(), "podhost-agent-test-"));
+  const port = await freePort();
+  const prefix = `pht${Math.random().toString(36).slice(2, 8)}`;
+  const config: AgentConfig = loadConfig({
+    PODHOST_STATE_DIR: stateDir,
+    PODHOST_INGRESS_LISTEN: `127.0.0.1:${port}`,
+    PODHOST_NAME_PREFIX: prefix,
+    PODHOST_DOCKER_SOCKET: DOCKER_SOCKET,
+    ...env,
+  });
+  const log = createLogger({ test: prefix }, true);
+  const docker = createDockerClient(config.dockerSocket);
+  const ingress = new Ingress({ stateDir, listen: config.ingressListen, log });
+  await ingress.start();
+  const deps: HandlerDeps = { config, docker, ingress, log, locks: new KeyedLock() };
+  const handlers = createHandlers(deps);
+  const ctx: HandlerContext = { signal: new AbortController().signal, log };
+  return {
+    ...deps,
+    handlers,
+    ctx,
+    stateDir,
+    port,
+    cleanup: async () => {
+      await removePrefix(docker, prefix);
+      await ingress.stop();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function removePrefix(docker: DockerClient, prefix: string): Promise<void> {
+  const filters = prefixFilter(prefix);
+  for (const c of await docker.listContainers({ all: true, filters })) {
+    await docker.getContainer(c.Id).remove({ force: true });
+  }
+  const { Volumes } = await docker.listVolumes({ filters });
+  for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove();
+  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove();
+}
+
+export function podSpec(name: string, over: Partial<OpParams<"pod.create">> = {}): PodSpec {
+  return PodSpec.parse({
+    podId: `pod_${name.replace(/-/g, "")}`,
+    name,
+    preset: "static",
+    port: 8080,
+    domain: `${name}.pods.test`,
+    limits: { cpu: 0.5, memoryMb: 256, diskGb: 5, pids: 128 },
+    ...over,
+  });
+}
+
+export interface HttpResult {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** GET through the ingress with a Host header (fetch cannot set Host). */
+export function httpGet(port: number, host: string, path = "/"): Promise<HttpResult> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path, headers: { host }, timeout: 5000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), headers: res.headers }),
+      );
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** Poll `fn` until it returns a truthy value (or `timeoutMs` passes, then the last result/throw). */
+export async function until<T>(fn: () => Promise<T>, timeoutMs = 10_000, stepMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v || Date.now() > deadline) return v;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+export const ms = (t0: number) => Math.round(performance.now() - t0);

@@ -1,0 +1,95 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Ingress } from "../../agent/ingress/nginx";
+import { renderVhost } from "../../agent/ingress/vhost";
+import { createLogger } from "../../agent/logger";
+import { freePort, httpGet, until } from "./helpers";
+
+/** The agent's own nginx, without pods: an upstream that is this test's own HTTP server. */
+
+const log = createLogger({ test: "ingress" }, true);
+let dir: string;
+let port: number;
+let ingress: Ingress;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "podhost-ingress-test-"));
+  port = await freePort();
+  ingress = new Ingress({ stateDir: dir, listen: `127.0.0.1:${port}`, log });
+  await ingress.start();
+});
+
+afterAll(async () => {
+  await ingress?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const vhost = (pod: string, ip = "127.0.0.1", p = 9) => ({ pod, podId: `pod_${pod}`, domains: [`${pod}.pods.test`], ip, port: p });
+
+describe("Ingress", () => {
+  it("answers unknown hosts with 404 from the default server", async () => {
+    const res = await httpGet(port, "unknown.pods.test");
+    expect(res.status).toBe(404);
+    expect(res.headers["x-podhost-ingress"]).toBe("default");
+  });
+
+  it("routes a domain once its vhost is rendered, and stops routing it once removed", async () => {
+    await ingress.upsert(vhost("alpha"));
+    // nothing listens on :9, so nginx's own 502 proves the vhost (not the default server) answered
+    const res = await httpGet(port, "alpha.pods.test");
+    expect(res.status).toBe(502);
+    expect(res.headers["x-podhost-ingress"]).toBeUndefined();
+    await ingress.remove("alpha");
+    expect((await httpGet(port, "alpha.pods.test")).status).toBe(404);
+    await ingress.remove("alpha"); // absent is fine
+  });
+
+  it("reuses a running master: a second agent start does not start another nginx", async () => {
+    const pid = await ingress.masterPid();
+    expect(pid).toBeGreaterThan(0);
+    const again = new Ingress({ stateDir: dir, listen: `127.0.0.1:${port}`, log });
+    await again.start();
+    expect(await again.masterPid()).toBe(pid);
+  });
+
+  it("restores the previous file when nginx -t fails, and the other vhosts keep working", async () => {
+    await ingress.upsert(vhost("beta"));
+    const good = await readFile(ingress.vhostPath("beta"), "utf8");
+    // a broken neighbour makes every config test fail
+    const broken = join(ingress.dir, "vhosts", "zz-broken.conf");
+    await writeFile(broken, "server { this is not nginx }\n");
+    await expect(ingress.upsert(vhost("beta", "127.0.0.2"))).rejects.toThrow(/nginx/);
+    expect(await readFile(ingress.vhostPath("beta"), "utf8")).toBe(good);
+    await expect(ingress.upsert(vhost("gamma"))).rejects.toThrow(/nginx/);
+    expect(await ingress.hasVhost("gamma")).toBe(false);
+    await rm(broken);
+    expect((await httpGet(port, "beta.pods.test")).status).toBe(502);
+  });
+
+  it("serialises concurrent changes", async () => {
+    const pods = ["c1", "c2", "c3", "c4", "c5"];
+    await Promise.all(pods.map((p) => ingress.upsert(vhost(p))));
+    for (const p of pods) expect((await httpGet(port, `${p}.pods.test`)).status).toBe(502);
+    await Promise.all(pods.map((p) => ingress.remove(p)));
+    for (const p of pods) expect((await httpGet(port, `${p}.pods.test`)).status).toBe(404);
+  });
+
+  it("starts the master again when it is gone", async () => {
+    const pid = await ingress.masterPid();
+    process.kill(pid ?? 0, "SIGTERM"); // fast shutdown: master and workers exit
+    await until(async () => (await ingress.masterPid()) === null, 5000, 20);
+    await ingress.upsert(vhost("delta"));
+    expect(await ingress.masterPid()).not.toBe(pid);
+    expect((await httpGet(port, "delta.pods.test")).status).toBe(502);
+  });
+
+  it("refuses values that would inject nginx directives", () => {
+    const listen = "127.0.0.1:1";
+    expect(() => renderVhost(listen, { ...vhost("x"), domains: ["a.test; include /etc/passwd"] })).toThrow();
+    expect(() => renderVhost(listen, { ...vhost("x"), domains: ["a.test\n"] })).toThrow();
+    expect(() => renderVhost(listen, { ...vhost("x"), ip: "1.2.3.4;" })).toThrow();
+    expect(() => renderVhost(listen, { ...vhost("x"), podId: "p\n}" })).toThrow();
+  });
+});

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signUp } from "./support/api";
+import { dockerInspect } from "./support/docker";
+import { getThroughIngress } from "./support/ingress";
+import { type Stack, startStack, waitFor } from "./support/stack";
+
+type User = Awaited<ReturnType<typeof signUp>>;
+
+describe("pod lifecycle through the public API, Worker + agent + Docker", () => {
+  let stack: Stack;
+  let alice: User;
+  let bob: User;
+  let name: string;
+  const container = () => `${stack.prefix}-${name}`;
+
+  const waitForStatus = (who: User, pod: string, status: string, timeoutMs = 60_000) =>
+    waitFor(
+      `${pod} to be ${status}`,
+      async () => {
+        const res = await who.api.get(`/api/pods/${pod}`);
+        return res.status === 200 && res.body.status === status ? res.body : undefined;
+      },
+      timeoutMs,
+    );
+
+  beforeAll(async () => {
+    stack = await startStack("life");
+    alice = await signUp(stack.api, "Alice");
+    bob = await signUp(stack.api, "Bob");
+    name = `life-${stack.prefix.slice(-4)}`;
+    await waitFor("the host to come online", async () => {
+      const res = await alice.api.get("/api/regions");
+      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === "eu-central")?.available
+        ? true
+        : undefined;
+    });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it("creates a pod: 202 creating, then running, and its default page answers through nginx", async () => {
+    const created = await alice.api.post("/api/pods", { name, preset: "static" });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    expect(created.body).toMatchObject({
+      name,
+      preset: "static",
+      status: "creating",
+      plan_slug: "launch",
+      domain: `${name}.pods.localhost`,
+      ssh_user: "pod_user",
+      region: "eu-central",
+      app_root: "/home/pod_user/app",
+    });
+    expect(created.body.ssh_port).toBeGreaterThanOrEqual(22000);
+
+    const running = await waitForStatus(alice, name, "running");
+    expect(running.ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    const page = await getThroughIngress(stack.ingressPort, `${name}.pods.localhost`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("podhost");
+  });
+
+  it("runs the container unprivileged with the plan's limits on its own network", async () => {
+    const info = await dockerInspect("container", container());
+    expect(info.HostConfig.Privileged).toBe(false);
+    expect(info.HostConfig.CapDrop).toContain("ALL");
+    expect(info.HostConfig.SecurityOpt).toContain("no-new-privileges");
+    expect(info.HostConfig.Memory).toBe(512 * 1024 * 1024);
+    expect(info.HostConfig.PidsLimit).toBeGreaterThan(0);
+    expect(info.Config.User).toBe("1000:1000");
+    const mounts = info.Mounts as { Type: string; Source: string; Name?: string }[];
+    expect(mounts.every((m) => m.Type === "volume" && m.Name?.startsWith(container()))).toBe(true);
+    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([container()]);
+  });
+
+  it("lists the team's pods with status counts; another team sees none of them", async () => {
+    const list = await alice.api.get("/api/pods");
+    expect(list.status).toBe(200);
+    expect(list.body.pods.map((p: { name: string }) => p.name)).toContain(name);
+    expect(list.body).toMatchObject({ total: 1, limit: 20, offset: 0, status_counts: { running: 1 } });
+
+    const other = await bob.api.get("/api/pods");
+    expect(other.body.pods).toEqual([]);
+    expect((await bob.api.get(`/api/pods/${name}`)).status).toBe(404);
+    expect((await bob.api.post(`/api/pods/${name}/stop`)).status).toBe(404);
+    expect((await bob.api.delete(`/api/pods/${name}`)).status).toBe(404);
+  });
+
+  it("stops, starts and restarts, answering the updated pod", async () => {
+    const stopped = await alice.api.post(`/api/pods/${name}/stop`);
+    expect(stopped.status).toBe(200);
+    expect(stopped.body.status).toBe("stopped");
+    expect((await dockerInspect("container", container())).State.Running).toBe(false);
+
+    const started = await alice.api.post(`/api/pods/${name}/start`);
+    expect(started.status).toBe(200);
+    expect(started.body.status).toBe("running");
+    expect((await getThroughIngress(stack.ingressPort, `${name}.pods.localhost`)).status).toBe(200);
+
+    const before = (await dockerInspect("container", container())).State.StartedAt;
+    const restarted = await alice.api.post(`/api/pods/${name}/restart`);
+    expect(restarted.status).toBe(200);
+    expect(restarted.body.status).toBe("running");
+    expect((await dockerInspect("container", container())).State.StartedAt).not.toBe(before);
+  });
+
+  it("resizes: limits change on the running container; unknown plan is 400", async () => {
+    const resized = await alice.api.post(`/api/pods/${name}/resize`, { plan_slug: "grow" });
+    expect(resized.status).toBe(200);
+    expect(resized.body).toMatchObject({ plan_slug: "grow", cpu: 2, memory: "2GB", disk: "20GB", status: "running" });
+    const info = await dockerInspect("container", container());
+    expect(info.HostConfig.Memory).toBe(2048 * 1024 * 1024);
+    expect(info.HostConfig.NanoCpus).toBe(2e9);
+
+    const bad = await alice.api.post(`/api/pods/${name}/resize`, { plan_slug: "mega" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/plan/);
+  });
+
+  it("clones: a new running pod with the same files", async () => {
+    const cloneName = `${name}-copy`;
+    const cloned = await alice.api.post(`/api/pods/${name}/clone`, { new_name: cloneName });
+    expect(cloned.status).toBe(201);
+    expect(cloned.body).toMatchObject({ name: cloneName, preset: "static", plan_slug: "grow", status: "running" });
+    const page = await getThroughIngress(stack.ingressPort, `${cloneName}.pods.localhost`);
+    expect(page.body).toContain("podhost");
+    expect((await alice.api.post(`/api/pods/${name}/clone`, { new_name: cloneName })).status).toBe(409);
+    expect((await alice.api.delete(`/api/pods/${cloneName}`)).status).toBe(200);
+  });
+
+  it("records the lifecycle as events, newest first", async () => {
+    const res = await alice.api.get(`/api/pods/${name}/events`);
+    expect(res.status).toBe(200);
+    const types = res.body.events.map((e: { type: string }) => e.type);
+    for (const t of ["created", "started", "stopped", "restarted", "resized"]) expect(types).toContain(t);
+    expect(types.at(-1)).toBe("created");
+    expect(res.body.events[0]).not.toHaveProperty("metadata", null);
+    const filtered = await alice.api.get(`/api/pods/${name}/events?type=stopped`);
+    expect(filtered.body.events.every((e: { type: string }) => e.type === "stopped")).toBe(true);
+  });
+
+  it("answers 503 for the host's pods while its agent is down, and reconciles when it is back", async () => {
+    await stack.agent.kill();
+    const down = await alice.api.get(`/api/pods/${name}`);
+    expect(down.status).toBe(503);
+    expect(down.body.error).toMatch(/agent/);
+    expect((await alice.api.post(`/api/pods/${name}/stop`)).status).toBe(503);
+
+    // While the agent is away, the container stops behind its back: the reconnect must notice.
+    const { execFile } = await import("node:child_process");
+    await new Promise((r) => execFile("docker", ["stop", "-t", "1", container()], r));
+    await stack.startAgent();
+    const pod = await waitForStatus(alice, name, "stopped");
+    expect(pod.status).toBe("stopped");
+    expect((await alice.api.post(`/api/pods/${name}/start`)).body.status).toBe("running");
+  });
+
+  it("deletes: container and volumes gone, the name reserved", async () => {
+    const res = await alice.api.delete(`/api/pods/${name}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: "deleted" });
+    expect(await dockerInspect("container", container())).toBeNull();
+    expect(await dockerInspect("volume", `${container()}-home`)).toBeNull();
+    expect(await dockerInspect("network", container())).toBeNull();
+    expect((await alice.api.get(`/api/pods/${name}`)).status).toBe(404);
+    const again = await bob.api.post("/api/pods", { name, preset: "static" });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatch(/reserved/);
+  });
+});

@@ -1,0 +1,173 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { applyMigrations, type LocalWorker, REPO_ROOT, startLocalWorker } from "../../../bench/support/worker";
+import { registerHost } from "../../../scripts/lib/hosts";
+
+/** A free TCP port on 127.0.0.1 (the kernel picks it). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  output: string[];
+  /** SIGKILL: the agent dies without a goodbye, as on a crash */
+  kill(): Promise<void>;
+  /** SIGTERM: the graceful path */
+  stop(): Promise<void>;
+}
+
+export interface Stack {
+  worker: LocalWorker;
+  api: string;
+  hostId: string;
+  prefix: string;
+  ingressPort: number;
+  agentEnv: Record<string, string>;
+  agent: AgentProcess;
+  startAgent(): Promise<AgentProcess>;
+  stop(): Promise<void>;
+}
+
+export function spawnAgent(env: Record<string, string>): AgentProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "agent/main.ts")], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 500) output.splice(0, 100);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return {
+    child,
+    output,
+    async kill() {
+      child.kill("SIGKILL");
+      await exited;
+    },
+    async stop() {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/**
+ * Worker (workerd, local D1/DO) + a registered host + the agent as its own process against the real
+ * Docker engine and nginx. Names carry a unique prefix so a run never touches other containers.
+ */
+export async function startStack(label: string): Promise<Stack> {
+  const prefix = `e2e${label}${Date.now().toString(36).slice(-4)}`;
+  const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-e2e-"));
+  const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
+  await applyMigrations(persistDir);
+  const host = await registerHost(
+    {
+      name: `${prefix}-host`,
+      region: "eu-central",
+      sshHost: "127.0.0.1",
+      sshPortMin: 22000,
+      sshPortMax: 22999,
+      cpu: 64,
+      memoryMb: 65536,
+      diskGb: 1000,
+    },
+    { persistTo: persistDir },
+  );
+  const worker = await startLocalWorker({
+    persistDir,
+    vars: { POD_DOMAIN: "pods.localhost" },
+    // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
+    logLevel: process.env.PODHOST_E2E_LOG ? "log" : "none",
+  });
+  const ingressPort = await freePort();
+  const agentEnv = {
+    PODHOST_API_URL: worker.url,
+    PODHOST_AGENT_TOKEN: host.token,
+    PODHOST_STATE_DIR: stateDir,
+    PODHOST_NAME_PREFIX: prefix,
+    PODHOST_INGRESS_LISTEN: `127.0.0.1:${ingressPort}`,
+  };
+  const stack: Stack = {
+    worker,
+    api: worker.url,
+    hostId: host.hostId,
+    prefix,
+    ingressPort,
+    agentEnv,
+    agent: spawnAgent(agentEnv),
+    async startAgent() {
+      stack.agent = spawnAgent(agentEnv);
+      return stack.agent;
+    },
+    async stop() {
+      await stack.agent.stop().catch(() => undefined);
+      await worker.stop();
+      await removeByPrefix(prefix);
+      await stopIngress(stateDir);
+      await rm(persistDir, { recursive: true, force: true });
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+  return stack;
+}
+
+async function run(cmd: string, args: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on("close", () => resolve(out));
+  });
+}
+
+/** Everything Docker holds under the test prefix goes, whatever state the test left it in. */
+export async function removeByPrefix(prefix: string): Promise<void> {
+  const containers = (await run("docker", ["ps", "-aq", "--filter", `label=podhost.prefix=${prefix}`])).split(/\s+/).filter(Boolean);
+  if (containers.length) await run("docker", ["rm", "-f", ...containers]);
+  const volumes = (await run("docker", ["volume", "ls", "-q", "--filter", `name=${prefix}-`])).split(/\s+/).filter(Boolean);
+  if (volumes.length) await run("docker", ["volume", "rm", "-f", ...volumes]);
+  const networks = (await run("docker", ["network", "ls", "-q", "--filter", `name=${prefix}-`])).split(/\s+/).filter(Boolean);
+  if (networks.length) await run("docker", ["network", "rm", ...networks]);
+}
+
+async function stopIngress(stateDir: string): Promise<void> {
+  const conf = path.join(stateDir, "nginx", "nginx.conf");
+  await run("nginx", ["-c", conf, "-p", `${path.join(stateDir, "nginx")}/`, "-s", "quit"]);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns a value (not undefined) or the time is up. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { call, freshIp, PASSWORD, registerUser, uniqueEmail } from "./support/client";
+
+const loginFrom = (ip: string, email: string, password = "wrong password") =>
+  call("POST", "/api/auth/login", { email, password }, { ip });
+
+function expectLimited(res: { status: number; headers: Headers; body: { error?: unknown } }) {
+  expect(res.status).toBe(429);
+  expect(res.body).toEqual({ error: expect.any(String) });
+  const retryAfter = Number(res.headers.get("retry-after"));
+  expect(Number.isInteger(retryAfter)).toBe(true);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+}
+
+describe("POST /api/auth/login: 5 per minute per IP", () => {
+  it("answers the 6th login in a minute from one IP with 429 and Retry-After; other IPs are unaffected", async () => {
+    const u = await registerUser();
+    const ip = freshIp();
+    for (let i = 0; i < 5; i++) expect((await loginFrom(ip, u.user.email)).status).toBe(401);
+    expectLimited(await loginFrom(ip, u.user.email));
+    // Even the right password waits.
+    expectLimited(await loginFrom(ip, u.user.email, PASSWORD));
+    expect((await loginFrom(freshIp(), u.user.email, PASSWORD)).status).toBe(200);
+  });
+
+  it("counts successful logins too", async () => {
+    const u = await registerUser();
+    const ip = freshIp();
+    for (let i = 0; i < 5; i++) expect((await loginFrom(ip, u.user.email, PASSWORD)).status).toBe(200);
+    expectLimited(await loginFrom(ip, u.user.email, PASSWORD));
+  });
+
+  it("lets exactly 5 of a concurrent burst of 20 through", async () => {
+    const ip = freshIp();
+    const email = uniqueEmail("burst");
+    const replies = await Promise.all(Array.from({ length: 20 }, () => loginFrom(ip, email)));
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(15);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+  });
+
+  it("limits each route separately", async () => {
+    const ip = freshIp();
+    const email = uniqueEmail();
+    for (let i = 0; i < 5; i++) await loginFrom(ip, email);
+    expectLimited(await loginFrom(ip, email));
+    const forgot = await call("POST", "/api/auth/forgot-password", { email }, { ip });
+    expect(forgot.status).toBe(200);
+  });
+});
+
+describe("POST /api/auth/register: 3 per minute per IP", () => {
+  it("answers the 4th registration with 429", async () => {
+    const ip = freshIp();
+    const register = (email: string) =>
+      call("POST", "/api/auth/register", { email, password: PASSWORD, name: "Rate" }, { ip });
+    for (let i = 0; i < 3; i++) expect((await register(uniqueEmail())).status).toBe(201);
+    const email = uniqueEmail();
+    expectLimited(await register(email));
+    // Nothing was created by the refused request.
+    expect((await call("POST", "/api/auth/login", { email, password: PASSWORD })).status).toBe(401);
+    expect((await register(uniqueEmail())).status).toBe(429);
+    expect(
+      (await call("POST", "/api/auth/register", { email, password: PASSWORD, name: "Other IP" })).status,
+    ).toBe(201);
+  });
+});
+
+describe("POST /api/auth/forgot-password: 3 per minute per IP", () => {
+  it("answers the 4th request with 429", async () => {
+    const ip = freshIp();
+    const email = uniqueEmail();
+    for (let i = 0; i < 3; i++) {
+      expect((await call("POST", "/api/auth/forgot-password", { email }, { ip })).status).toBe(200);
+    }
+    expectLimited(await call("POST", "/api/auth/forgot-password", { email }, { ip }));
+    expect((await call("POST", "/api/auth/forgot-password", { email })).status).toBe(200);
+  });
+});

@@ -1,0 +1,114 @@
+import { describe, expect, it } from "vitest";
+import { call, login, PASSWORD, registerUser, sessionCookie } from "./support/client";
+import { connectorSession, expireSessionsOf, first, sha256Hex } from "./support/db";
+import { documentedOperations } from "./support/openapi";
+
+describe("credentials", () => {
+  it("accepts the session token as a Bearer header and as the pod_session cookie alike", async () => {
+    const u = await registerUser();
+    const viaBearer = await call("GET", "/api/auth/user", undefined, { token: u.token });
+    const viaCookie = await call("GET", "/api/auth/user", undefined, { cookie: `pod_session=${u.token}` });
+    expect(viaBearer.status).toBe(200);
+    expect(viaCookie.status).toBe(200);
+    expect(viaCookie.body).toEqual(viaBearer.body);
+  });
+
+  it("accepts the cookie set by login for every authenticated call", async () => {
+    const u = await registerUser();
+    const res = await call("POST", "/api/auth/login", { email: u.user.email, password: PASSWORD });
+    const cookie = sessionCookie(res);
+    const teams = await call("GET", "/api/teams", undefined, { cookie });
+    expect(teams.status).toBe(200);
+    const created = await call("POST", "/api/teams", { name: "Cookie team" }, { cookie });
+    expect(created.status).toBe(201);
+  });
+
+  it("accepts the bearer scheme in any case", async () => {
+    const u = await registerUser();
+    const res = await call("GET", "/api/auth/user", undefined, {
+      headers: { authorization: `bearer ${u.token}` },
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it.each([
+    ["no credentials", {}],
+    ["a garbage bearer token", { token: "garbage" }],
+    ["a garbage ipk_ token", { token: "ipk_garbage" }],
+    ["a garbage cookie", { cookie: "pod_session=garbage" }],
+    ["a badly encoded cookie", { cookie: "pod_session=%E0%A4%A" }],
+    ["an empty bearer", { headers: { authorization: "Bearer " } }],
+    ["another scheme", { headers: { authorization: "Basic dXNlcjpwYXNz" } }],
+  ])("answers 401 {error} for %s", async (_, opts) => {
+    const res = await call("GET", "/api/auth/user", undefined, opts);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: expect.any(String) });
+  });
+
+  it("answers 401 for an expired session", async () => {
+    const u = await registerUser();
+    await expireSessionsOf(u.user.id);
+    expect((await call("GET", "/api/auth/user", undefined, { token: u.token })).status).toBe(401);
+  });
+
+  it("stores sessions hashed, never the token itself", async () => {
+    const u = await registerUser();
+    const row = await first<{ token_hash: string }>(
+      "SELECT token_hash FROM sessions WHERE user_id = ?",
+      u.user.id,
+    );
+    expect(row?.token_hash).toBe(await sha256Hex(u.token));
+    const leaked = await first("SELECT id FROM sessions WHERE token_hash = ?", u.token);
+    expect(leaked).toBeNull();
+  });
+
+  it("gives each login its own session", async () => {
+    const u = await registerUser();
+    const a = await login(u.user.email);
+    const b = await login(u.user.email);
+    expect(new Set([u.token, a, b]).size).toBe(3);
+  });
+
+  it("accepts a connector session like a login session", async () => {
+    const u = await registerUser();
+    const token = await connectorSession(u.user.id);
+    const res = await call("GET", "/api/auth/user", undefined, { token });
+    expect(res.status).toBe(200);
+    expect(res.body.id).toBe(u.user.id);
+  });
+});
+
+describe("every authenticated operation", () => {
+  it("answers 401 {error} without credentials and with a garbage token", async () => {
+    const operations = (await documentedOperations()).filter((op) => op.secured);
+    expect(operations.length).toBeGreaterThan(10);
+    for (const op of operations) {
+      for (const opts of [{}, { token: "garbage" }]) {
+        const res = await call(op.method, op.concrete, op.method === "GET" ? undefined : {}, opts);
+        expect(res.status, `${op.method} ${op.path}`).toBe(401);
+        expect(res.body, `${op.method} ${op.path}`).toEqual({ error: expect.any(String) });
+      }
+    }
+  });
+
+  it("the public operations are the ones the spec lists as public", async () => {
+    const open = (await documentedOperations()).filter((op) => !op.secured && op.path.startsWith("/api/"));
+    const publicPaths = new Set([
+      "POST /api/auth/register",
+      "POST /api/auth/login",
+      "POST /api/auth/forgot-password",
+      "POST /api/auth/reset-password",
+      "POST /api/auth/verify-email",
+      "GET /api/invitations/{token}",
+      "POST /api/invitations/accept",
+      "POST /api/webhooks/repohost",
+      "POST /api/webhooks/git/{podName}",
+      "POST /api/feedback/{token}",
+      "GET /api/feedback/{token}/mine",
+      "POST /api/affiliate/visit",
+      "GET /api/imports/sources",
+    ]);
+    for (const op of open)
+      expect(publicPaths, `${op.method} ${op.path}`).toContain(`${op.method} ${op.path}`);
+  });
+});

@@ -1,0 +1,251 @@
+import { DurableObject } from "cloudflare:workers";
+import { fail, ok, type Result } from "../../shared/errors";
+import { AgentMessage, type ControlMessage, type Op, PodState, PROTOCOL_VERSION } from "../../shared/protocol";
+import { createDb } from "../db/client";
+import type { Bindings } from "../env";
+import { markHostOffline, markHostOnline, touchHost } from "../services/hosts/hosts";
+import { applyPodState, reconcileInventory } from "../services/pods/host-sync";
+
+interface Pending {
+  resolve: (result: Result<unknown>) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+interface Attachment {
+  hostId: string;
+  connectedAt: number;
+}
+
+/** Ops whose result is a PodState that the DO writes to D1. */
+const POD_STATE_OPS = new Set<Op>(["pod.create", "pod.start", "pod.stop", "pod.restart", "pod.inspect", "pod.resize", "pod.clone"]);
+
+const JOURNAL_RETENTION_MS = 60 * 60_000;
+const LAST_SEEN_EVERY_MS = 30_000;
+
+/**
+ * One per host. Holds the agent's WebSocket (hibernation API: an idle object is evicted while the
+ * socket stays open), relays typed commands to the agent and their results back, and turns the
+ * agent's own reports into D1 state.
+ *
+ * Commands are journaled in the object's SQLite storage under their idempotency key:
+ * - a retry with a key already answered gets the recorded answer, without running again;
+ * - a call caught by a disconnect is failed at once (`unavailable`) and never re-sent, so it ran at
+ *   most once; the reconciliation on reconnect then corrects D1 from what the host really has;
+ * - a result arriving after a wake-up (in-memory waiters gone) still lands in the journal.
+ * A caller is never left hanging: every waiter has a timer, and the object stays resident while a
+ * caller's RPC is in flight.
+ */
+export class HostAgent extends DurableObject<Bindings> {
+  private readonly pending = new Map<string, Pending>();
+  private lastSeenWrite = 0;
+
+  constructor(ctx: DurableObjectState, env: Bindings) {
+    super(ctx, env);
+    ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS journal (
+      id TEXT PRIMARY KEY,
+      idempotency_key TEXT NOT NULL UNIQUE,
+      op TEXT NOT NULL,
+      state TEXT NOT NULL,            -- sent | done | failed
+      outcome TEXT,                   -- JSON Result once settled
+      created_at INTEGER NOT NULL
+    )`);
+  }
+
+  /** The agent's WebSocket upgrade, already authenticated by the Worker (which names the host). */
+  override async fetch(request: Request): Promise<Response> {
+    const hostId = request.headers.get("x-podhost-host-id");
+    if (request.headers.get("upgrade") !== "websocket" || !hostId) {
+      return new Response(JSON.stringify({ error: "expected an agent WebSocket upgrade" }), { status: 400 });
+    }
+    // One agent per host: a new connection replaces an old one (e.g. after a network partition).
+    for (const old of this.ctx.getWebSockets()) {
+      this.failAllPending("host agent reconnected; the command's outcome is unknown");
+      old.close(1000, "replaced by a newer connection");
+    }
+    const pair = new WebSocketPair();
+    const [client, server] = Object.values(pair) as [WebSocket, WebSocket];
+    this.ctx.acceptWebSocket(server);
+    server.serializeAttachment({ hostId, connectedAt: Date.now() } satisfies Attachment);
+    await this.ctx.storage.put("hostId", hostId);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** RPC from the Worker: run `op` on the host and wait for its answer. */
+  async call(
+    op: Op,
+    params: unknown,
+    options: { timeoutMs: number; idempotencyKey: string },
+  ): Promise<Result<unknown>> {
+    const previous = this.ctx.storage.sql
+      .exec<{ id: string; state: string; outcome: string | null }>(
+        "SELECT id, state, outcome FROM journal WHERE idempotency_key = ?",
+        options.idempotencyKey,
+      )
+      .toArray()[0];
+    if (previous?.outcome) return JSON.parse(previous.outcome) as Result<unknown>;
+    if (previous && this.pending.has(previous.id)) return this.wait(previous.id, options.timeoutMs);
+    if (previous) return fail("unavailable", "the command's earlier attempt was interrupted; its outcome is unknown");
+
+    const socket = this.socket();
+    if (!socket) return fail("unavailable", "the pod's host agent is not connected; try again shortly");
+
+    const id = crypto.randomUUID();
+    this.ctx.storage.sql.exec(
+      "INSERT INTO journal (id, idempotency_key, op, state, created_at) VALUES (?, ?, ?, 'sent', ?)",
+      id,
+      options.idempotencyKey,
+      op,
+      Date.now(),
+    );
+    const waiting = this.wait(id, options.timeoutMs);
+    this.send(socket, {
+      type: "control:call",
+      id,
+      idempotencyKey: options.idempotencyKey,
+      op,
+      params,
+      timeoutMs: options.timeoutMs,
+    });
+    await this.scheduleCleanup();
+    return waiting;
+  }
+
+  /** RPC: whether an agent is connected right now. */
+  async connected(): Promise<boolean> {
+    return this.socket() !== undefined;
+  }
+
+  override async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
+    const attachment = ws.deserializeAttachment() as Attachment;
+    let message: AgentMessage;
+    try {
+      const parsed = AgentMessage.safeParse(JSON.parse(typeof raw === "string" ? raw : new TextDecoder().decode(raw)));
+      if (!parsed.success) throw new Error(parsed.error.message);
+      message = parsed.data;
+    } catch (error) {
+      console.warn(JSON.stringify({ hostId: attachment.hostId, msg: "unparseable agent message", error: String(error) }));
+      return;
+    }
+    const db = createDb(this.env.DB);
+    switch (message.type) {
+      case "agent:hello": {
+        if (message.protocol !== PROTOCOL_VERSION) {
+          ws.close(4000, `protocol ${message.protocol} not supported; this control plane speaks ${PROTOCOL_VERSION}`);
+          return;
+        }
+        await markHostOnline(db, attachment.hostId, message.agentVersion);
+        const orphans = await reconcileInventory(db, attachment.hostId, message.inventory);
+        this.send(ws, { type: "control:welcome", hostId: attachment.hostId, orphans });
+        return;
+      }
+      case "agent:result": {
+        const outcome: Result<unknown> = message.ok ? ok(message.data) : fail(message.error.code, message.error.message);
+        // The host's answer about a container is the truth about the pod: D1 first, then the waiter,
+        // so the caller reads the new state.
+        const op = this.journaledOp(message.id);
+        const state = outcome.ok && op && POD_STATE_OPS.has(op) ? PodState.safeParse(outcome.value) : undefined;
+        if (state?.success) await applyPodState(db, attachment.hostId, state.data);
+        this.settle(message.id, outcome);
+        return;
+      }
+      case "agent:pod-status":
+        await applyPodState(db, attachment.hostId, message.pod, message.reason);
+        return;
+      case "agent:ping":
+        this.send(ws, { type: "control:pong", at: message.at });
+        if (Date.now() - this.lastSeenWrite > LAST_SEEN_EVERY_MS) {
+          this.lastSeenWrite = Date.now();
+          await touchHost(db, attachment.hostId);
+        }
+        return;
+    }
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    await this.disconnected(ws, `agent disconnected (${code})`);
+    // 1005/1006 are not valid close codes to send back.
+    try {
+      ws.close(1000, "closing");
+    } catch {
+      // already closed
+    }
+  }
+
+  override async webSocketError(ws: WebSocket, error: unknown): Promise<void> {
+    await this.disconnected(ws, `agent connection failed: ${String(error)}`);
+  }
+
+  override async alarm(): Promise<void> {
+    this.ctx.storage.sql.exec(
+      "DELETE FROM journal WHERE state != 'sent' AND created_at < ?",
+      Date.now() - JOURNAL_RETENTION_MS,
+    );
+    // 'sent' rows older than any timeout belong to callers long gone.
+    this.ctx.storage.sql.exec(
+      "UPDATE journal SET state = 'failed', outcome = ? WHERE state = 'sent' AND created_at < ?",
+      JSON.stringify(fail("unavailable", "the command timed out")),
+      Date.now() - JOURNAL_RETENTION_MS,
+    );
+  }
+
+  private async disconnected(ws: WebSocket, reason: string) {
+    const { hostId } = ws.deserializeAttachment() as Attachment;
+    this.failAllPending(`the pod's host agent disconnected: ${reason}`);
+    const stillConnected = this.ctx.getWebSockets().some((s) => s !== ws);
+    if (!stillConnected) await markHostOffline(createDb(this.env.DB), hostId);
+  }
+
+  private journaledOp(id: string): Op | undefined {
+    return this.ctx.storage.sql.exec<{ op: Op }>("SELECT op FROM journal WHERE id = ?", id).toArray()[0]?.op;
+  }
+
+  private socket(): WebSocket | undefined {
+    return this.ctx.getWebSockets().find((ws) => ws.readyState === WebSocket.OPEN);
+  }
+
+  private send(ws: WebSocket, message: ControlMessage) {
+    ws.send(JSON.stringify(message));
+  }
+
+  private wait(id: string, timeoutMs: number): Promise<Result<unknown>> {
+    return new Promise((resolve) => {
+      const existing = this.pending.get(id);
+      const timer = setTimeout(
+        () => this.settle(id, fail("unavailable", `the host did not answer within ${Math.round(timeoutMs / 1000)} s`)),
+        timeoutMs + 1_000, // the agent times out first and reports why
+      );
+      this.pending.set(id, {
+        timer,
+        resolve: (result) => {
+          existing?.resolve(result);
+          resolve(result);
+        },
+      });
+      if (existing) clearTimeout(existing.timer);
+    });
+  }
+
+  private settle(id: string, outcome: Result<unknown>) {
+    this.ctx.storage.sql.exec(
+      "UPDATE journal SET state = ?, outcome = ? WHERE id = ? AND state = 'sent'",
+      outcome.ok ? "done" : "failed",
+      JSON.stringify(outcome),
+      id,
+    );
+    const waiter = this.pending.get(id);
+    if (!waiter) return;
+    clearTimeout(waiter.timer);
+    this.pending.delete(id);
+    waiter.resolve(outcome);
+  }
+
+  private failAllPending(message: string) {
+    for (const id of [...this.pending.keys()]) this.settle(id, fail("unavailable", message));
+  }
+
+  private async scheduleCleanup() {
+    if ((await this.ctx.storage.getAlarm()) === null) {
+      await this.ctx.storage.setAlarm(Date.now() + JOURNAL_RETENTION_MS);
+    }
+  }
+}

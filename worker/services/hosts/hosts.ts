@@ -1,0 +1,82 @@
+import { and, asc, eq, gte, sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { type HostRow, hosts } from "../../db/schema";
+import { sha256Hex } from "../../lib/crypto";
+import { nowIso } from "../../lib/time";
+
+export const findHostByAgentToken = async (db: Db, token: string): Promise<HostRow | undefined> =>
+  (
+    await db
+      .select()
+      .from(hosts)
+      .where(eq(hosts.agentTokenHash, await sha256Hex(token)))
+      .limit(1)
+  )[0];
+
+export const findHost = async (db: Db, id: string): Promise<HostRow | undefined> =>
+  (await db.select().from(hosts).where(eq(hosts.id, id)).limit(1))[0];
+
+export const markHostOnline = (db: Db, hostId: string, agentVersion: string) =>
+  db.update(hosts).set({ status: "online", agentVersion, lastSeenAt: nowIso() }).where(eq(hosts.id, hostId));
+
+export const markHostOffline = (db: Db, hostId: string) =>
+  db.update(hosts).set({ status: "offline", lastSeenAt: nowIso() }).where(eq(hosts.id, hostId));
+
+export const touchHost = (db: Db, hostId: string) =>
+  db.update(hosts).set({ lastSeenAt: nowIso() }).where(eq(hosts.id, hostId));
+
+export interface Resources {
+  cpu: number;
+  memoryMb: number;
+  diskGb: number;
+}
+
+/**
+ * Takes `delta` of a host's capacity if it still fits (negative deltas always fit). One conditional
+ * UPDATE, so concurrent placements cannot overcommit. Returns whether the room was taken.
+ */
+export async function reserveCapacity(db: Db, hostId: string, delta: Resources): Promise<boolean> {
+  const rows = await db
+    .update(hosts)
+    .set({
+      allocatedCpu: sql`${hosts.allocatedCpu} + ${delta.cpu}`,
+      allocatedMemoryMb: sql`${hosts.allocatedMemoryMb} + ${delta.memoryMb}`,
+      allocatedDiskGb: sql`${hosts.allocatedDiskGb} + ${delta.diskGb}`,
+    })
+    .where(
+      and(
+        eq(hosts.id, hostId),
+        gte(sql`${hosts.cpu} - ${hosts.allocatedCpu}`, delta.cpu),
+        gte(sql`${hosts.memoryMb} - ${hosts.allocatedMemoryMb}`, delta.memoryMb),
+        gte(sql`${hosts.diskGb} - ${hosts.allocatedDiskGb}`, delta.diskGb),
+      ),
+    )
+    .returning({ id: hosts.id });
+  return rows.length === 1;
+}
+
+export const releaseCapacity = (db: Db, hostId: string, r: Resources) =>
+  db
+    .update(hosts)
+    .set({
+      allocatedCpu: sql`max(0, ${hosts.allocatedCpu} - ${r.cpu})`,
+      allocatedMemoryMb: sql`max(0, ${hosts.allocatedMemoryMb} - ${r.memoryMb})`,
+      allocatedDiskGb: sql`max(0, ${hosts.allocatedDiskGb} - ${r.diskGb})`,
+    })
+    .where(eq(hosts.id, hostId));
+
+/** Online hosts of a region with the most free memory first: the placement candidates. */
+export const onlineHostsInRegion = (db: Db, region: string) =>
+  db
+    .select()
+    .from(hosts)
+    .where(and(eq(hosts.region, region), eq(hosts.status, "online")))
+    .orderBy(asc(sql`${hosts.allocatedMemoryMb} * 1.0 / ${hosts.memoryMb}`))
+    .limit(20);
+
+export const regionsWithOnlineHosts = async (db: Db): Promise<Set<string>> =>
+  new Set(
+    (await db.selectDistinct({ region: hosts.region }).from(hosts).where(eq(hosts.status, "online"))).map(
+      (r) => r.region,
+    ),
+  );

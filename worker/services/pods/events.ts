@@ -1,0 +1,63 @@
+import { and, count, desc, eq } from "drizzle-orm";
+import { newId } from "../../../shared/ids";
+import type { Db } from "../../db/client";
+import { podEvents } from "../../db/schema";
+import { nowIso } from "../../lib/time";
+
+export type PodEventType =
+  | "created"
+  | "started"
+  | "stopped"
+  | "restarted"
+  | "resized"
+  | "reloaded"
+  | "deleted"
+  | "error"
+  | "progress";
+
+export const recordEventStatement = (
+  db: Db,
+  podId: string,
+  type: PodEventType,
+  message: string,
+  metadata?: Record<string, unknown>,
+) =>
+  db.insert(podEvents).values({
+    id: newId("evt"),
+    podId,
+    type,
+    message,
+    metadata: metadata && Object.keys(metadata).length > 0 ? JSON.stringify(metadata) : null,
+    createdAt: nowIso(),
+  });
+
+export interface EventView {
+  id: string;
+  type: string;
+  message: string;
+  metadata?: string;
+  created_at: string;
+}
+
+/** Newest first; `metadata` is omitted when empty (contract). */
+export async function listEvents(db: Db, podId: string, q: { limit: number; offset: number; type?: string }) {
+  const where = and(eq(podEvents.podId, podId), q.type ? eq(podEvents.type, q.type) : undefined);
+  const [rows, totals] = await Promise.all([
+    db
+      .select()
+      .from(podEvents)
+      .where(where)
+      .orderBy(desc(podEvents.createdAt), desc(podEvents.id))
+      .limit(q.limit)
+      .offset(q.offset),
+    db.select({ n: count() }).from(podEvents).where(where),
+  ]);
+  const events: EventView[] = rows.map((e) => ({
+    id: e.id,
+    type: e.type,
+    message: e.message,
+    ...(e.metadata ? { metadata: e.metadata } : {}),
+    created_at: e.createdAt,
+  }));
+  return { events, total: totals[0]?.n ?? 0, limit: q.limit, offset: q.offset };
+}

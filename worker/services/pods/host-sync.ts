@@ -1,0 +1,80 @@
+import { and, eq, inArray } from "drizzle-orm";
+import type { PodState } from "../../../shared/protocol";
+import type { Db } from "../../db/client";
+import { type PodStatus, pods } from "../../db/schema";
+import { nowIso } from "../../lib/time";
+import { recordEventStatement } from "./events";
+
+/** The statuses the host decides; `deleted` and `suspended` are decisions of the control plane. */
+const HOST_DRIVEN: PodStatus[] = ["creating", "running", "stopped", "error"];
+
+const statusOfState = { running: "running", stopped: "stopped", missing: "error" } as const;
+
+/**
+ * What the host reports about a container becomes the pod's status and IP. Scoped by host id, so
+ * an agent can only ever move pods placed on its own host. Unexpected changes are logged as events.
+ */
+export async function applyPodState(db: Db, hostId: string, state: PodState, reason?: string): Promise<void> {
+  const [pod] = await db
+    .select({ id: pods.id, status: pods.status, ip: pods.ip })
+    .from(pods)
+    .where(and(eq(pods.name, state.name), eq(pods.hostId, hostId), inArray(pods.status, HOST_DRIVEN)))
+    .limit(1);
+  if (!pod) return;
+  const status = statusOfState[state.state];
+  const ip = state.ip ?? pod.ip;
+  if (pod.status === status && pod.ip === ip) return;
+  const update = db.update(pods).set({ status, ip, updatedAt: nowIso() }).where(eq(pods.id, pod.id));
+  if (!reason) {
+    await update;
+    return;
+  }
+  const type = status === "error" ? "error" : status === "running" ? "started" : "stopped";
+  await db.batch([update, recordEventStatement(db, pod.id, type, reason, { source: "host" })]);
+}
+
+/**
+ * On every (re)connect: the agent's inventory is the truth about containers. Pods whose container
+ * vanished become `error` with an event; containers with no live pod are returned as orphans for the
+ * agent to report (never silently kept, never silently deleted).
+ */
+export async function reconcileInventory(db: Db, hostId: string, inventory: PodState[]): Promise<string[]> {
+  const seen = new Map(inventory.map((p) => [p.name, p]));
+  const live = await db
+    .select({ id: pods.id, name: pods.name, status: pods.status, ip: pods.ip })
+    .from(pods)
+    .where(and(eq(pods.hostId, hostId), inArray(pods.status, HOST_DRIVEN)));
+  const now = nowIso();
+  const statements = [];
+  for (const pod of live) {
+    const state = seen.get(pod.name);
+    if (!state) {
+      if (pod.status === "error") continue;
+      statements.push(
+        db.update(pods).set({ status: "error", updatedAt: now }).where(eq(pods.id, pod.id)),
+        recordEventStatement(db, pod.id, "error", "the pod's container is missing on its host", {
+          source: "reconcile",
+        }),
+      );
+      continue;
+    }
+    const status = statusOfState[state.state];
+    if (status !== pod.status || (state.ip && state.ip !== pod.ip)) {
+      statements.push(
+        db
+          .update(pods)
+          .set({ status, ip: state.ip ?? pod.ip, updatedAt: now })
+          .where(eq(pods.id, pod.id)),
+      );
+    }
+  }
+  const [first, ...rest] = statements;
+  if (first) await db.batch([first, ...rest]);
+
+  const known = new Set(live.map((p) => p.name));
+  const orphans = inventory.filter((p) => !known.has(p.name)).map((p) => p.name);
+  if (orphans.length > 0) {
+    console.warn(JSON.stringify({ hostId, msg: "containers with no live pod on this host", orphans }));
+  }
+  return orphans;
+}
