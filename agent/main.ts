@@ -34,13 +34,19 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     log,
     onOpen: async (send) => {
       // The inventory lets the control plane reconcile what it believes with what this host has.
-      const inventory = await handlers["host.inventory"]({}, { signal: AbortSignal.timeout(30_000), log }).catch(
-        (error: unknown) => {
-          log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
-          return { pods: [] };
-        },
-      );
-      send({ type: "agent:hello", protocol: PROTOCOL_VERSION, agentVersion: AGENT_VERSION, inventory: inventory.pods });
+      const inventory = await handlers["host.inventory"](
+        {},
+        { signal: AbortSignal.timeout(30_000), log },
+      ).catch((error: unknown) => {
+        log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
+        return { pods: [] };
+      });
+      send({
+        type: "agent:hello",
+        protocol: PROTOCOL_VERSION,
+        agentVersion: AGENT_VERSION,
+        inventory: inventory.pods,
+      });
     },
     onMessage: (message, send) => {
       switch (message.type) {
@@ -72,7 +78,9 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     stopWatching.signal,
   );
 
-  await ingress.start().catch((error: unknown) => log.error("ingress failed to start", { error: String(error) }));
+  await ingress
+    .start()
+    .catch((error: unknown) => log.error("ingress failed to start", { error: String(error) }));
   socket.start();
   log.info("agent started", { version: AGENT_VERSION, api: config.apiUrl, prefix: config.namePrefix });
 

@@ -24,7 +24,9 @@ const { values } = parseArgs({
 });
 
 if (!values.name) {
-  console.error("usage: npm run host:add -- --name <name> [--region r] [--ssh-host h] [--ssh-ports 2200-2999] …");
+  console.error(
+    "usage: npm run host:add -- --name <name> [--region r] [--ssh-host h] [--ssh-ports 2200-2999] …",
+  );
   process.exit(2);
 }
 const [min, max] = (values["ssh-ports"] ?? "").split("-").map(Number);

@@ -18,7 +18,7 @@ const IDEMPOTENCY_TTL_MS = 60 * 60_000;
 const IDEMPOTENCY_MAX = 2_000;
 const EVENT_GRACE_MS = 3_000;
 
-/** The pod a command is about, so commands on one pod run one at a time (create never races delete). */
+/** The pod a command is about (its own container events are then not news). */
 function podOf(params: unknown): string | undefined {
   const p = params as { name?: unknown; spec?: { name?: unknown } } | undefined;
   if (typeof p?.name === "string") return p.name;
@@ -30,12 +30,11 @@ function podOf(params: unknown): string | undefined {
  * Runs control-plane calls against the handler table:
  * - params are parsed with the op's schema (never trusted);
  * - an idempotency key seen before returns the first run's outcome (a re-sent command runs once);
- * - commands on the same pod are serialised; each has a timeout and an AbortSignal;
+ * - each command has a timeout and an AbortSignal;
  * - every failure becomes a wire error with a shared code, never a crash.
  */
 export class Dispatcher {
   private readonly seen = new Map<string, { at: number; outcome: Promise<Outcome> }>();
-  private readonly podQueues = new Map<string, Promise<unknown>>();
   private readonly busyPods = new Map<string, number>();
   private readonly finishedAt = new Map<string, number>();
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -76,16 +75,8 @@ export class Dispatcher {
   }
 
   private run(call: Call): Promise<Outcome> {
-    const pod = podOf(call.params);
-    const previous = pod ? (this.podQueues.get(pod) ?? Promise.resolve()) : Promise.resolve();
-    const work = previous.then(() => this.execute(call, pod));
-    if (pod) {
-      const tail = work.catch(() => undefined);
-      this.podQueues.set(pod, tail);
-      void tail.then(() => {
-        if (this.podQueues.get(pod) === tail) this.podQueues.delete(pod);
-      });
-    }
+    // Commands on one pod are serialised by the handlers' per-pod lock.
+    const work = this.execute(call, podOf(call.params));
     this.inFlight.add(work);
     void work.finally(() => this.inFlight.delete(work));
     return work;

@@ -31,10 +31,7 @@ export function resourcesOf(limits: PodLimits) {
 
 const MB = 1024 * 1024;
 
-export function containerCreateOptions(
-  prefix: string,
-  spec: PodSpec,
-  image: string): ContainerCreateOptions {
+export function containerCreateOptions(prefix: string, spec: PodSpec, image: string): ContainerCreateOptions {
   const names = podNames(prefix, spec.name);
   const tmpfs: Record<string, string> = {
     "/run/pod": `rw,exec,nosuid,nodev,uid=1000,gid=1000,mode=0755,size=${128 * MB}`,

@@ -26,7 +26,11 @@ const WATCHED = ["start", "die", "stop", "destroy"];
  * resubscribes with backoff and asks for the events since the last one it saw, so nothing that
  * happened in between is lost. Consecutive identical states of a pod are reported once.
  */
-export async function watchDockerEvents(deps: HandlerDeps, events: AgentEvents, signal: AbortSignal): Promise<void> {
+export async function watchDockerEvents(
+  deps: HandlerDeps,
+  events: AgentEvents,
+  signal: AbortSignal,
+): Promise<void> {
   const { docker, config } = deps;
   const log = deps.log.child({ component: "docker-events" });
   const locks = deps.locks ?? new KeyedLock();

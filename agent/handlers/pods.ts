@@ -27,6 +27,7 @@ import {
   waitRunning,
 } from "../docker/resources";
 import { buildTar } from "../docker/tar";
+import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
 import { validDomain } from "../ingress/vhost";
 import type { HandlerDeps } from "./deps";
@@ -34,6 +35,9 @@ import { KeyedLock } from "./keyed-lock";
 import type { Handler, HandlerContext, HandlerTable } from "./types";
 
 export type { HandlerDeps } from "./deps";
+
+/** how long a start waits for the pod's web server before reporting running anyway */
+const WEB_READY_TIMEOUT_MS = 15_000;
 
 /**
  * The host side of every op in shared/protocol/ops.ts. Each op is idempotent where it can be: create
@@ -69,7 +73,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
   };
 
   /** Point the pod's vhost at its current address (domain and port are labels of the container). */
-  const routeTo = async (pod: string, info: ContainerInspectInfo, ip: string) => {
+  const routeTo = async (pod: string, info: ContainerInspectInfo, ip: string, signal?: AbortSignal) => {
     const labels = info.Config.Labels ?? {};
     const domain = labels[LABEL_DOMAIN];
     const port = Number(labels[LABEL_PORT]);
@@ -79,6 +83,10 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       return;
     }
     await ingress.upsert({ pod, podId, domains: [domain], ip, port });
+    // "running" should mean the page answers: wait (bounded) for the pod's web server to listen.
+    if (!(await waitForPort(ip, port, WEB_READY_TIMEOUT_MS, signal))) {
+      deps.log.warn("pod is running but nothing listens on its web port yet", { pod, port });
+    }
   };
 
   const ensureImage = async (image: string) => {
@@ -131,12 +139,13 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       // and its user may have changed them since.
       if (fresh) {
         const entries = podFileEntries(spec, { onlyNonEmpty: Boolean(cloneFrom) });
-        if (entries.length > 0) await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
+        if (entries.length > 0)
+          await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
       }
       await startContainer(docker, n.container);
       const running = await waitRunning(docker, n.container, n.network, ctx.signal);
       made.vhost = !(await ingress.hasVhost(spec.name));
-      await routeTo(spec.name, running.info, running.ip);
+      await routeTo(spec.name, running.info, running.ip, ctx.signal);
       return { name: spec.name, state: "running", ip: running.ip };
     } catch (err) {
       await undo(spec, made, ctx);
@@ -186,7 +195,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     await mustExist(pod);
     await startContainer(docker, names(pod).container);
     const { info, ip } = await waitRunning(docker, names(pod).container, names(pod).network, ctx.signal);
-    await routeTo(pod, info, ip);
+    await routeTo(pod, info, ip, ctx.signal);
     return { name: pod, state: "running", ip };
   };
 
@@ -245,7 +254,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
           names(name).network,
           ctx.signal,
         );
-        await routeTo(name, info, ip);
+        await routeTo(name, info, ip, ctx.signal);
         return { name, state: "running", ip };
       }),
     ),

@@ -11,7 +11,7 @@ CACHE=${PODHOST_CACHE:-/var/cache/podhost}
 PRESETS=(static php nodejs python)
 FORCE=0; [ "${1:-}" = --force ] && FORCE=1
 export DOCKER_BUILDKIT=0   # no buildx plugin here; the classic builder needs no registry
-log() { echo "build-images: $*" >&2; }
+log() { echo "build-images: [${SECONDS}s] $*" >&2; }
 
 # --- recipe hashes: file paths, contents and exec bits ---------------------------------
 hash_paths() {
@@ -52,11 +52,16 @@ build_rootfs() {  # $1 = output tarball
   if ! command -v debootstrap >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   fi
-  umount -l "$R/proc" 2>/dev/null || true
+  # Leftovers of an interrupted build: unmount first, rm must never reach the .deb cache.
+  umount -l "$R/proc" "$R/var/cache/apt/archives" 2>/dev/null || true
   rm -rf "$CACHE/work"; mkdir -p "$R"
-  trap 'umount -l "'"$R"'/proc" 2>/dev/null || true' EXIT
+  trap 'umount -l "'"$R"'/proc" "'"$R"'/var/cache/apt/archives" 2>/dev/null || true' EXIT
+  # Downloaded .debs are kept under $CACHE, so a rebuild after a recipe change downloads
+  # only what is new (the cold build is dominated by downloads).
+  mkdir -p "$CACHE/debs/debootstrap" "$CACHE/debs/apt"
   log "debootstrap (minbase bookworm)"
-  debootstrap --variant=minbase bookworm "$R" http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
+  debootstrap --variant=minbase --cache-dir="$CACHE/debs/debootstrap" bookworm "$R" \
+    http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
     || { tail -n 30 "$CACHE/debootstrap.log" >&2; exit 1; }
 
   cp "$IMG/base/sources" "$R/etc/apt/sources.list.d/debian.sources"
@@ -66,18 +71,19 @@ build_rootfs() {  # $1 = output tarball
   printf '#!/bin/sh\nexit 101\n' >"$R/usr/sbin/policy-rc.d"; chmod +x "$R/usr/sbin/policy-rc.d"
   cp /etc/resolv.conf "$R/etc/resolv.conf"
   mount -t proc proc "$R/proc"   # some postinst scripts read /proc
+  mount --bind "$CACHE/debs/apt" "$R/var/cache/apt/archives"
 
   log "apt-get install in chroot"
   local pkgs; pkgs=$(grep -v '^#' "$IMG/base/packages" | tr '\n' ' ')
   # shellcheck disable=SC2086
   chroot "$R" /bin/sh -c "export DEBIAN_FRONTEND=noninteractive LC_ALL=C
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs && apt-get clean" \
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs && apt-get autoclean -qq" \
     >"$CACHE/apt.log" 2>&1 || { tail -n 30 "$CACHE/apt.log" >&2; exit 1; }
 
   # The pod user: uid/gid 1000, home = the volume mount point.
   chroot "$R" groupadd -g 1000 pod_user
   chroot "$R" useradd -u 1000 -g 1000 -d /home/pod_user -s /bin/bash -M pod_user
-  umount "$R/proc"; trap - EXIT
+  umount "$R/proc" "$R/var/cache/apt/archives"; trap - EXIT
 
   # Our helpers/configs (owned by root, modes from the repo).
   cp -R --preserve=mode "$IMG/base/rootfs/." "$R/"

@@ -20,7 +20,10 @@ export const sqlText = (value: string | number | null) =>
   value === null ? "NULL" : typeof value === "number" ? String(value) : `'${value.replaceAll("'", "''")}'`;
 
 /** Runs SQL against the D1 database through wrangler, as the operator would by hand. */
-export async function d1Execute<T = Record<string, unknown>>(sql: string, target: D1Target = {}): Promise<T[]> {
+export async function d1Execute<T = Record<string, unknown>>(
+  sql: string,
+  target: D1Target = {},
+): Promise<T[]> {
   const { stdout } = await run(
     "npx",
     ["wrangler", "d1", "execute", "DB", ...targetArgs(target), "--json", "--command", sql],

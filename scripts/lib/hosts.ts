@@ -31,10 +31,14 @@ export async function registerHost(
   }
   const token = `${AGENT_TOKEN_PREFIX}${randomBytes(30).toString("base64url")}`;
   const hash = createHash("sha256").update(token).digest("hex");
-  const existing = await d1Execute<{ id: string }>(`SELECT id FROM hosts WHERE name = ${sqlText(host.name)}`, options);
+  const existing = await d1Execute<{ id: string }>(
+    `SELECT id FROM hosts WHERE name = ${sqlText(host.name)}`,
+    options,
+  );
   const found = existing[0];
   if (found) {
-    if (!options.rotate) throw new Error(`host ${host.name} exists; pass --rotate to issue a new agent token`);
+    if (!options.rotate)
+      throw new Error(`host ${host.name} exists; pass --rotate to issue a new agent token`);
     await d1Execute(
       `UPDATE hosts SET agent_token_hash = ${sqlText(hash)}, region = ${sqlText(host.region)}, ssh_host = ${sqlText(host.sshHost)},
         ssh_port_min = ${host.sshPortMin}, ssh_port_max = ${host.sshPortMax}, cpu = ${host.cpu},

@@ -55,7 +55,8 @@ describe("image missing", () => {
 describe("a failure mid-way", () => {
   it("removes the network and volume it created when the container cannot be made", async () => {
     // The base image has no CMD: network and volume get created, then createContainer fails.
-    const base = (await agent.docker.listImages({ filters: { reference: ["podhost/base"] } }))[0]?.RepoTags?.[0];
+    const base = (await agent.docker.listImages({ filters: { reference: ["podhost/base"] } }))[0]
+      ?.RepoTags?.[0];
     expect(base).toBeTruthy();
     const handlers = createHandlers({
       ...agent,
@@ -82,7 +83,10 @@ describe("a failure mid-way", () => {
 describe("someone else's pod with the same name", () => {
   it("is not adopted: conflict", async () => {
     await agent.handlers["pod.create"](podSpec("taken"), agent.ctx);
-    await rejectsWith(agent.handlers["pod.create"](podSpec("taken", { podId: "pod_other" }), agent.ctx), "conflict");
+    await rejectsWith(
+      agent.handlers["pod.create"](podSpec("taken", { podId: "pod_other" }), agent.ctx),
+      "conflict",
+    );
     expect((await agent.handlers["pod.inspect"]({ name: "taken" }, agent.ctx)).state).toBe("running");
     await agent.handlers["pod.delete"]({ name: "taken" }, agent.ctx);
   });
@@ -91,7 +95,9 @@ describe("someone else's pod with the same name", () => {
 describe("container removed behind the agent's back", () => {
   beforeAll(async () => {
     await agent.handlers["pod.create"](podSpec("ghost"), agent.ctx);
-    await agent.docker.getContainer(podNames(agent.config.namePrefix, "ghost").container).remove({ force: true });
+    await agent.docker
+      .getContainer(podNames(agent.config.namePrefix, "ghost").container)
+      .remove({ force: true });
   });
 
   it("inspect says missing; start, stop, restart and resize say not_found", async () => {

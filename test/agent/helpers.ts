@@ -103,7 +103,11 @@ export function httpGet(port: number, host: string, path = "/"): Promise<HttpRes
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), headers: res.headers }),
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString("utf8"),
+          headers: res.headers,
+        }),
       );
     });
     req.on("timeout", () => req.destroy(new Error("timeout")));

@@ -26,7 +26,13 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const vhost = (pod: string, ip = "127.0.0.1", p = 9) => ({ pod, podId: `pod_${pod}`, domains: [`${pod}.pods.test`], ip, port: p });
+const vhost = (pod: string, ip = "127.0.0.1", p = 9) => ({
+  pod,
+  podId: `pod_${pod}`,
+  domains: [`${pod}.pods.test`],
+  ip,
+  port: p,
+});
 
 describe("Ingress", () => {
   it("answers unknown hosts with 404 from the default server", async () => {

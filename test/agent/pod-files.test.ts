@@ -47,7 +47,9 @@ describe("podFileEntries", () => {
   });
 
   it("keeps each cron job on its own line", () => {
-    expect(renderCrontab([{ schedule: "@daily", command: "php artisan x" }])).toMatch(/\n@daily php artisan x\n$/);
+    expect(renderCrontab([{ schedule: "@daily", command: "php artisan x" }])).toMatch(
+      /\n@daily php artisan x\n$/,
+    );
     expect(() => renderCrontab([{ schedule: "* * * * *", command: "a\nb" }])).toThrow(AgentError);
   });
 });

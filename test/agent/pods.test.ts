@@ -12,6 +12,7 @@ const ENV = {
   MULTI: 'line1\nline2 "quoted" # not a comment = fine',
   BACKSLASH: "C:\\path\\n-not-a-newline",
   HASH: "a#b c #d",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal ${X} the loader must not expand
   DOLLAR: "$HOME ${X}",
   EMPTY: "",
 };
@@ -147,7 +148,9 @@ describe("pod.create", () => {
     expect(keys.stdout).toBe(`${web.authorizedKeys[0]}\n`);
     // the default app was still seeded next to our .env, and the worker runs under runit
     expect((await x(["test", "-f", "/home/pod_user/app/index.html"])).exitCode).toBe(0);
-    const worker = await until(async () => (await x(["cat", "/home/pod_user/worker.txt"])).stdout.includes("worker-up"));
+    const worker = await until(async () =>
+      (await x(["cat", "/home/pod_user/worker.txt"])).stdout.includes("worker-up"),
+    );
     expect(worker).toBe(true);
   });
 });
@@ -206,14 +209,21 @@ describe("stop, start, restart, resize", () => {
     });
     expect(after.State.StartedAt).toBe(before.State.StartedAt);
     // and down again
-    await agent.handlers["pod.resize"]({ name: "web", limits: { ...limits, cpu: 0.25, memoryMb: 128 } }, agent.ctx);
+    await agent.handlers["pod.resize"](
+      { name: "web", limits: { ...limits, cpu: 0.25, memoryMb: 128 } },
+      agent.ctx,
+    );
     expect((await inspect()).HostConfig).toMatchObject({ Memory: 128 * 1024 * 1024, NanoCpus: 0.25e9 });
   });
 });
 
 describe("pod.clone", () => {
   it("copies the source's home (files and .env) into a new running pod, source running", async () => {
-    await x(["sh", "-c", "echo from-source > /home/pod_user/app/clone-me.txt && rm /home/pod_user/app/index.html"]);
+    await x([
+      "sh",
+      "-c",
+      "echo from-source > /home/pod_user/app/clone-me.txt && rm /home/pod_user/app/index.html",
+    ]);
     const copy = podSpec("web-copy", { authorizedKeys: ["ssh-ed25519 AAAAnother copy@example"] });
     const t0 = performance.now();
     const state = await agent.handlers["pod.clone"]({ source: "web", spec: copy }, agent.ctx);
@@ -227,7 +237,9 @@ describe("pod.clone", () => {
     expect((await x(["stat", "-c", "%U %a", "/home/pod_user", "/home/pod_user/.ssh"], c)).stdout).toBe(
       "pod_user 755\npod_user 700\n",
     );
-    expect((await x(["cat", "/home/pod_user/.ssh/authorized_keys"], c)).stdout).toBe(`${copy.authorizedKeys[0]}\n`);
+    expect((await x(["cat", "/home/pod_user/.ssh/authorized_keys"], c)).stdout).toBe(
+      `${copy.authorizedKeys[0]}\n`,
+    );
     const res = await until(async () => {
       const r = await httpGet(agent.port, copy.domain, "/clone-me.txt");
       return r.status === 200 ? r : null;
@@ -251,10 +263,11 @@ describe("pod.delete", () => {
   it("removes container, volume, network and vhost; a second delete succeeds", async () => {
     const n = podNames(agent.config.namePrefix, "web-copy2");
     expect(await agent.handlers["pod.delete"]({ name: "web-copy2" }, agent.ctx)).toEqual({ deleted: true });
-    const gone = (p: Promise<unknown>) => p.then(
-      () => false,
-      (e: { statusCode?: number }) => e.statusCode === 404,
-    );
+    const gone = (p: Promise<unknown>) =>
+      p.then(
+        () => false,
+        (e: { statusCode?: number }) => e.statusCode === 404,
+      );
     expect(await gone(agent.docker.getContainer(n.container).inspect())).toBe(true);
     expect(await gone(agent.docker.getVolume(n.volume).inspect())).toBe(true);
     expect(await gone(agent.docker.getNetwork(n.network).inspect())).toBe(true);

@@ -30,7 +30,8 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     name = `life-${stack.prefix.slice(-4)}`;
     await waitFor("the host to come online", async () => {
       const res = await alice.api.get("/api/regions");
-      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === "eu-central")?.available
+      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === "eu-central")
+        ?.available
         ? true
         : undefined;
     });
@@ -109,7 +110,13 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
   it("resizes: limits change on the running container; unknown plan is 400", async () => {
     const resized = await alice.api.post(`/api/pods/${name}/resize`, { plan_slug: "grow" });
     expect(resized.status).toBe(200);
-    expect(resized.body).toMatchObject({ plan_slug: "grow", cpu: 2, memory: "2GB", disk: "20GB", status: "running" });
+    expect(resized.body).toMatchObject({
+      plan_slug: "grow",
+      cpu: 2,
+      memory: "2GB",
+      disk: "20GB",
+      status: "running",
+    });
     const info = await dockerInspect("container", container());
     expect(info.HostConfig.Memory).toBe(2048 * 1024 * 1024);
     expect(info.HostConfig.NanoCpus).toBe(2e9);
@@ -123,7 +130,12 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     const cloneName = `${name}-copy`;
     const cloned = await alice.api.post(`/api/pods/${name}/clone`, { new_name: cloneName });
     expect(cloned.status).toBe(201);
-    expect(cloned.body).toMatchObject({ name: cloneName, preset: "static", plan_slug: "grow", status: "running" });
+    expect(cloned.body).toMatchObject({
+      name: cloneName,
+      preset: "static",
+      plan_slug: "grow",
+      status: "running",
+    });
     const page = await getThroughIngress(stack.ingressPort, `${cloneName}.pods.localhost`);
     expect(page.body).toContain("podhost");
     expect((await alice.api.post(`/api/pods/${name}/clone`, { new_name: cloneName })).status).toBe(409);

@@ -1,6 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import { fail, ok, type Result } from "../../shared/errors";
-import { AgentMessage, type ControlMessage, type Op, PodState, PROTOCOL_VERSION } from "../../shared/protocol";
+import {
+  AgentMessage,
+  type ControlMessage,
+  type Op,
+  PodState,
+  PROTOCOL_VERSION,
+} from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
 import { markHostOffline, markHostOnline, touchHost } from "../services/hosts/hosts";
@@ -17,7 +23,15 @@ interface Attachment {
 }
 
 /** Ops whose result is a PodState that the DO writes to D1. */
-const POD_STATE_OPS = new Set<Op>(["pod.create", "pod.start", "pod.stop", "pod.restart", "pod.inspect", "pod.resize", "pod.clone"]);
+const POD_STATE_OPS = new Set<Op>([
+  "pod.create",
+  "pod.start",
+  "pod.stop",
+  "pod.restart",
+  "pod.inspect",
+  "pod.resize",
+  "pod.clone",
+]);
 
 const JOURNAL_RETENTION_MS = 60 * 60_000;
 const LAST_SEEN_EVERY_MS = 30_000;
@@ -84,7 +98,8 @@ export class HostAgent extends DurableObject<Bindings> {
       .toArray()[0];
     if (previous?.outcome) return JSON.parse(previous.outcome) as Result<unknown>;
     if (previous && this.pending.has(previous.id)) return this.wait(previous.id, options.timeoutMs);
-    if (previous) return fail("unavailable", "the command's earlier attempt was interrupted; its outcome is unknown");
+    if (previous)
+      return fail("unavailable", "the command's earlier attempt was interrupted; its outcome is unknown");
 
     const socket = this.socket();
     if (!socket) return fail("unavailable", "the pod's host agent is not connected; try again shortly");
@@ -119,18 +134,25 @@ export class HostAgent extends DurableObject<Bindings> {
     const attachment = ws.deserializeAttachment() as Attachment;
     let message: AgentMessage;
     try {
-      const parsed = AgentMessage.safeParse(JSON.parse(typeof raw === "string" ? raw : new TextDecoder().decode(raw)));
+      const parsed = AgentMessage.safeParse(
+        JSON.parse(typeof raw === "string" ? raw : new TextDecoder().decode(raw)),
+      );
       if (!parsed.success) throw new Error(parsed.error.message);
       message = parsed.data;
     } catch (error) {
-      console.warn(JSON.stringify({ hostId: attachment.hostId, msg: "unparseable agent message", error: String(error) }));
+      console.warn(
+        JSON.stringify({ hostId: attachment.hostId, msg: "unparseable agent message", error: String(error) }),
+      );
       return;
     }
     const db = createDb(this.env.DB);
     switch (message.type) {
       case "agent:hello": {
         if (message.protocol !== PROTOCOL_VERSION) {
-          ws.close(4000, `protocol ${message.protocol} not supported; this control plane speaks ${PROTOCOL_VERSION}`);
+          ws.close(
+            4000,
+            `protocol ${message.protocol} not supported; this control plane speaks ${PROTOCOL_VERSION}`,
+          );
           return;
         }
         await markHostOnline(db, attachment.hostId, message.agentVersion);
@@ -139,17 +161,25 @@ export class HostAgent extends DurableObject<Bindings> {
         return;
       }
       case "agent:result": {
-        const outcome: Result<unknown> = message.ok ? ok(message.data) : fail(message.error.code, message.error.message);
+        const outcome: Result<unknown> = message.ok
+          ? ok(message.data)
+          : fail(message.error.code, message.error.message);
         // The host's answer about a container is the truth about the pod: D1 first, then the waiter,
         // so the caller reads the new state.
         const op = this.journaledOp(message.id);
-        const state = outcome.ok && op && POD_STATE_OPS.has(op) ? PodState.safeParse(outcome.value) : undefined;
-        if (state?.success) await applyPodState(db, attachment.hostId, state.data);
+        const state =
+          outcome.ok && op && POD_STATE_OPS.has(op) ? PodState.safeParse(outcome.value) : undefined;
+        if (state?.success) {
+          const settlesCreation = op === "pod.create" || op === "pod.clone";
+          await applyPodState(db, attachment.hostId, state.data, { settlesCreation });
+        }
         this.settle(message.id, outcome);
         return;
       }
       case "agent:pod-status":
-        await applyPodState(db, attachment.hostId, message.pod, message.reason);
+        await applyPodState(db, attachment.hostId, message.pod, {
+          reason: message.reason ?? "reported by the host",
+        });
         return;
       case "agent:ping":
         this.send(ws, { type: "control:pong", at: message.at });
@@ -211,7 +241,11 @@ export class HostAgent extends DurableObject<Bindings> {
     return new Promise((resolve) => {
       const existing = this.pending.get(id);
       const timer = setTimeout(
-        () => this.settle(id, fail("unavailable", `the host did not answer within ${Math.round(timeoutMs / 1000)} s`)),
+        () =>
+          this.settle(
+            id,
+            fail("unavailable", `the host did not answer within ${Math.round(timeoutMs / 1000)} s`),
+          ),
         timeoutMs + 1_000, // the agent times out first and reports why
       );
       this.pending.set(id, {

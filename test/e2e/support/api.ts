@@ -9,7 +9,9 @@ let ipCounter = 0;
 /** A thin JSON client for the public API, as a user's script would call it. */
 export function apiClient(base: string, token?: string) {
   const request = async <T = any>(method: string, path: string, body?: unknown): Promise<Reply<T>> => {
-    const headers: Record<string, string> = { "cf-connecting-ip": `10.9.${++ipCounter % 250}.${ipCounter % 199}` };
+    const headers: Record<string, string> = {
+      "cf-connecting-ip": `10.9.${++ipCounter % 250}.${ipCounter % 199}`,
+    };
     if (token) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
     const res = await fetch(`${base}${path}`, {
@@ -41,7 +43,11 @@ let userCounter = 0;
 /** A new account (its personal team active) and a client acting as it. */
 export async function signUp(base: string, name = "E2E User") {
   const email = `e2e-${Date.now().toString(36)}-${++userCounter}@example.test`;
-  const res = await apiClient(base).post("/api/auth/register", { email, password: "correct horse battery", name });
+  const res = await apiClient(base).post("/api/auth/register", {
+    email,
+    password: "correct horse battery",
+    name,
+  });
   if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { token: res.body.token as string, user: res.body.user, api: apiClient(base, res.body.token) };
 }

@@ -1,7 +1,11 @@
 import { request } from "node:http";
 
 /** GET through the host's ingress with a given Host header, as a browser resolving the pod's domain would. */
-export function getThroughIngress(port: number, host: string, path = "/"): Promise<{ status: number; body: string }> {
+export function getThroughIngress(
+  port: number,
+  host: string,
+  path = "/",
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, path, headers: { host } }, (res) => {
       let body = "";

@@ -3,7 +3,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { applyMigrations, type LocalWorker, REPO_ROOT, startLocalWorker } from "../../../bench/support/worker";
+import {
+  applyMigrations,
+  type LocalWorker,
+  REPO_ROOT,
+  startLocalWorker,
+} from "../../../bench/support/worker";
 import { registerHost } from "../../../scripts/lib/hosts";
 
 /** A free TCP port on 127.0.0.1 (the kernel picks it). */
@@ -141,11 +146,17 @@ async function run(cmd: string, args: string[]): Promise<string> {
 
 /** Everything Docker holds under the test prefix goes, whatever state the test left it in. */
 export async function removeByPrefix(prefix: string): Promise<void> {
-  const containers = (await run("docker", ["ps", "-aq", "--filter", `label=podhost.prefix=${prefix}`])).split(/\s+/).filter(Boolean);
+  const containers = (await run("docker", ["ps", "-aq", "--filter", `label=podhost.prefix=${prefix}`]))
+    .split(/\s+/)
+    .filter(Boolean);
   if (containers.length) await run("docker", ["rm", "-f", ...containers]);
-  const volumes = (await run("docker", ["volume", "ls", "-q", "--filter", `name=${prefix}-`])).split(/\s+/).filter(Boolean);
+  const volumes = (await run("docker", ["volume", "ls", "-q", "--filter", `name=${prefix}-`]))
+    .split(/\s+/)
+    .filter(Boolean);
   if (volumes.length) await run("docker", ["volume", "rm", "-f", ...volumes]);
-  const networks = (await run("docker", ["network", "ls", "-q", "--filter", `name=${prefix}-`])).split(/\s+/).filter(Boolean);
+  const networks = (await run("docker", ["network", "ls", "-q", "--filter", `name=${prefix}-`]))
+    .split(/\s+/)
+    .filter(Boolean);
   if (networks.length) await run("docker", ["network", "rm", ...networks]);
 }
 
@@ -157,7 +168,11 @@ async function stopIngress(stateDir: string): Promise<void> {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it returns a value (not undefined) or the time is up. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

@@ -19,7 +19,9 @@ export const hosts = sqliteTable("hosts", {
   allocatedCpu: real("allocated_cpu").notNull().default(0),
   allocatedMemoryMb: integer("allocated_memory_mb").notNull().default(0),
   allocatedDiskGb: integer("allocated_disk_gb").notNull().default(0),
-  status: text("status", { enum: ["online", "offline"] }).notNull().default("offline"),
+  status: text("status", { enum: ["online", "offline"] })
+    .notNull()
+    .default("offline"),
   agentTokenHash: text("agent_token_hash").notNull().unique(),
   agentVersion: text("agent_version"),
   lastSeenAt: text("last_seen_at"),

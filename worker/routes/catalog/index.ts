@@ -9,8 +9,8 @@ import {
   RUNTIMES,
 } from "../../../shared/catalog";
 import { requireAuth } from "../../http/middleware";
-import { regionsWithOnlineHosts } from "../../services/hosts/hosts";
 import { authenticated, createRouter, errors, jsonResponse } from "../../http/router";
+import { regionsWithOnlineHosts } from "../../services/hosts/hosts";
 
 const tags = ["Catalog"];
 const common = { tags, security: authenticated, middleware: [requireAuth] };
@@ -98,7 +98,10 @@ export const catalogRouter = createRouter()
     async (c) => {
       // A region is available while at least one of its hosts has an agent connected.
       const online = await regionsWithOnlineHosts(c.get("db"));
-      return c.json({ regions: REGIONS.map((r) => ({ slug: r.slug, name: r.name, available: online.has(r.slug) })) }, 200);
+      return c.json(
+        { regions: REGIONS.map((r) => ({ slug: r.slug, name: r.name, available: online.has(r.slug) })) },
+        200,
+      );
     },
   )
   .openapi(

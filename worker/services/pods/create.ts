@@ -52,14 +52,24 @@ export interface RegionChoice {
 }
 
 /** The region asked for (strict), else the one serving the client's country, then the others. */
-export function resolveRegion(requested: string | undefined, country: string | undefined): Result<RegionChoice> {
+export function resolveRegion(
+  requested: string | undefined,
+  country: string | undefined,
+): Result<RegionChoice> {
   if (requested) {
     return findRegion(requested)
       ? ok({ region: requested, fallbackRegions: [] })
-      : fail("bad_request", `region: unknown region "${requested}"; one of ${REGIONS.map((r) => r.slug).join(", ")}`);
+      : fail(
+          "bad_request",
+          `region: unknown region "${requested}"; one of ${REGIONS.map((r) => r.slug).join(", ")}`,
+        );
   }
-  const preferred = (country ? REGIONS.find((r) => r.countries.includes(country))?.slug : undefined) ?? DEFAULT_REGION;
-  return ok({ region: preferred, fallbackRegions: REGIONS.map((r) => r.slug).filter((r) => r !== preferred) });
+  const preferred =
+    (country ? REGIONS.find((r) => r.countries.includes(country))?.slug : undefined) ?? DEFAULT_REGION;
+  return ok({
+    region: preferred,
+    fallbackRegions: REGIONS.map((r) => r.slug).filter((r) => r !== preferred),
+  });
 }
 
 /**

@@ -14,13 +14,22 @@ const statusOfState = { running: "running", stopped: "stopped", missing: "error"
  * What the host reports about a container becomes the pod's status and IP. Scoped by host id, so
  * an agent can only ever move pods placed on its own host. Unexpected changes are logged as events.
  */
-export async function applyPodState(db: Db, hostId: string, state: PodState, reason?: string): Promise<void> {
+export async function applyPodState(
+  db: Db,
+  hostId: string,
+  state: PodState,
+  options: { reason?: string; settlesCreation?: boolean } = {},
+): Promise<void> {
+  const { reason } = options;
   const [pod] = await db
     .select({ id: pods.id, status: pods.status, ip: pods.ip })
     .from(pods)
     .where(and(eq(pods.name, state.name), eq(pods.hostId, hostId), inArray(pods.status, HOST_DRIVEN)))
     .limit(1);
   if (!pod) return;
+  // A pod being created is running only once its creation (vhost, files …) is done, whatever a
+  // look at its container says in the meantime.
+  if (pod.status === "creating" && !options.settlesCreation) return;
   const status = statusOfState[state.state];
   const ip = state.ip ?? pod.ip;
   if (pod.status === status && pod.ip === ip) return;
@@ -58,6 +67,7 @@ export async function reconcileInventory(db: Db, hostId: string, inventory: PodS
       );
       continue;
     }
+    if (pod.status === "creating") continue; // its create command settles it
     const status = statusOfState[state.state];
     if (status !== pod.status || (state.ip && state.ip !== pod.ip)) {
       statements.push(
