@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/api";
-import { dockerInspect } from "./support/docker";
+import { dockerExec, dockerInspect } from "./support/docker";
 import { getThroughIngress } from "./support/ingress";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
@@ -41,6 +41,41 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     await stack?.stop();
   });
 
+  it("refuses bad input with 400/409/503 and leaves nothing behind on the host", async () => {
+    const cases: [unknown, number, RegExp][] = [
+      [{ name: "Bad_Name", preset: "static" }, 400, /name/],
+      [{ name: "ab", preset: "static" }, 400, /name/],
+      [{ name: "trailing-", preset: "static" }, 400, /name/],
+      [{ name: "9starts-with-digit", preset: "static" }, 400, /name/],
+      [{ name: `x${"a".repeat(40)}`, preset: "static" }, 400, /name/],
+      [{ name: "ok-name", preset: "ruby" }, 400, /preset/],
+      [{ name: "ok-name" }, 400, /preset/],
+      [{ name: "ok-name", preset: "static", plan_slug: "mega" }, 400, /plan/],
+      [{ name: "ok-name", preset: "static", region: "mars-1" }, 400, /region/],
+      [{ name: "ok-name", preset: "static", server_id: "host_nope" }, 400, /server/],
+      [{ name: "ok-name", preset: "static", region: "us-east" }, 503, /capacity/],
+      [
+        { name: "ok-name", preset: "static", customizations: { env_vars: { "BAD-KEY": "x" } } },
+        400,
+        /env_vars/,
+      ],
+      [{ name: "ok-name", preset: "static", ssh_key: "not a key" }, 400, /ssh_key/],
+    ];
+    for (const [body, status, error] of cases) {
+      const res = await alice.api.post("/api/pods", body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.body.error).toMatch(error);
+    }
+    expect((await alice.api.get("/api/pods")).body.total).toBe(0);
+    const { execFile } = await import("node:child_process");
+    const leftovers = await new Promise<string>((resolve) =>
+      execFile("docker", ["ps", "-aq", "--filter", `label=podhost.prefix=${stack.prefix}`], (_e, out) =>
+        resolve(out),
+      ),
+    );
+    expect(leftovers.trim()).toBe("");
+  });
+
   it("creates a pod: 202 creating, then running, and its default page answers through nginx", async () => {
     const created = await alice.api.post("/api/pods", { name, preset: "static" });
     expect(created.status, JSON.stringify(created.body)).toBe(202);
@@ -62,6 +97,21 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     expect(page.status).toBe(200);
     expect(page.body).toContain("podhost");
   });
+
+  it("refuses a name that is taken, for every team", async () => {
+    for (const who of [alice, bob]) {
+      const res = await who.api.post("/api/pods", { name, preset: "php" });
+      expect(res.status).toBe(409);
+      expect(res.body.error).toMatch(/taken/);
+    }
+  });
+
+  it("keeps answering after the HostAgent object hibernates (idle > 10 s)", async () => {
+    await new Promise((r) => setTimeout(r, 12_000));
+    const res = await alice.api.get(`/api/pods/${name}`);
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("running");
+  }, 30_000);
 
   it("runs the container unprivileged with the plan's limits on its own network", async () => {
     const info = await dockerInspect("container", container());
@@ -128,6 +178,11 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
 
   it("clones: a new running pod with the same files", async () => {
     const cloneName = `${name}-copy`;
+    await dockerExec(container(), [
+      "sh",
+      "-c",
+      "echo cloned-marker > app/marker.txt && echo 'GREETING=\"hi there\"' > app/.env",
+    ]);
     const cloned = await alice.api.post(`/api/pods/${name}/clone`, { new_name: cloneName });
     expect(cloned.status).toBe(201);
     expect(cloned.body).toMatchObject({
@@ -138,8 +193,49 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     });
     const page = await getThroughIngress(stack.ingressPort, `${cloneName}.pods.localhost`);
     expect(page.body).toContain("podhost");
+    const marker = await getThroughIngress(stack.ingressPort, `${cloneName}.pods.localhost`, "/marker.txt");
+    expect(marker.body.trim()).toBe("cloned-marker");
+    expect(await dockerExec(`${stack.prefix}-${cloneName}`, ["cat", "app/.env"])).toContain(
+      'GREETING="hi there"',
+    );
     expect((await alice.api.post(`/api/pods/${name}/clone`, { new_name: cloneName })).status).toBe(409);
     expect((await alice.api.delete(`/api/pods/${cloneName}`)).status).toBe(200);
+  });
+
+  it("writes customizations (env vars, cron jobs, workers, SSH key) into a new pod", async () => {
+    const custom = `${name}-node`;
+    const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGNvbnRyb2wtcGxhbmUtdGVzdC1rZXktMDAwMDAwMDA e2e@test";
+    const created = await alice.api.post("/api/pods", {
+      name: custom,
+      preset: "nodejs",
+      ssh_key: key,
+      description: "customized",
+      customizations: {
+        env_vars: { GREETING: 'multi\nline "quoted" # not a comment = fine' },
+        cron_jobs: [{ schedule: "*/5 * * * *", command: "date >> /home/pod_user/logs/cron-test.log" }],
+        workers: [{ name: "ticker", command: "sleep 3600" }],
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    await waitForStatus(alice, custom, "running");
+    const c = `${stack.prefix}-${custom}`;
+    const env = await dockerExec(c, ["cat", "app/.env"]);
+    expect(env).toContain("GREETING=");
+    expect(env).toContain('\\"quoted\\"');
+    expect(
+      await waitFor("the worker process", async () =>
+        (await dockerExec(c, ["ps", "-eo", "args"])).includes("sleep 3600") ? true : undefined,
+      ),
+    ).toBe(true);
+    expect(await dockerExec(c, ["cat", ".pod/crontab"])).toContain(
+      "*/5 * * * * date >> /home/pod_user/logs/cron-test.log",
+    );
+    expect(await dockerExec(c, ["cat", ".pod/workers/ticker"])).toContain("sleep 3600");
+    expect(await dockerExec(c, ["cat", ".ssh/authorized_keys"])).toContain(key);
+    expect((await getThroughIngress(stack.ingressPort, `${custom}.pods.localhost`)).body).toContain(
+      "podhost",
+    );
+    expect((await alice.api.delete(`/api/pods/${custom}`)).status).toBe(200);
   });
 
   it("records the lifecycle as events, newest first", async () => {
@@ -177,6 +273,7 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     expect(await dockerInspect("volume", `${container()}-home`)).toBeNull();
     expect(await dockerInspect("network", container())).toBeNull();
     expect((await alice.api.get(`/api/pods/${name}`)).status).toBe(404);
+    expect((await alice.api.get("/api/pods")).body.status_counts).not.toHaveProperty("deleted");
     const again = await bob.api.post("/api/pods", { name, preset: "static" });
     expect(again.status).toBe(409);
     expect(again.body.error).toMatch(/reserved/);

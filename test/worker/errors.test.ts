@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, PASSWORD, registerUser, uniqueEmail } from "./support/client";
+import { call, PASSWORD, sharedUser, uniqueEmail } from "./support/client";
 
 const ERROR = { error: expect.any(String) };
 
@@ -11,7 +11,7 @@ describe("request bodies", () => {
   });
 
   it("answers malformed JSON on an authenticated route with 400 {error}", async () => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const res = await call("POST", "/api/teams", undefined, { raw: "{name:", token: u.token });
     expect(res.status).toBe(400);
     expect(res.body).toEqual(ERROR);
@@ -98,21 +98,21 @@ describe("request bodies", () => {
     ],
     ["a reset token", "POST", "/api/auth/verify-email", { token: "t".repeat(201) }, "token"],
   ])("answers an oversized string (%s) with 400 naming the field", async (_, method, path, body, field) => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const res = await call(method, path, body, { token: u.token });
     expect(res.status).toBe(400);
     expect(res.body.error).toContain(field);
   });
 
   it("answers an oversized path parameter with 400", async () => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const res = await call("GET", `/api/teams/${"x".repeat(65)}`, undefined, { token: u.token });
     expect(res.status).toBe(400);
     expect(res.body).toEqual(ERROR);
   });
 
   it("answers a body over 1 MB with 413 {error}", async () => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const raw = JSON.stringify({ name: "x".repeat(1024 * 1024 + 1) });
     for (const path of ["/api/teams", "/api/auth/login"]) {
       const res = await call("POST", path, undefined, { raw, token: u.token });
@@ -122,7 +122,7 @@ describe("request bodies", () => {
   });
 
   it("accepts a body just under 1 MB (and rejects the oversized field)", async () => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const raw = JSON.stringify({ name: "x".repeat(1000 * 1000) });
     const res = await call("POST", "/api/teams", undefined, { raw, token: u.token });
     expect(res.status).toBe(400);
@@ -155,7 +155,7 @@ describe("routing", () => {
   });
 
   it("does not answer 405 to the allowed method with a trailing slash", async () => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const res = await call("GET", "/api/teams/", undefined, { token: u.token });
     expect([200, 404]).toContain(res.status);
   });
@@ -193,7 +193,7 @@ describe("bad input never causes a 500", () => {
   ];
 
   it("for any of a battery of odd bodies on every writing route", { timeout: 30_000 }, async () => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const cases = routes.flatMap(([method, template]) =>
       nasty.map((body) => ({
         method,
@@ -211,7 +211,7 @@ describe("bad input never causes a 500", () => {
   });
 
   it("for odd path parameters", { timeout: 20_000 }, async () => {
-    const u = await registerUser();
+    const u = await sharedUser();
     const ids = ["%00", "..%2F..", "'%20OR%201=1", "%F0%9F%92%A5", "%E0%A4%A", "null", "a".repeat(64)];
     for (const id of ids) {
       for (const path of [

@@ -43,7 +43,7 @@ describe("POST /api/teams/{id}/invitations", () => {
   });
 
   it("invites an address that has no account yet, and one that has", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     for (const email of [uniqueEmail("new"), outsider.user.email]) {
       const res = await call(
         "POST",
@@ -70,7 +70,7 @@ describe("POST /api/teams/{id}/invitations", () => {
   });
 
   it("answers 403 to a member and 404 to a non-member", async () => {
-    const { member, outsider, team } = await teamFixture();
+    const { member, outsider, team } = await teamFixture({ outsider: true });
     const body = { email: uniqueEmail(), role: "member" };
     expect(
       (await call("POST", `/api/teams/${team.id}/invitations`, body, { token: member.token })).status,
@@ -115,7 +115,7 @@ describe("GET and DELETE /api/teams/{id}/invitations", () => {
   });
 
   it("leaves expired and accepted invitations out", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const expired = await invite(owner, team.id, uniqueEmail());
     await expireInvitation(expired.id);
     const accepted = await invite(owner, team.id, outsider.user.email);
@@ -125,14 +125,14 @@ describe("GET and DELETE /api/teams/{id}/invitations", () => {
   });
 
   it("answers 403 to a member and 404 to a non-member", async () => {
-    const { member, outsider, team } = await teamFixture();
+    const { member, outsider, team } = await teamFixture({ outsider: true });
     const path = `/api/teams/${team.id}/invitations`;
     expect((await call("GET", path, undefined, { token: member.token })).status).toBe(403);
     expect((await call("GET", path, undefined, { token: outsider.token })).status).toBe(404);
   });
 
   it("deletes an invitation (owner); its token stops working", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, outsider.user.email);
     const res = await call("DELETE", `/api/teams/${team.id}/invitations/${inv.id}`, undefined, {
       token: owner.token,
@@ -148,7 +148,7 @@ describe("GET and DELETE /api/teams/{id}/invitations", () => {
   });
 
   it("answers 403 to a member and 404 to a non-member when deleting", async () => {
-    const { owner, member, outsider, team } = await teamFixture();
+    const { owner, member, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, uniqueEmail());
     const path = `/api/teams/${team.id}/invitations/${inv.id}`;
     expect((await call("DELETE", path, undefined, { token: member.token })).status).toBe(403);
@@ -186,7 +186,7 @@ describe("GET /api/invitations/{token} (public)", () => {
 
 describe("POST /api/invitations/accept, signed in", () => {
   it("joins, makes the team active, and answers already_member when accepted again", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, outsider.user.email);
     const res = await accept({ token: inv.token }, { token: outsider.token });
     expect(res.status).toBe(200);
@@ -208,7 +208,7 @@ describe("POST /api/invitations/accept, signed in", () => {
   });
 
   it("answers already_member to someone added directly after being invited", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, outsider.user.email);
     await addMember(owner, team.id, outsider);
     const res = await accept({ token: inv.token }, { token: outsider.token });
@@ -218,7 +218,7 @@ describe("POST /api/invitations/accept, signed in", () => {
   });
 
   it("lets only one account join with an invitation", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, outsider.user.email);
     expect((await accept({ token: inv.token }, { token: outsider.token })).body.status).toBe("joined");
     const stranger = await registerUser();
@@ -228,7 +228,7 @@ describe("POST /api/invitations/accept, signed in", () => {
   });
 
   it("does not let a removed member back in with the old invitation", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, outsider.user.email);
     await accept({ token: inv.token }, { token: outsider.token });
     await call("DELETE", `/api/teams/${team.id}/members/${outsider.user.id}`, undefined, {
@@ -239,7 +239,7 @@ describe("POST /api/invitations/accept, signed in", () => {
   });
 
   it("answers 404 for an unknown or expired token and 400 without one", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     expect((await accept({ token: "no-such-token" }, { token: outsider.token })).status).toBe(404);
     const inv = await invite(owner, team.id, outsider.user.email);
     await expireInvitation(inv.id);
@@ -276,7 +276,7 @@ describe("POST /api/invitations/accept, signed out", () => {
   });
 
   it("signs an existing account in with its password and joins", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, outsider.user.email);
     const wrong = await accept({
       token: inv.token,

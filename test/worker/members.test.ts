@@ -39,7 +39,7 @@ describe("GET /api/teams/{id}/members and /members/details", () => {
   });
 
   it("answers 404 to a non-member", async () => {
-    const { outsider, team } = await teamFixture();
+    const { outsider, team } = await teamFixture({ outsider: true });
     for (const path of ["members", "members/details"]) {
       const res = await call("GET", `/api/teams/${team.id}/${path}`, undefined, { token: outsider.token });
       expect(res.status).toBe(404);
@@ -90,7 +90,7 @@ describe("POST /api/teams/{id}/members", () => {
   });
 
   it("answers 400 for an unknown role", async () => {
-    const { owner, outsider, team } = await teamFixture();
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
     const res = await call(
       "POST",
       `/api/teams/${team.id}/members`,
@@ -128,7 +128,7 @@ describe("POST /api/teams/{id}/members", () => {
   });
 
   it("answers 403 to a member and 404 to a non-member", async () => {
-    const { member, outsider, team } = await teamFixture();
+    const { member, outsider, team } = await teamFixture({ outsider: true });
     const third = await registerUser();
     const asMember = await call(
       "POST",
@@ -198,7 +198,7 @@ describe("DELETE /api/teams/{id}/members/{uid}", () => {
   });
 
   it("answers 404 for someone who is not a member, and to a non-member caller", async () => {
-    const { owner, member, outsider, team } = await teamFixture();
+    const { owner, member, outsider, team } = await teamFixture({ outsider: true });
     const notMember = await call("DELETE", `/api/teams/${team.id}/members/${outsider.user.id}`, undefined, {
       token: owner.token,
     });

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
 
@@ -15,19 +15,24 @@ export const RATE_LIMITS = {
 export const clientIp = (c: { req: { header(name: string): string | undefined } }) =>
   c.req.header("cf-connecting-ip") ?? "unknown";
 
-export function rateLimit(route: keyof typeof RATE_LIMITS): MiddlewareHandler<AppEnv> {
+/** Counts one request against `route`'s limit for the client's IP; 429 with Retry-After once it is spent. */
+export async function enforceRateLimit(c: Context<AppEnv>, route: keyof typeof RATE_LIMITS): Promise<void> {
   const { limit, windowMs } = RATE_LIMITS[route];
+  const limiter = c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(`${route}:${clientIp(c)}`));
+  const decision = await limiter.hit(limit, windowMs);
+  if (!decision.allowed) {
+    throw new ApiError(
+      "rate_limited",
+      `too many requests: at most ${limit} per ${windowMs / 60_000} minute(s) per IP; retry in ${decision.retryAfter} s`,
+      {},
+      { "Retry-After": String(decision.retryAfter) },
+    );
+  }
+}
+
+export function rateLimit(route: keyof typeof RATE_LIMITS): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const limiter = c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(`${route}:${clientIp(c)}`));
-    const decision = await limiter.hit(limit, windowMs);
-    if (!decision.allowed) {
-      throw new ApiError(
-        "rate_limited",
-        `too many requests: at most ${limit} per ${windowMs / 60_000} minute(s) per IP; retry in ${decision.retryAfter} s`,
-        {},
-        { "Retry-After": String(decision.retryAfter) },
-      );
-    }
+    await enforceRateLimit(c, route);
     await next();
   };
 }

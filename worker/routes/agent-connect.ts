@@ -1,23 +1,27 @@
 import { Hono } from "hono";
-import { AGENT_TOKEN_PREFIX } from "../../shared/protocol";
-import type { AppEnv } from "../http/app-env";
-import { ApiError } from "../http/errors";
-import { hostAgentStub } from "../services/hosts/host-client";
-import { findHostByAgentToken } from "../services/hosts/hosts";
+import { ApiError, unwrap } from "../http/errors";
+import { type HostEnv, requireHostToken } from "../http/host-auth";
+import { callHost, hostAgentStub } from "../services/hosts/host-client";
 
 /**
- * Where host agents dial in (outbound from the host). The per-host token is checked here; the
- * WebSocket itself is handed to that host's HostAgent Durable Object. Not part of the public API.
+ * Host-facing routes, authenticated with the host's agent token; not part of the public API.
+ * - `GET /agent/connect`: where agents dial in (outbound from the host); the WebSocket is handed to
+ *   that host's HostAgent Durable Object.
+ * - `GET /agent/ping`: an operator's check that the host's agent answers, with the round-trip time.
  */
-export const agentConnectRouter = new Hono<AppEnv>().get("/connect", async (c) => {
-  const token = /^Bearer\s+(\S+)$/i.exec(c.req.header("authorization") ?? "")?.[1];
-  if (!token?.startsWith(AGENT_TOKEN_PREFIX)) throw new ApiError("unauthorized", "agent token required");
-  const host = await findHostByAgentToken(c.get("db"), token);
-  if (!host) throw new ApiError("unauthorized", "unknown agent token");
-  if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
-    throw new ApiError("bad_request", "expected a WebSocket upgrade");
-  }
-  const headers = new Headers(c.req.raw.headers);
-  headers.set("x-podhost-host-id", host.id);
-  return hostAgentStub(c.env, host.id).fetch(new Request(c.req.raw.url, { headers }));
-});
+export const agentConnectRouter = new Hono<HostEnv>()
+  .use("*", requireHostToken)
+  .get("/connect", async (c) => {
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+      throw new ApiError("bad_request", "expected a WebSocket upgrade");
+    }
+    const host = c.get("host");
+    const headers = new Headers(c.req.raw.headers);
+    headers.set("x-podhost-host-id", host.id);
+    return hostAgentStub(c.env, host.id).fetch(new Request(c.req.raw.url, { headers }));
+  })
+  .get("/ping", async (c) => {
+    const started = Date.now();
+    unwrap(await callHost(c.env, c.get("host").id, "host.ping", {}, { timeoutMs: 5_000 }));
+    return c.json({ pong: true, host: c.get("host").name, rtt_ms: Date.now() - started });
+  });

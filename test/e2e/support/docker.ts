@@ -15,3 +15,17 @@ export async function dockerInspect(
     return null;
   }
 }
+
+/** Runs argv in a pod's container as pod_user from its home, as the pod's own code would. */
+export async function dockerExec(container: string, argv: string[]): Promise<string> {
+  const { stdout } = await run("docker", [
+    "exec",
+    "-u",
+    "1000:1000",
+    "-w",
+    "/home/pod_user",
+    container,
+    ...argv,
+  ]);
+  return stdout;
+}

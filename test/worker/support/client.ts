@@ -72,6 +72,16 @@ export async function registerUser(name = "Ada Lovelace", email = uniqueEmail())
   return { ...res.body, password: PASSWORD };
 }
 
+let shared: Promise<TestUser> | undefined;
+/**
+ * One account per test file for requests that change nothing it is asserted on (validation
+ * failures, odd inputs): registration is the expensive step of most tests.
+ */
+export const sharedUser = () => {
+  shared ??= registerUser("Shared User");
+  return shared;
+};
+
 /** A second session for an existing account. */
 export async function login(email: string, password = PASSWORD): Promise<string> {
   const res = await call("POST", "/api/auth/login", { email, password });

@@ -36,16 +36,27 @@ export async function invite(owner: TestUser, teamId: string, email: string) {
   return res.body as { id: string; token: string; email: string; expires_at: string };
 }
 
-/** An owner with a (non-personal) team that has one more member, plus an outsider with a team of their own. */
-export async function teamFixture() {
+interface TeamFixture {
+  owner: TestUser;
+  member: TestUser;
+  team: TestTeam;
+}
+
+/**
+ * An owner with a (non-personal) team that has one more member; with `outsider`, also someone with a
+ * team of their own who is not in it. Registration is the expensive part of a test: ask only for whom you use.
+ */
+export async function teamFixture(): Promise<TeamFixture>;
+export async function teamFixture(opts: { outsider: true }): Promise<TeamFixture & { outsider: TestUser }>;
+export async function teamFixture(opts: { outsider?: boolean } = {}) {
   const [owner, member, outsider] = await Promise.all([
     registerUser("Olive Owner"),
     registerUser("Mona Member"),
-    registerUser("Otto Outsider"),
+    opts.outsider ? registerUser("Otto Outsider") : undefined,
   ]);
   const team = await createTeam(owner);
   await addMember(owner, team.id, member);
-  return { owner, member, outsider, team };
+  return { owner, member, team, ...(outsider ? { outsider } : {}) };
 }
 
 export const activeTeamOf = async (user: TestUser) =>

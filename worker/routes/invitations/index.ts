@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/app-env";
 import { ApiError, unwrap } from "../../http/errors";
 import { optionalAuth } from "../../http/middleware";
+import { enforceRateLimit } from "../../http/rate-limit";
 import { createRouter, errors, jsonBody, jsonResponse, serviceContext } from "../../http/router";
 import type { Caller } from "../../services/auth/caller";
 import {
@@ -55,7 +56,7 @@ export const invitationsRouter = createRouter()
         "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins. The team becomes active.",
       middleware: [optionalAuth],
       request: { body: jsonBody(AcceptRequest) },
-      responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 404, 409) },
+      responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 404, 409, 429) },
     }),
     async (c) => {
       const body = c.req.valid("json");
@@ -73,6 +74,9 @@ export const invitationsRouter = createRouter()
           "sign in first, or send token, email, name and password to create an account",
         );
       }
+      // Signed out, this is a sign-in (or sign-up) with a password: without the login limit, any
+      // invitation token would make it a way around the limit for guessing an account's password.
+      await enforceRateLimit(c, "login");
       const result = unwrap(await acceptInvitationSignedOut(ctx, { token, email, name, password }));
       if (result.session) setSessionCookie(c, result.session.token);
       return c.json({ status: result.status, team_id: result.team_id }, 200);

@@ -1,4 +1,5 @@
 import { and, like, ne } from "drizzle-orm";
+import { randomToken } from "../../../shared/ids";
 import type { Db } from "../../db/client";
 import { teams } from "../../db/schema";
 
@@ -34,12 +35,12 @@ export function isUniqueViolation(error: unknown, column: string): boolean {
   return false;
 }
 
-const SLUG_ATTEMPTS = 5;
+const SLUG_ATTEMPTS = 4;
 
 /**
- * Runs `write` with the first free slug for `name`. Two requests can find the same slug free at
- * once (D1 has no interactive transactions); the unique index lets one write win, and the other
- * looks again and takes the next one instead of failing.
+ * Runs `write` with the first free slug for `name`. Concurrent requests can all find the same slug
+ * free (D1 has no interactive transactions); the unique index lets one write win. The others retry
+ * with a random suffix, so any number of them settle in one more round instead of one each.
  */
 export async function withUniqueSlug<T>(
   db: Db,
@@ -48,7 +49,8 @@ export async function withUniqueSlug<T>(
   exceptTeamId?: string,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const slug = await uniqueSlug(db, name, exceptTeamId);
+    const slug =
+      attempt === 1 ? await uniqueSlug(db, name, exceptTeamId) : `${slugify(name)}-${randomToken(6)}`;
     try {
       return await write(slug);
     } catch (error) {
