@@ -19,6 +19,13 @@ const Env = z.object({
     .regex(/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|\*):\d{1,5}$/, "must be <ip>:<port>")
     .default("127.0.0.1:8080"),
   PODHOST_DOCKER_SOCKET: z.string().min(1).default("/var/run/docker.sock"),
+  /** the address every pod's SSH listener binds (each pod has its own port, from its spec) */
+  PODHOST_SSH_LISTEN_HOST: z
+    .string()
+    .regex(/^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]+)$/, "must be an IPv4 or IPv6 address")
+    .default("0.0.0.0"),
+  /** an SSH connection with no data in either direction for this long is closed */
+  PODHOST_SSH_IDLE_TIMEOUT_S: z.coerce.number().int().positive().default(1800),
   /** names every container, volume and network; tests use a unique one so they never touch others */
   PODHOST_NAME_PREFIX: z
     .string()
@@ -34,6 +41,8 @@ export interface AgentConfig {
   ingressListen: string;
   dockerSocket: string;
   namePrefix: string;
+  sshListenHost: string;
+  sshIdleTimeoutMs: number;
 }
 
 /** Parse the environment; throws a readable error naming every bad variable. */
@@ -57,6 +66,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingressListen: e.PODHOST_INGRESS_LISTEN,
     dockerSocket: e.PODHOST_DOCKER_SOCKET,
     namePrefix: e.PODHOST_NAME_PREFIX,
+    sshListenHost: e.PODHOST_SSH_LISTEN_HOST,
+    sshIdleTimeoutMs: e.PODHOST_SSH_IDLE_TIMEOUT_S * 1000,
   };
 }
 

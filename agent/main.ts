@@ -12,6 +12,7 @@ import { KeyedLock } from "./handlers/keyed-lock";
 import { createHandlers } from "./handlers/pods";
 import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
+import { startSshGateway } from "./ssh/gateway";
 import { AGENT_VERSION } from "./version";
 
 const SHUTDOWN_DRAIN_MS = 20_000;
@@ -21,7 +22,19 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const log = createLogger({ component: "agent" });
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, log });
-  const deps = { config, docker, ingress, log, locks: new KeyedLock() };
+  // SSH is one feature of the pods, not a reason to leave them unmanaged: without it the agent runs on.
+  const ssh = await startSshGateway({
+    docker,
+    namePrefix: config.namePrefix,
+    listenHost: config.sshListenHost,
+    idleTimeoutMs: config.sshIdleTimeoutMs,
+    stateDir: config.stateDir,
+    log,
+  }).catch((error: unknown) => {
+    log.error("ssh gateway failed to start; pods get no SSH", { error: String(error) });
+    return undefined;
+  });
+  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh };
   const handlers = createHandlers(deps);
   const dispatcher = new Dispatcher(handlers, log);
 
@@ -90,6 +103,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       log.info("agent stopping");
       await dispatcher.drain(SHUTDOWN_DRAIN_MS);
       stopWatching.abort();
+      await ssh?.stop();
       await socket.stop();
     },
   };

@@ -1,13 +1,16 @@
 /**
  * API latency bench: the bare route against authenticated reads, on a local Worker (workerd + local D1).
  *
- *   tsx bench/api.ts [--requests 3000] [--concurrency 16] [--rounds 5] [--warmup 400]
+ *   tsx bench/api.ts [--requests 3000] [--concurrency 16] [--rounds 5] [--warmup 300] [--max-seconds 75]
  *
  * Every route gets the same client (node:http, keep-alive, `--concurrency` closed-loop clients). The
  * measured requests are split into rounds and the routes take turns inside each round (in rotating order),
  * so drift on a busy machine (GC, another process) spreads over all routes instead of landing on one.
- * Target: the authenticated routes' p50 at most 1.5x the bare route's.
+ * `--requests` per route is scaled down (the same for every route) when the warm-up's throughput says the
+ * measured phase would take longer than `--max-seconds`: the whole run stays under ~2 minutes on a busy
+ * machine. Target: the authenticated routes' p50 at most 1.5x the bare route's.
  */
+import { availableParallelism, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { fmt, formatTable, summarize } from "./stats";
 import { keepAliveAgent, runLoad } from "./support/load";
@@ -20,7 +23,8 @@ const { values: args } = parseArgs({
     requests: { type: "string", default: "3000" },
     concurrency: { type: "string", default: "16" },
     rounds: { type: "string", default: "5" },
-    warmup: { type: "string", default: "400" },
+    warmup: { type: "string", default: "300" },
+    "max-seconds": { type: "string", default: "75" },
   },
 });
 const positiveInt = (name: string, v: string) => {
@@ -32,6 +36,9 @@ const REQUESTS = positiveInt("requests", args.requests);
 const CONCURRENCY = positiveInt("concurrency", args.concurrency);
 const ROUNDS = positiveInt("rounds", args.rounds);
 const WARMUP = positiveInt("warmup", args.warmup);
+const MAX_SECONDS = positiveInt("max-seconds", args["max-seconds"]);
+/** Below this many samples per route a p99 means little; the time budget never cuts deeper. */
+const MIN_REQUESTS = 600;
 
 interface Route {
   label: string;
@@ -80,16 +87,26 @@ async function main() {
       });
 
     // Warm-up: JIT, workerd's isolate, D1's statement cache and the keep-alive connections.
+    let secondsPerRequestEach = 0;
     for (const r of ROUTES) {
       const res = await load(r, WARMUP);
       if (res.failures > 0) {
         throw new Error(`${r.label}: ${res.failures} failed, e.g. ${JSON.stringify(res.firstFailure)}`);
       }
+      secondsPerRequestEach += 1 / res.throughput;
+    }
+    const fitting = Math.floor(MAX_SECONDS / secondsPerRequestEach);
+    const requests = Math.min(REQUESTS, Math.max(MIN_REQUESTS, fitting));
+    if (requests < REQUESTS) {
+      console.log(
+        `measuring ${requests} requests per route instead of ${REQUESTS}: the warm-up's pace would take ` +
+          `${fmt(REQUESTS * secondsPerRequestEach, 0)} s, over --max-seconds ${MAX_SECONDS}`,
+      );
     }
 
     const latencies = new Map<Route, number[]>(ROUTES.map((r) => [r, []]));
     const elapsed = new Map<Route, number>(ROUTES.map((r) => [r, 0]));
-    const perRound = Math.ceil(REQUESTS / ROUNDS);
+    const perRound = Math.ceil(requests / ROUNDS);
     for (let round = 0; round < ROUNDS; round++) {
       const order = ROUTES.map((_, i) => ROUTES[(i + round) % ROUTES.length] as Route);
       for (const r of order) {
@@ -107,8 +124,11 @@ async function main() {
       return { route: r, s: summarize(samples), rps: (samples.length / (elapsed.get(r) ?? 1)) * 1000 };
     });
     const bare = summaries[0]?.s.p50 ?? Number.NaN;
+    const [load1 = 0] = loadavg();
+    const cpus = availableParallelism();
     console.log(
-      `\n${CONCURRENCY} concurrent keep-alive clients, ${ROUNDS} rounds, ${WARMUP} warm-up requests per route\n`,
+      `\n${CONCURRENCY} concurrent keep-alive clients, ${ROUNDS} rounds, ${WARMUP} warm-up requests per route; ` +
+        `${cpus} CPUs, load average ${fmt(load1, 1)}${load1 > cpus ? " (busy machine: latencies are inflated)" : ""}\n`,
     );
     console.log(
       formatTable(

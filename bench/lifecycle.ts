@@ -5,12 +5,13 @@
  *
  *   tsx bench/lifecycle.ts [--reps 7] [--pings 300] [--pods 50] [--parallel 4]
  *
- * 1. create → running: POST /api/pods, then GET /api/pods/{name} every 20 ms until `running`, and the
- *    pod's page through the ingress every 10 ms until 200. Floors: the same container made directly —
- *    with dockerode (the client the agent uses: network, volume, create, start, then the web port polled
- *    every 10 ms until it answers 200) and with the docker CLI (`network create`, `volume create`,
- *    `run -d`, same poll). Both use the agent's own `containerCreateOptions` (same image, user, caps,
- *    read-only root, tmpfs, limits, own network, named volume). Target: API ≤ 1.5x the dockerode floor.
+ * 1. create → running: POST /api/pods, then the pod list every 20 ms until it says `running` (see
+ *    below), and the pod's page through the ingress every 10 ms until 200. Floors: the same container
+ *    made directly — with dockerode (the client the agent uses: network, volume, create, start, then the
+ *    web port polled every 10 ms until it answers 200) and with the docker CLI (`network create`,
+ *    `volume create`, `run -d`, same poll). Both use the agent's own `containerCreateOptions` (same
+ *    image, user, caps, read-only root, tmpfs, limits, own network, named volume). Target: API ≤ 1.5x
+ *    the dockerode floor.
  * 2. stop / start: POST /api/pods/{name}/stop and /start (each answers once the host confirmed; start
  *    once the web port answers) beside `stop` / `start` of an equivalent container with dockerode and
  *    with the CLI, start measured until the port answers 200. Target: ≤ 1.3x the dockerode floor.
@@ -18,12 +19,20 @@
  *    beside the same Worker's bare GET /health, sequential, in interleaved rounds after a warm-up.
  *    Target: adds ≤ 5 ms at p50.
  * 4. the agent's RSS (VmRSS of its process) idle and with `--pods` running pods, created through the API
- *    `--parallel` at a time in a team made for the bench. Target: ≤ 150 MB with 50 pods.
+ *    `--parallel` at a time in a team made for the bench. Target: ≤ 150 MB with 50 pods. A create that
+ *    ends in `error` (e.g. the engine out of network address pools) stops the filling: the memory is then
+ *    read with the pods that did come up, and the target is reported as not met.
  *
  * Where the time of a create goes: the floor's steps are timed one by one, plus a `putArchive` of the
  * files the agent writes (timed but not part of the floor), plus an nginx vhost upsert (render, `nginx -t`,
  * reload, wait for the old workers) on a bench-owned ingress with the agent's own Ingress class, with 1
  * and with `--pods` vhosts; the agent's own figure per command comes from its "command done" log lines.
+ *
+ * Why the list and not GET /api/pods/{name}: that route asks the host (a `pod.inspect` through the DO and
+ * the agent, a Docker inspect) on every call, so polling it every 20 ms loads the very agent and engine
+ * that are creating the pod — in trial runs the agent's own create time rose by about 0.15x of the floor.
+ * The list reads the same status from D1 without touching the host; GET /api/pods/{name} is still asked
+ * once at the end and must agree.
  *
  * Variants take turns inside each repetition (in rotating order), so drift on a busy machine spreads over
  * all of them. Everything is removed at the end, also on failure or Ctrl-C.
@@ -31,7 +40,7 @@
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
-import { loadavg, tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import type { ContainerCreateOptions } from "dockerode";
@@ -105,14 +114,21 @@ async function until(what: string, ok: () => Promise<boolean>, intervalMs: numbe
   }
 }
 
-/** VmRSS and VmHWM of a process in kB. */
-async function memoryOf(pid: number): Promise<{ rssKb: number; hwmKb: number }> {
+interface Memory {
+  rssKb: number;
+  hwmKb: number;
+}
+
+/** VmRSS and VmHWM (peak RSS) of a process, in kB. */
+async function memoryOf(pid: number): Promise<Memory> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
   return { rssKb: field("VmRSS"), hwmKb: field("VmHWM") };
 }
 
-/** The agent's "command done" log lines: op → pod → ms of its last run (the agent's own view of a command). */
+type AgentLog = ReturnType<typeof watchAgentCommands>;
+
+/** The agent's "command done" log lines: per op, the ms of each run in order (the agent's own view). */
 function watchAgentCommands(stack: Stack) {
   const done = new Map<string, number[]>();
   let buffered = "";
@@ -124,8 +140,10 @@ function watchAgentCommands(stack: Stack) {
       if (!line.includes('"command done"')) continue;
       try {
         const entry = JSON.parse(line) as { op?: string; ms?: number };
-        if (entry.op && typeof entry.ms === "number")
-          done.set(entry.op, [...(done.get(entry.op) ?? []), entry.ms]);
+        if (!entry.op || typeof entry.ms !== "number") continue;
+        const runs = done.get(entry.op) ?? [];
+        runs.push(entry.ms);
+        done.set(entry.op, runs);
       } catch {
         // a line that is not ours
       }
@@ -144,10 +162,17 @@ function watchAgentCommands(stack: Stack) {
 function floorSpec(name: string): PodSpec {
   const plan = findPlan("launch");
   if (!plan) throw new Error("launch plan missing from the catalog");
-  return podSpec({ podId: "pod_benchfloor", name, preset: "static", plan, podDomain: POD_DOMAIN });
+  return podSpec({
+    podId: "pod_benchfloor",
+    name,
+    sshPort: 22999,
+    preset: "static",
+    plan,
+    podDomain: POD_DOMAIN,
+  });
 }
 
-/** The CLI flags for the same container as `containerCreateOptions` (kept in step by deriving them from it). */
+/** CLI flags for the container `containerCreateOptions` describes (derived from it, so they stay in step). */
 function cliRunArgs(o: ContainerCreateOptions): string[] {
   const h = o.HostConfig ?? {};
   const flag = (name: string, value: unknown) => (value === undefined ? [] : [name, String(value)]);
@@ -349,7 +374,7 @@ interface ApiCreate {
   page: number;
 }
 
-/** POST the pod, then poll the API (20 ms) and the page through the ingress (10 ms) side by side. */
+/** POST the pod, then poll the pod list (20 ms) and the page through the ingress (10 ms) side by side. */
 async function createThroughApi(api: Api, stack: Stack, name: string): Promise<ApiCreate> {
   const t0 = now();
   const res = await api.post("/api/pods", { name, preset: "static", plan_slug: "launch" });
@@ -359,14 +384,17 @@ async function createThroughApi(api: Api, stack: Stack, name: string): Promise<A
     until(
       `${name} running`,
       async () => {
-        const got = await api.get(`/api/pods/${name}`);
-        if (got.body?.status === "error") throw new Error(`${name} failed: ${JSON.stringify(got.body)}`);
-        return got.status === 200 && got.body?.status === "running";
+        const list = await api.get("/api/pods?limit=100");
+        const pod = list.body?.pods?.find((p: { name: string }) => p.name === name);
+        if (pod?.status === "error") throw new Error(`${name} failed: ${JSON.stringify(pod)}`);
+        return pod?.status === "running";
       },
       API_POLL_MS,
     ),
     pageAnswers(stack, name, PAGE_POLL_MS),
   ]);
+  const live = await api.get(`/api/pods/${name}`);
+  if (live.body?.status !== "running") throw new Error(`${name}: GET says ${JSON.stringify(live.body)}`);
   return { post, running: running - t0, page: page - t0 };
 }
 
@@ -393,7 +421,7 @@ async function power(api: Api, name: string, action: "stop" | "start"): Promise<
 
 // --------------------------------------------------------------------------------------------- reporting
 
-const ms = (samples: number[]) => fmt(median(samples), 0);
+const p50 = (samples: number[]) => fmt(median(samples), 0);
 const p90 = (samples: number[]) => fmt(percentile(samples, 90), 0);
 const ratio = (a: number, b: number) => `${fmt(a / b)}x`;
 
@@ -403,7 +431,110 @@ interface Verdict {
   met: boolean;
 }
 
+/** A row of a "path, n, p50, p90, ratios" table. */
+const row = (label: string, samples: number[], ...floors: number[]) => [
+  label,
+  String(samples.length),
+  p50(samples),
+  p90(samples),
+  ...floors.map((f) => ratio(median(samples), f)),
+];
+
+const verdict = (target: string, ours: number[], floor: number, limit: number): Verdict => ({
+  target,
+  measured: `${fmt(median(ours), 0)} vs ${fmt(floor, 0)} ms = ${ratio(median(ours), floor)}`,
+  met: median(ours) / floor <= limit,
+});
+
+/** Warm-up (one untimed run of each), then `reps` rounds in which the variants take turns in rotating order. */
+async function interleaved(variants: ((timed: boolean) => Promise<void>)[], reps: number) {
+  for (const v of variants) await v(false);
+  for (let rep = 0; rep < reps; rep++) {
+    for (let i = 0; i < variants.length; i++) await variants[(i + rep) % variants.length]?.(true);
+  }
+}
+
 // ------------------------------------------------------------------------------------------------- phases
+
+interface Bench {
+  stack: Stack;
+  api: Api;
+  floor: Floor;
+  agentLog: AgentLog;
+  agentPid: number;
+  /** pods created through the API so far, oldest first */
+  pods: string[];
+}
+
+const nextPodName = (b: Bench) => `lc-${String(b.pods.length + 1).padStart(2, "0")}`;
+
+interface PingResult {
+  rows: { label: string; s: ReturnType<typeof summarize> }[];
+  /** p50 of /agent/ping minus p50 of /health */
+  added: number;
+}
+
+/**
+ * /health, the host-token check alone (`/agent/connect` without an upgrade: auth, then 400) and
+ * /agent/ping, sequential over one keep-alive connection, in interleaved rounds after a warm-up.
+ */
+async function measurePing(stack: Stack, requests: number): Promise<PingResult> {
+  const bearer = { authorization: `Bearer ${stack.agentEnv.PODHOST_AGENT_TOKEN}` };
+  const routes = [
+    { label: "GET /health (bare)", path: "/health", headers: {}, status: 200 },
+    {
+      label: "GET /agent/connect, no upgrade (token check)",
+      path: "/agent/connect",
+      headers: bearer,
+      status: 400,
+    },
+    { label: "GET /agent/ping (+ DO → agent → back)", path: "/agent/ping", headers: bearer, status: 200 },
+  ];
+  const ROUNDS = 5;
+  const agent = keepAliveAgent(1);
+  try {
+    const load = async (r: (typeof routes)[number], n: number) => {
+      const url = `${stack.api}${r.path}`;
+      const res = await runLoad({
+        url,
+        headers: r.headers,
+        requests: n,
+        concurrency: 1,
+        agent,
+        ok: (s) => s === r.status,
+      });
+      if (res.failures > 0)
+        throw new Error(`${r.label}: ${res.failures} failed: ${JSON.stringify(res.firstFailure)}`);
+      return res.latencies;
+    };
+    for (const r of routes) await load(r, 100);
+    const samples = routes.map((): number[] => []);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < routes.length; i++) {
+        const k = (i + round) % routes.length;
+        const r = routes[k];
+        if (r) samples[k]?.push(...(await load(r, Math.ceil(requests / ROUNDS))));
+      }
+    }
+    const rows = routes.map((r, i) => ({ label: r.label, s: summarize(samples[i] ?? []) }));
+    return { rows, added: (rows[2]?.s.p50 ?? Number.NaN) - (rows[0]?.s.p50 ?? Number.NaN) };
+  } finally {
+    agent.destroy();
+  }
+}
+
+function printPing({ rows }: PingResult) {
+  const bare = rows[0]?.s.p50 ?? Number.NaN;
+  const table = rows.map(({ label, s }) => [
+    label,
+    String(s.count),
+    fmt(s.p50),
+    fmt(s.p90),
+    fmt(s.p99),
+    fmt(s.p50 - bare),
+  ]);
+  console.log(formatTable(["route", "n", "p50 ms", "p90 ms", "p99 ms", "p50 added ms"], table));
+}
 
 /** The same vhost upsert the agent does on create, on a bench-owned nginx: with 1 vhost, then with `many`. */
 async function measureVhostUpserts(many: number, reps: number) {
@@ -415,7 +546,7 @@ async function measureVhostUpserts(many: number, reps: number) {
     const out: number[] = [];
     for (let i = 0; i < reps; i++) {
       const t0 = now();
-      await ingress.upsert({ ...spec, port: 8080 + (i % 2) }); // a changed file: test + reload every time
+      await ingress.upsert({ ...spec, port: 8080 + (i % 2) }); // the file changes: test + reload every time
       out.push(now() - t0);
     }
     return out;
@@ -426,33 +557,333 @@ async function measureVhostUpserts(many: number, reps: number) {
     const one = await timed();
     for (let i = 1; i < many; i++) {
       const pod = `other-${i}`;
+      const ip = `10.254.${1 + Math.floor(i / 250)}.${(i % 250) + 2}`;
       const text = renderVhost(listen, {
         pod,
         podId: `pod_${i}`,
         domains: [`${pod}.${POD_DOMAIN}`],
-        ip: `10.254.${1 + Math.floor(i / 250)}.${(i % 250) + 2}`,
+        ip,
         port: 8080,
       });
       await writeFile(ingress.vhostPath(pod), text);
     }
-    const withMany = await timed();
-    return { one, withMany };
+    return { one, withMany: await timed() };
   } finally {
     await ingress.stop().catch(() => undefined);
     await rm(stateDir, { recursive: true, force: true });
   }
 }
 
+/** 1. create → running through the API, beside the dockerode and CLI floors; the steps of a create. */
+async function createPhase(b: Bench): Promise<Verdict> {
+  const api: ApiCreate[] = [];
+  const viaDockerode: FloorSteps[] = [];
+  const viaCli: { run: number; total: number }[] = [];
+  const agentBefore = b.agentLog.count("pod.create");
+  let floorPods = 0;
+  await interleaved(
+    [
+      async (timed) => {
+        const name = nextPodName(b);
+        const r = await createThroughApi(b.api, b.stack, name);
+        b.pods.push(name); // kept: they count towards the full host of phase 4
+        if (timed) api.push(r);
+      },
+      async (timed) => {
+        const pod = `c${++floorPods}`;
+        const r = await b.floor.createWithDockerode(pod);
+        await b.floor.remove(pod);
+        if (timed) viaDockerode.push(r);
+      },
+      async (timed) => {
+        const pod = `c${++floorPods}`;
+        const r = await b.floor.createWithCli(pod);
+        await b.floor.remove(pod);
+        if (timed) viaCli.push(r);
+      },
+    ],
+    REPS,
+  );
+  const agentMs = b.agentLog.since("pod.create", agentBefore + 1); // without the warm-up's
+  const vhost = await measureVhostUpserts(PODS, 5);
+
+  const floor = median(viaDockerode.map((s) => s.total));
+  const cliFloor = median(viaCli.map((s) => s.total));
+  const running = api.map((c) => c.running);
+  console.log(
+    `\n1. create → running (static preset, launch plan), ${REPS} reps after 1 warm-up; pod list polled every ` +
+      `${API_POLL_MS} ms, pages every ${PAGE_POLL_MS} ms\n`,
+  );
+  console.log(
+    formatTable(
+      ["path", "n", "p50 ms", "p90 ms", "vs dockerode", "vs CLI"],
+      [
+        row(
+          "API: POST answered (202 creating)",
+          api.map((c) => c.post),
+          floor,
+          cliFloor,
+        ),
+        row("API: POST → pod list says running", running, floor, cliFloor),
+        row(
+          "API: POST → page answers via ingress",
+          api.map((c) => c.page),
+          floor,
+          cliFloor,
+        ),
+        row(
+          "dockerode: net+vol+create+start → port 200",
+          viaDockerode.map((s) => s.total),
+          floor,
+          cliFloor,
+        ),
+        row(
+          "CLI: network/volume create, run -d → port 200",
+          viaCli.map((s) => s.total),
+          floor,
+          cliFloor,
+        ),
+      ],
+    ),
+  );
+  const step = (label: string, samples: number[], note: string) => [label, p50(samples), p90(samples), note];
+  const steps = (key: keyof FloorSteps) => viaDockerode.map((s) => s[key]);
+  console.log("\nwhere a create's time goes\n");
+  console.log(
+    formatTable(
+      ["step", "p50 ms", "p90 ms", "how"],
+      [
+        step("network create", steps("network"), "dockerode, floor run"),
+        step("volume create", steps("volume"), "dockerode, floor run"),
+        step("container create", steps("create"), "dockerode, floor run"),
+        step(
+          "putArchive of the agent's files",
+          steps("putArchive"),
+          "dockerode, floor run (not in the floor)",
+        ),
+        step("container start", steps("start"), "dockerode, floor run"),
+        step("inspect for the address", steps("ip"), "dockerode, floor run"),
+        step("start → web port answers 200", steps("port"), `floor run, polled every ${PAGE_POLL_MS} ms`),
+        step(
+          "docker run -d alone",
+          viaCli.map((s) => s.run),
+          "CLI floor run (create + start)",
+        ),
+        step("vhost upsert, 1 vhost", vhost.one, "agent's Ingress on a bench nginx: write, -t, reload"),
+        step(`vhost upsert, ${PODS} vhosts`, vhost.withMany, "same, with a full host's vhosts"),
+        step("agent: pod.create command", agentMs, "the agent's own log (dispatch → result)"),
+        step(
+          "API says running − agent command",
+          running.map((r, i) => r - (agentMs[i] ?? Number.NaN)),
+          "POST, Worker → DO → agent, D1 writes, poll",
+        ),
+      ],
+    ),
+  );
+  return verdict(
+    `create ≤ ${TARGET.create}x floor (API running vs dockerode)`,
+    running,
+    floor,
+    TARGET.create,
+  );
+}
+
+/** 2. stop and start through the API beside dockerode and the CLI on an equivalent container. */
+async function powerPhase(b: Bench): Promise<Verdict[]> {
+  const pod = b.pods[0];
+  if (!pod) throw new Error("no pod to stop and start");
+  const floorPod = "ss";
+  await b.floor.createWithDockerode(floorPod);
+  const stops = { api: [] as number[], dockerode: [] as number[], cli: [] as number[] };
+  const starts = {
+    api: [] as number[],
+    page: [] as number[],
+    dockerode: [] as number[],
+    cli: [] as number[],
+  };
+  const stopBefore = b.agentLog.count("pod.stop");
+  const startBefore = b.agentLog.count("pod.start");
+  await interleaved(
+    [
+      async (timed) => {
+        const stop = await power(b.api, pod, "stop");
+        const t = now();
+        const start = await power(b.api, pod, "start");
+        const page = (await pageAnswers(b.stack, pod, PAGE_POLL_MS)) - t;
+        if (!timed) return;
+        stops.api.push(stop);
+        starts.api.push(start);
+        starts.page.push(page);
+      },
+      async (timed) => {
+        const stop = await b.floor.stopWithDockerode(floorPod);
+        const start = await b.floor.startWithDockerode(floorPod);
+        if (!timed) return;
+        stops.dockerode.push(stop);
+        starts.dockerode.push(start);
+      },
+      async (timed) => {
+        const stop = await b.floor.stopWithCli(floorPod);
+        const start = await b.floor.startWithCli(floorPod);
+        if (!timed) return;
+        stops.cli.push(stop);
+        starts.cli.push(start);
+      },
+    ],
+    REPS,
+  );
+  await b.floor.remove(floorPod);
+  const stopFloor = median(stops.dockerode);
+  const startFloor = median(starts.dockerode);
+  console.log(`\n2. stop and start, ${REPS} reps after 1 warm-up (start: until the web port answers 200)\n`);
+  console.log(
+    formatTable(
+      ["path", "n", "p50 ms", "p90 ms", "vs dockerode"],
+      [
+        row("API: POST /stop answered", stops.api, stopFloor),
+        row("dockerode: stop({t: 10})", stops.dockerode, stopFloor),
+        row("CLI: docker stop -t 10", stops.cli, stopFloor),
+        row("agent: pod.stop command (its log)", b.agentLog.since("pod.stop", stopBefore + 1), stopFloor),
+        row("API: POST /start answered", starts.api, startFloor),
+        row("API: POST /start → page answers via ingress", starts.page, startFloor),
+        row("dockerode: start() → port 200", starts.dockerode, startFloor),
+        row("CLI: docker start → port 200", starts.cli, startFloor),
+        row("agent: pod.start command (its log)", b.agentLog.since("pod.start", startBefore + 1), startFloor),
+      ],
+    ),
+  );
+  return [
+    verdict(`stop ≤ ${TARGET.power}x floor (API vs dockerode)`, stops.api, stopFloor, TARGET.power),
+    verdict(`start ≤ ${TARGET.power}x floor (API vs dockerode → port)`, starts.api, startFloor, TARGET.power),
+  ];
+}
+
+/** What the API, the engine, the ingress and the agent's log say about a pod that did not come up. */
+async function diagnose(b: Bench, name: string): Promise<string> {
+  const pod = await b.api.get(`/api/pods/${name}`);
+  const events = await b.api.get(`/api/pods/${name}/events`);
+  const eventLines = (events.body?.events ?? []).map((e: { type: string; message: string }) => `${e.type}: ${e.message}`);
+  const container = await docker
+    .getContainer(`${b.stack.prefix}-${name}`)
+    .inspect()
+    .then((i) => JSON.stringify(i.State), String);
+  const vhost = path.join(b.stack.agentEnv.PODHOST_STATE_DIR ?? "", "nginx", "vhosts", `${name}.conf`);
+  const page = await getThroughIngress(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(String);
+  const log = b.stack.agent.output
+    .join("")
+    .split("\n")
+    .filter((l) => l.includes(name) || l.includes('"level":"error"') || l.includes('"level":"warn"'))
+    .slice(-15);
+  return [
+    `API: ${pod.status} ${JSON.stringify(pod.body)}`,
+    `events: ${JSON.stringify(eventLines)}`,
+    `container state: ${container}`,
+    `vhost file: ${await readFile(vhost, "utf8").then(
+      () => "present",
+      () => "missing",
+    )}`,
+    `page: ${JSON.stringify(page)}`,
+    "agent log:",
+    ...log,
+  ].join("\n");
+}
+
+/** 4. the host filled to `PODS` pods through the API, `PARALLEL` creates at a time; then the agent's memory. */
+async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory }): Promise<Verdict> {
+  const wanted = Math.max(0, PODS - b.pods.length);
+  const times: number[] = [];
+  const t0 = now();
+  let claimed = 0;
+  /** why the host took no more pods (a create that ended in `error`), if it came to that */
+  let full: string | undefined;
+  const creator = async () => {
+    while (claimed < wanted && !full) {
+      claimed++;
+      const name = `lc-f${String(claimed).padStart(2, "0")}`;
+      const t = now();
+      const res = await b.api.post("/api/pods", { name, preset: "static", plan_slug: "launch" });
+      if (res.status !== 202) throw new Error(`create ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+      const failed = await waitUp(b, name);
+      if (failed) {
+        full ??= `${name}: ${failed}`;
+        const removed = await b.api.delete(`/api/pods/${name}`);
+        if (removed.status !== 200) throw new Error(`delete ${name}: ${removed.status}`);
+        return;
+      }
+      times.push(now() - t);
+      b.pods.push(name);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, wanted) }, creator));
+  const made = times.length;
+  const seconds = (now() - t0) / 1000;
+  await waitFor("every pod to be running in the API", async () => {
+    const list = await b.api.get("/api/pods?limit=100");
+    return list.body?.status_counts?.running === b.pods.length ? true : undefined;
+  });
+  const filters = { label: [`podhost.prefix=${b.stack.prefix}`], status: ["running"] };
+  const running = (await docker.listContainers({ filters })).length;
+  await sleep(2_000); // the create bursts' garbage gets a chance to be collected before the reading
+  const memory = await memoryOf(b.agentPid);
+  const pingFull = await measurePing(b.stack, Math.min(PINGS, 200));
+
+  console.log(
+    `\n4. agent memory: ${made} pods created ${PARALLEL} at a time in ${fmt(seconds, 1)} s ` +
+      `(${fmt((made / seconds) * 60, 0)} pods/min; POST → page answers p50 ${p50(times)} ms, ` +
+      `p90 ${p90(times)} ms); ${running} pod containers running`,
+  );
+  if (full) console.log(`HOST FULL before ${PODS} pods: ${full}`);
+  const memRow = (label: string, m: Memory) => [label, fmt(mb(m.rssKb), 1), fmt(mb(m.hwmKb), 1)];
+  console.log(
+    `\n${formatTable(
+      ["agent process (node --import tsx agent/main.ts)", "VmRSS MB", "VmHWM MB"],
+      [
+        memRow("idle: just connected", idle.connected),
+        memRow("idle: before the first pod (after the pings)", idle.beforePods),
+        memRow(`${running} running pods`, memory),
+      ],
+    )}`,
+  );
+  console.log(`\nround trip again with ${running} pods running:\n`);
+  printPing(pingFull);
+  return {
+    target: `agent RSS ≤ ${TARGET.rssMb} MB with ${PODS} running pods`,
+    measured:
+      `${fmt(mb(memory.rssKb), 1)} MB with ${running} pods` +
+      (running < PODS ? ` (only ${running} would run: see above)` : ""),
+    met: mb(memory.rssKb) <= TARGET.rssMb && running >= PODS,
+  };
+}
+
+/**
+ * Until the pod's page answers (undefined) or its create ended in `error` (the reason, from its events).
+ * The page is polled every 50 ms, the API every second.
+ */
+async function waitUp(b: Bench, name: string): Promise<string | undefined> {
+  const deadline = now() + 120_000;
+  for (let i = 0; now() < deadline; i++) {
+    const page = await getThroughIngress(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(() => null);
+    if (page?.status === 200) return undefined;
+    if (i % 20 === 19 && (await b.api.get(`/api/pods/${name}`)).body?.status === "error") {
+      const events = await b.api.get(`/api/pods/${name}/events?type=error`);
+      return events.body?.events?.[0]?.message ?? "status error";
+    }
+    await sleep(50);
+  }
+  throw new Error(`${name} did not come up within 120 s\n${await diagnose(b, name)}`);
+}
+
 async function main() {
   const t0 = now();
-  console.log(
-    `load average at start: ${loadavg()
-      .map((l) => fmt(l))
-      .join(" ")} (2 cores)`,
-  );
+  // Same note as bench/api.ts: on a machine busier than its CPUs, every figure here is inflated.
+  const cpus = availableParallelism();
+  const load = () => {
+    const [load1 = 0] = loadavg();
+    return `${cpus} CPUs, load average ${fmt(load1, 1)}${load1 > cpus ? " (busy machine: latencies are inflated)" : ""}`;
+  };
+  console.log(`at start: ${load()}`);
   const stack = await startStack("bench");
   const floor = new Floor(stack.prefix);
-  const agentLog = watchAgentCommands(stack);
   let cleaned: Promise<void> | undefined;
   const cleanup = () => {
     cleaned ??= (async () => {
@@ -466,322 +897,39 @@ async function main() {
     void cleanup().finally(() => process.exit(130));
   });
 
-  const verdicts: Verdict[] = [];
   try {
-    const user = await signUp(stack.api, "Bench");
-    const team = await user.api.post("/api/teams", { name: "Lifecycle bench" });
-    if (team.status !== 201) throw new Error(`team: ${team.status} ${JSON.stringify(team.body)}`);
-    const switched = await user.api.post("/api/teams/switch", { team_id: team.body.id });
-    if (switched.status !== 200)
-      throw new Error(`switch: ${switched.status} ${JSON.stringify(switched.body)}`);
-    const api = user.api;
-    await waitFor("the host to come online", async () => {
-      const res = await api.get("/api/regions");
-      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === "eu-central")
-        ?.available
-        ? true
-        : undefined;
-    });
-    const pid = stack.agent.child.pid;
-    if (!pid) throw new Error("agent has no pid");
-    const idle = await memoryOf(pid);
+    const agentPid = stack.agent.child.pid;
+    if (!agentPid) throw new Error("the agent did not start");
+    const b: Bench = {
+      stack,
+      api: await benchUser(stack),
+      floor,
+      agentLog: watchAgentCommands(stack),
+      agentPid,
+      pods: [],
+    };
+    const connected = await memoryOf(agentPid);
     console.log(
-      `stack up in ${fmt((now() - t0) / 1000, 1)} s (prefix ${stack.prefix}); agent pid ${pid}, ` +
-        `idle RSS ${fmt(mb(idle.rssKb), 1)} MB`,
+      `stack up in ${fmt((now() - t0) / 1000, 1)} s (prefix ${stack.prefix}, agent pid ${agentPid})`,
     );
 
-    // ---- 3 first, on a quiet host: the no-op round trip
-    const ping = await measurePing(stack, user.token, PINGS);
+    // 3 first, while the host has no pods.
+    const ping = await measurePing(stack, PINGS);
+    const beforePods = await memoryOf(agentPid);
+    const verdicts: Verdict[] = [await createPhase(b), ...(await powerPhase(b))];
 
-    // ---- 1. create
-    let podCount = 0;
-    const podName = () => `lc-${String(++podCount).padStart(2, "0")}`;
-    const created: string[] = [];
-    const apiCreates: ApiCreate[] = [];
-    const dockerodeCreates: FloorSteps[] = [];
-    const cliCreates: { run: number; total: number }[] = [];
-    const createOps = agentLog.count("pod.create");
-    let floorCount = 0;
-    const variants = [
-      async (timed: boolean) => {
-        const name = podName();
-        const r = await createThroughApi(api, stack, name);
-        created.push(name);
-        if (timed) apiCreates.push(r);
-      },
-      async (timed: boolean) => {
-        const pod = `c${++floorCount}`;
-        const r = await floor.createWithDockerode(pod);
-        await floor.remove(pod);
-        if (timed) dockerodeCreates.push(r);
-      },
-      async (timed: boolean) => {
-        const pod = `c${++floorCount}`;
-        const r = await floor.createWithCli(pod);
-        await floor.remove(pod);
-        if (timed) cliCreates.push(r);
-      },
-    ];
-    for (const v of variants) await v(false); // warm-up: image layers, engine caches, JIT, the DO
-    for (let rep = 0; rep < REPS; rep++) {
-      for (let i = 0; i < variants.length; i++) await variants[(i + rep) % variants.length]?.(true);
-    }
-    const agentCreateMs = agentLog.since("pod.create", createOps + 1); // without the warm-up's
-    const vhost = await measureVhostUpserts(PODS, 5);
-
-    const createFloor = median(dockerodeCreates.map((s) => s.total));
-    const cliFloor = median(cliCreates.map((s) => s.total));
-    const apiRunning = apiCreates.map((c) => c.running);
-    const apiPage = apiCreates.map((c) => c.page);
     console.log(
-      `\n1. create → running (static preset, launch plan), ${REPS} reps after 1 warm-up; API polled every ` +
-        `${API_POLL_MS} ms, pages every ${PAGE_POLL_MS} ms\n`,
-    );
-    const createRow = (label: string, samples: number[]) => [
-      label,
-      String(samples.length),
-      ms(samples),
-      p90(samples),
-      ratio(median(samples), createFloor),
-      ratio(median(samples), cliFloor),
-    ];
-    console.log(
-      formatTable(
-        ["path", "n", "p50 ms", "p90 ms", "vs dockerode", "vs CLI"],
-        [
-          createRow(
-            "API: POST answered (202)",
-            apiCreates.map((c) => c.post),
-          ),
-          createRow("API: POST → GET says running", apiRunning),
-          createRow("API: POST → page answers via ingress", apiPage),
-          createRow(
-            "dockerode: net+vol+create+start → port 200",
-            dockerodeCreates.map((s) => s.total),
-          ),
-          createRow(
-            "CLI: network/volume create + run -d → port 200",
-            cliCreates.map((s) => s.total),
-          ),
-        ],
-      ),
-    );
-    const step = (label: string, samples: number[], note = "") => [label, ms(samples), p90(samples), note];
-    console.log("\nwhere a create's time goes (medians, ms)\n");
-    console.log(
-      formatTable(
-        ["step", "p50 ms", "p90 ms", "note"],
-        [
-          step(
-            "network create",
-            dockerodeCreates.map((s) => s.network),
-            "dockerode",
-          ),
-          step(
-            "volume create",
-            dockerodeCreates.map((s) => s.volume),
-            "dockerode",
-          ),
-          step(
-            "container create",
-            dockerodeCreates.map((s) => s.create),
-            "dockerode",
-          ),
-          step(
-            "putArchive of the agent's files",
-            dockerodeCreates.map((s) => s.putArchive),
-            "not in the floor",
-          ),
-          step(
-            "container start",
-            dockerodeCreates.map((s) => s.start),
-            "dockerode",
-          ),
-          step(
-            "inspect for the address",
-            dockerodeCreates.map((s) => s.ip),
-            "dockerode",
-          ),
-          step(
-            "start → web port answers 200",
-            dockerodeCreates.map((s) => s.port),
-            `polled every ${PAGE_POLL_MS} ms`,
-          ),
-          step(
-            "CLI: docker run -d alone",
-            cliCreates.map((s) => s.run),
-            "create + start",
-          ),
-          step("vhost upsert, 1 vhost", vhost.one, "write, nginx -t, reload, old workers gone"),
-          step(`vhost upsert, ${PODS} vhosts`, vhost.withMany, "same, with a full host"),
-          step("agent: pod.create command", agentCreateMs, "its own log, dispatch → result"),
-          step(
-            "API running − agent command",
-            apiRunning.map((r, i) => r - (agentCreateMs[i] ?? Number.NaN)),
-            "POST, DO, D1 writes, poll granularity",
-          ),
-        ],
-      ),
-    );
-    verdicts.push({
-      target: `create ≤ ${TARGET.create}x floor (API says running vs dockerode → port)`,
-      measured: `${fmt(median(apiRunning), 0)} vs ${fmt(createFloor, 0)} ms = ${ratio(median(apiRunning), createFloor)}`,
-      met: median(apiRunning) / createFloor <= TARGET.create,
-    });
-
-    // ---- 2. stop / start
-    const pod = created[0];
-    if (!pod) throw new Error("no pod to stop and start");
-    const floorPod = "ss";
-    await floor.createWithDockerode(floorPod);
-    const stopOps = agentLog.count("pod.stop");
-    const startOps = agentLog.count("pod.start");
-    const apiStop: number[] = [];
-    const apiStart: number[] = [];
-    const apiStartPage: number[] = [];
-    const dStop: number[] = [];
-    const dStart: number[] = [];
-    const cStop: number[] = [];
-    const cStart: number[] = [];
-    const powerVariants = [
-      async (timed: boolean) => {
-        const stop = await power(api, pod, "stop");
-        const t = now();
-        const start = await power(api, pod, "start");
-        const page = (await pageAnswers(stack, pod, PAGE_POLL_MS)) - t;
-        if (timed) {
-          apiStop.push(stop);
-          apiStart.push(start);
-          apiStartPage.push(page);
-        }
-      },
-      async (timed: boolean) => {
-        const stop = await floor.stopWithDockerode(floorPod);
-        const start = await floor.startWithDockerode(floorPod);
-        if (timed) {
-          dStop.push(stop);
-          dStart.push(start);
-        }
-      },
-      async (timed: boolean) => {
-        const stop = await floor.stopWithCli(floorPod);
-        const start = await floor.startWithCli(floorPod);
-        if (timed) {
-          cStop.push(stop);
-          cStart.push(start);
-        }
-      },
-    ];
-    for (const v of powerVariants) await v(false);
-    for (let rep = 0; rep < REPS; rep++) {
-      for (let i = 0; i < powerVariants.length; i++)
-        await powerVariants[(i + rep) % powerVariants.length]?.(true);
-    }
-    await floor.remove(floorPod);
-    const agentStop = agentLog.since("pod.stop", stopOps + 1);
-    const agentStart = agentLog.since("pod.start", startOps + 1);
-    const stopFloor = median(dStop);
-    const startFloor = median(dStart);
-    console.log(
-      `\n2. stop and start, ${REPS} reps after 1 warm-up (start: until the web port answers 200)\n`,
-    );
-    const powerRow = (label: string, samples: number[], floorMs: number) => [
-      label,
-      String(samples.length),
-      ms(samples),
-      p90(samples),
-      ratio(median(samples), floorMs),
-    ];
-    console.log(
-      formatTable(
-        ["path", "n", "p50 ms", "p90 ms", "vs dockerode"],
-        [
-          powerRow("API: POST /stop answered", apiStop, stopFloor),
-          powerRow("dockerode: stop({t: 10})", dStop, stopFloor),
-          powerRow("CLI: docker stop -t 10", cStop, stopFloor),
-          powerRow("agent: pod.stop command (its log)", agentStop, stopFloor),
-          powerRow("API: POST /start answered", apiStart, startFloor),
-          powerRow("API: POST /start → page answers via ingress", apiStartPage, startFloor),
-          powerRow("dockerode: start() → port 200", dStart, startFloor),
-          powerRow("CLI: docker start → port 200", cStart, startFloor),
-          powerRow("agent: pod.start command (its log)", agentStart, startFloor),
-        ],
-      ),
-    );
-    verdicts.push(
-      {
-        target: `stop ≤ ${TARGET.power}x floor (API vs dockerode)`,
-        measured: `${fmt(median(apiStop), 0)} vs ${fmt(stopFloor, 0)} ms = ${ratio(median(apiStop), stopFloor)}`,
-        met: median(apiStop) / stopFloor <= TARGET.power,
-      },
-      {
-        target: `start ≤ ${TARGET.power}x floor (API vs dockerode → port)`,
-        measured: `${fmt(median(apiStart), 0)} vs ${fmt(startFloor, 0)} ms = ${ratio(median(apiStart), startFloor)}`,
-        met: median(apiStart) / startFloor <= TARGET.power,
-      },
-    );
-
-    // ---- 3. print the round trip measured at the start
-    console.log(
-      `\n3. no-op command round trip, sequential (1 client, keep-alive), ${PINGS} per route after a warm-up, ` +
-        "measured before any pod existed\n",
+      `\n3. no-op command round trip, sequential (1 client, keep-alive), ${PINGS} per route after 100 ` +
+        "warm-up, measured before any pod existed\n",
     );
     printPing(ping);
     verdicts.push({
       target: `/agent/ping adds ≤ ${TARGET.pingAddedMs} ms p50 over /health`,
-      measured: `+${fmt(ping.added)} ms (p50 ${fmt(ping.rows[1]?.s.p50 ?? Number.NaN)} vs ${fmt(ping.rows[0]?.s.p50 ?? Number.NaN)})`,
+      measured: `+${fmt(ping.added)} ms (p50 ${fmt(ping.rows[2]?.s.p50 ?? Number.NaN)} vs ${fmt(ping.rows[0]?.s.p50 ?? Number.NaN)})`,
       met: ping.added <= TARGET.pingAddedMs,
     });
 
-    // ---- 4. fill the host to PODS pods, then the agent's memory
-    const remaining = Math.max(0, PODS - created.length);
-    const fillTimes: number[] = [];
-    const tFill = now();
-    let next = 0;
-    const worker = async () => {
-      while (next < remaining) {
-        next++;
-        const name = podName();
-        const t = now();
-        const res = await api.post("/api/pods", { name, preset: "static", plan_slug: "launch" });
-        if (res.status !== 202) throw new Error(`create ${name}: ${res.status} ${JSON.stringify(res.body)}`);
-        await pageAnswers(stack, name, 50);
-        fillTimes.push(now() - t);
-        created.push(name);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL, remaining) }, worker));
-    const fillSeconds = (now() - tFill) / 1000;
-    await waitFor("every pod to be running in the API", async () => {
-      const list = await api.get("/api/pods?limit=100");
-      return list.body?.status_counts?.running === created.length ? true : undefined;
-    });
-    const running = (await docker.listContainers({ filters: { label: [`podhost.prefix=${stack.prefix}`] } }))
-      .length;
-    await sleep(2_000); // let the create bursts' garbage be collected before reading
-    const full = await memoryOf(pid);
-    const pingFull = await measurePing(stack, user.token, Math.min(PINGS, 200));
-    console.log(
-      `\n4. agent memory; ${remaining} pods created ${PARALLEL} at a time in ${fmt(fillSeconds, 1)} s ` +
-        `(${fmt((remaining / fillSeconds) * 60, 0)} pods/min; create → page p50 ${ms(fillTimes)} ms, ` +
-        `p90 ${p90(fillTimes)} ms); ${running} pod containers running\n`,
-    );
-    console.log(
-      formatTable(
-        ["agent process", "VmRSS MB", "VmHWM MB"],
-        [
-          ["idle, connected, no pods", fmt(mb(idle.rssKb), 1), fmt(mb(idle.hwmKb), 1)],
-          [`${created.length} running pods`, fmt(mb(full.rssKb), 1), fmt(mb(full.hwmKb), 1)],
-        ],
-      ),
-    );
-    console.log(`\nround trip again with ${created.length} pods running:\n`);
-    printPing(pingFull);
-    verdicts.push({
-      target: `agent RSS ≤ ${TARGET.rssMb} MB with ${created.length} pods`,
-      measured: `${fmt(mb(full.rssKb), 1)} MB (idle ${fmt(mb(idle.rssKb), 1)}, peak ${fmt(mb(full.hwmKb), 1)})`,
-      met: mb(full.rssKb) <= TARGET.rssMb && running >= PODS,
-    });
+    verdicts.push(await fillPhase(b, { connected, beforePods }));
 
     console.log("\nsummary\n");
     console.log(
@@ -790,11 +938,7 @@ async function main() {
         verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
       ),
     );
-    console.log(
-      `\nload average at end: ${loadavg()
-        .map((l) => fmt(l))
-        .join(" ")} — total ` + `${fmt((now() - t0) / 1000, 1)} s before cleanup`,
-    );
+    console.log(`\nat end: ${load()}; ${fmt((now() - t0) / 1000, 1)} s before cleanup`);
   } finally {
     const tc = now();
     await cleanup();
@@ -802,74 +946,21 @@ async function main() {
   }
 }
 
-interface PingResult {
-  rows: { label: string; s: ReturnType<typeof summarize> }[];
-  added: number;
-}
-
-/** /health, /agent/ping and (for the auth share of the cost) /api/auth/user, sequential, interleaved rounds. */
-async function measurePing(stack: Stack, userToken: string, requests: number): Promise<PingResult> {
-  const routes: { label: string; path: string; headers: Record<string, string> }[] = [
-    { label: "GET /health (bare)", path: "/health", headers: {} },
-    {
-      label: "GET /agent/ping (DO → agent → back)",
-      path: "/agent/ping",
-      headers: { authorization: `Bearer ${stack.agentEnv.PODHOST_AGENT_TOKEN}` },
-    },
-    {
-      label: "GET /api/auth/user (auth + D1, reference)",
-      path: "/api/auth/user",
-      headers: { authorization: `Bearer ${userToken}` },
-    },
-  ];
-  const agent = keepAliveAgent(1);
-  const ROUNDS = 5;
-  try {
-    const load = async (r: (typeof routes)[number], n: number) => {
-      const res = await runLoad({
-        url: `${stack.api}${r.path}`,
-        headers: r.headers,
-        requests: n,
-        concurrency: 1,
-        agent,
-      });
-      if (res.failures > 0)
-        throw new Error(`${r.label}: ${res.failures} failed: ${JSON.stringify(res.firstFailure)}`);
-      return res.latencies;
-    };
-    for (const r of routes) await load(r, 100);
-    const samples = routes.map(() => [] as number[]);
-    const perRound = Math.ceil(requests / ROUNDS);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (let i = 0; i < routes.length; i++) {
-        const k = (i + round) % routes.length;
-        const r = routes[k];
-        if (r) samples[k]?.push(...(await load(r, perRound)));
-      }
-    }
-    const rows = routes.map((r, i) => ({ label: r.label, s: summarize(samples[i] ?? []) }));
-    const added = (rows[1]?.s.p50 ?? Number.NaN) - (rows[0]?.s.p50 ?? Number.NaN);
-    return { rows, added };
-  } finally {
-    agent.destroy();
-  }
-}
-
-function printPing({ rows }: PingResult) {
-  const bare = rows[0]?.s.p50 ?? Number.NaN;
-  console.log(
-    formatTable(
-      ["route", "n", "p50 ms", "p99 ms", "p50 added ms", "p50 vs bare"],
-      rows.map(({ label, s }) => [
-        label,
-        String(s.count),
-        fmt(s.p50),
-        fmt(s.p99),
-        fmt(s.p50 - bare),
-        ratio(s.p50, bare),
-      ]),
-    ),
-  );
+/** A user whose active team is one made for the bench, once the host is online. */
+async function benchUser(stack: Stack): Promise<Api> {
+  const user = await signUp(stack.api, "Bench");
+  const team = await user.api.post("/api/teams", { name: "Lifecycle bench" });
+  if (team.status !== 201) throw new Error(`team: ${team.status} ${JSON.stringify(team.body)}`);
+  const switched = await user.api.post("/api/teams/switch", { team_id: team.body.id });
+  if (switched.status !== 200) throw new Error(`switch: ${switched.status} ${JSON.stringify(switched.body)}`);
+  await waitFor("the host to come online", async () => {
+    const res = await user.api.get("/api/regions");
+    const region = res.body.regions?.find((r: { slug: string }) => r.slug === "eu-central");
+    return region?.available ? true : undefined;
+  }).catch((err: unknown) => {
+    throw new Error(`${String(err)}; the agent said:\n${stack.agent.output.join("").slice(-3000)}`);
+  });
+  return user.api;
 }
 
 main().catch((err: unknown) => {

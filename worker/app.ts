@@ -12,6 +12,8 @@ import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { invitationsRouter } from "./routes/invitations";
 import { podsRouter } from "./routes/pods";
+import { podSshRouter } from "./routes/pods/ssh";
+import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
 
 /** JSON bodies are small; routes that take files raise their own limit. */
@@ -34,6 +36,8 @@ export function createApp() {
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
   app.route("/api/pods", podsRouter);
+  app.route("/api/pods", podSshRouter);
+  app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent", agentConnectRouter);
 

@@ -39,6 +39,8 @@ export class Dispatcher {
   private readonly finishedAt = new Map<string, number>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly shutdown = new AbortController();
+  /** set by `drain`: what runs may finish, nothing new starts */
+  private draining = false;
 
   constructor(
     private readonly handlers: HandlerTable,
@@ -69,6 +71,7 @@ export class Dispatcher {
 
   /** Stop taking work, then wait (bounded) for what is running. */
   async drain(timeoutMs: number): Promise<void> {
+    this.draining = true;
     const all = Promise.allSettled([...this.inFlight]);
     await Promise.race([all, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
     this.shutdown.abort();
@@ -85,7 +88,7 @@ export class Dispatcher {
   private async execute(call: Call, pod: string | undefined): Promise<Outcome> {
     const started = Date.now();
     const log = this.log.child({ op: call.op, id: call.id, ...(pod ? { pod } : {}) });
-    if (this.shutdown.signal.aborted) return failure("unavailable", "the agent is shutting down");
+    if (this.draining) return failure("unavailable", "the agent is shutting down");
     const parsed = (ops[call.op].params as z.ZodType).safeParse(call.params);
     if (!parsed.success)
       return failure("bad_request", `invalid params for ${call.op}: ${parsed.error.message}`);

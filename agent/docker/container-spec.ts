@@ -1,6 +1,6 @@
 import type { ContainerCreateOptions } from "dockerode";
 import type { PodLimits, PodSpec } from "../../shared/protocol";
-import { HOME, LABEL_DOMAIN, LABEL_PORT, podLabels, podNames } from "./naming";
+import { HOME, LABEL_DOMAIN, LABEL_PORT, LABEL_SSH_PORT, podLabels, podNames } from "./naming";
 
 /**
  * The isolation rules of a pod container, in one pure function (tested via `docker inspect`):
@@ -50,6 +50,7 @@ export function containerCreateOptions(prefix: string, spec: PodSpec, image: str
       ...podLabels(prefix, spec.name, spec.podId),
       [LABEL_DOMAIN]: spec.domain,
       [LABEL_PORT]: String(spec.port),
+      [LABEL_SSH_PORT]: String(spec.sshPort),
     },
     StopTimeout: 10,
     HostConfig: {

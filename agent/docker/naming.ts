@@ -8,6 +8,8 @@ export const LABEL_PREFIX = "podhost.prefix";
 /** what the ingress needs to re-render a vhost when the engine restarts a container on its own */
 export const LABEL_DOMAIN = "podhost.domain";
 export const LABEL_PORT = "podhost.port";
+/** the host port of the pod's SSH listener: the gateway reopens it from here when the agent starts */
+export const LABEL_SSH_PORT = "podhost.ssh_port";
 
 export const HOME = "/home/pod_user";
 export const POD_UID = 1000;

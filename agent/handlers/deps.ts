@@ -4,6 +4,14 @@ import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
 import type { KeyedLock } from "./keyed-lock";
 
+/** The SSH gateway as the handlers see it: one listener per pod, on the pod's own port. */
+export interface PodSshListeners {
+  /** listen for the pod (idempotent; a port that cannot be bound is logged, not thrown) */
+  open(pod: string, port: number): Promise<void>;
+  /** stop listening and end the pod's connections */
+  close(pod: string): Promise<void>;
+}
+
 /** What the pod handlers and the events watcher work with; main.ts builds one and shares it. */
 export interface HandlerDeps {
   config: AgentConfig;
@@ -12,4 +20,6 @@ export interface HandlerDeps {
   log: Logger;
   /** per-pod serialisation, shared by the handlers and the events watcher (one is made if absent) */
   locks?: KeyedLock;
+  /** absent where no gateway runs (most handler tests) */
+  ssh?: PodSshListeners;
 }

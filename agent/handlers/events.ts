@@ -1,6 +1,14 @@
 import type { PodState } from "../../shared/protocol";
 import { dockerMessage } from "../docker/client";
-import { LABEL_DOMAIN, LABEL_POD, LABEL_POD_ID, LABEL_PORT, podNames, prefixFilter } from "../docker/naming";
+import {
+  LABEL_DOMAIN,
+  LABEL_POD,
+  LABEL_POD_ID,
+  LABEL_PORT,
+  LABEL_SSH_PORT,
+  podNames,
+  prefixFilter,
+} from "../docker/naming";
 import { inspectContainer, podStateOf } from "../docker/resources";
 import type { HandlerDeps } from "./deps";
 import { KeyedLock } from "./keyed-lock";
@@ -78,6 +86,9 @@ export async function watchDockerEvents(
               .upsert({ pod, podId, domains: [domain], ip: state.ip, port })
               .catch((err: unknown) => log.error("vhost re-render failed", { pod, error: String(err) }));
           }
+          // A pod the gateway missed (the engine was down when the agent started) gets its listener now.
+          const sshPort = Number(labels[LABEL_SSH_PORT]);
+          if (info && sshPort > 0) await deps.ssh?.open(pod, sshPort);
           report(state, "started");
         });
         return;

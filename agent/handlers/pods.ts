@@ -1,6 +1,6 @@
 import type { ContainerInspectInfo } from "dockerode";
-import type { Op, PodSpec, PodState } from "../../shared/protocol";
-import { isConflict, isNotFound, toAgentError } from "../docker/client";
+import type { PodSpec, PodState } from "../../shared/protocol";
+import { isConflict, isNotFound } from "../docker/client";
 import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
 import {
   HOME,
@@ -31,8 +31,10 @@ import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
 import { validDomain } from "../ingress/vhost";
 import type { HandlerDeps } from "./deps";
+import { guard } from "./guard";
 import { KeyedLock } from "./keyed-lock";
-import type { Handler, HandlerContext, HandlerTable } from "./types";
+import { keyHandlers } from "./keys";
+import type { HandlerContext, HandlerTable } from "./types";
 
 export type { HandlerDeps } from "./deps";
 
@@ -49,19 +51,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
   const prefix = config.namePrefix;
   const locks = deps.locks ?? new KeyedLock();
   const names = (pod: string) => podNames(prefix, pod);
-
-  /** Errors leave a handler as AgentError: engine down → unavailable, engine 404 → not_found. */
-  const guard =
-    <O extends Op>(op: O, fn: Handler<O>): Handler<O> =>
-    async (params, ctx) => {
-      try {
-        return await fn(params, ctx);
-      } catch (err) {
-        const e = toAgentError(err, op);
-        if (e.code === "internal") ctx.log.error("op failed", { op, error: e.message });
-        throw e;
-      }
-    };
 
   const stateOf = async (pod: string): Promise<PodState> =>
     podStateOf(pod, await inspectContainer(docker, names(pod).container), names(pod).network);
@@ -216,7 +205,11 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
 
     "pod.create": guard("pod.create", async (spec, ctx) => {
       validateSpec(spec);
-      return locks.run(spec.name, () => createPod(spec, ctx));
+      return locks.run(spec.name, async () => {
+        const state = await createPod(spec, ctx);
+        await deps.ssh?.open(spec.name, spec.sshPort);
+        return state;
+      });
     }),
 
     "pod.clone": guard("pod.clone", async ({ source, spec }, ctx) => {
@@ -230,7 +223,9 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
             throw new AgentError("not_found", `source pod ${source} has no container on this host`);
           }
         }
-        return createPod(spec, ctx, source);
+        const state = await createPod(spec, ctx, source);
+        await deps.ssh?.open(spec.name, spec.sshPort);
+        return state;
       });
     }),
 
@@ -264,6 +259,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     "pod.delete": guard("pod.delete", ({ name }) =>
       locks.run(name, async () => {
         const n = names(name);
+        await deps.ssh?.close(name);
         await removeContainer(docker, n.container);
         await ingress.remove(name);
         await removeVolume(docker, n.volume);
@@ -279,5 +275,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         return stateOf(name);
       }),
     ),
+
+    ...keyHandlers(deps, locks),
   };
 }

@@ -29,6 +29,21 @@ if command -v update-alternatives >/dev/null 2>&1 && [ -x /usr/sbin/iptables-leg
   fi
 fi
 
+# Every pod gets its own bridge network; Docker's default address pools allow only ~30 of them.
+# Carve /24s out of one /16 instead (256 pod networks; widen the base for bigger hosts). Written
+# before the engine starts: an engine already running keeps its settings until its next start.
+if [ ! -f /etc/docker/daemon.json ]; then
+  mkdir -p /etc/docker
+  cat >/etc/docker/daemon.json <<'JSON'
+{
+  "default-address-pools": [
+    { "base": "172.17.0.0/16", "size": 16 },
+    { "base": "10.201.0.0/16", "size": 24 }
+  ]
+}
+JSON
+fi
+
 # A stale pidfile from a killed engine makes dockerd refuse to start.
 if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
   rm -f /var/run/docker.pid

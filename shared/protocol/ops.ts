@@ -27,6 +27,8 @@ export const PodSpec = z.object({
   port: z.number().int(),
   /** the host name the ingress answers for, `{name}.{POD_DOMAIN}` */
   domain: z.string(),
+  /** the host port of the pod's SSH gateway listener */
+  sshPort: z.number().int().min(1).max(65535),
   limits: PodLimits,
   env: z.record(z.string(), z.string()).default({}),
   cronJobs: z.array(CronJob).default([]),
@@ -61,6 +63,16 @@ export const ops = {
   "pod.resize": { params: z.object({ name: PodName, limits: PodLimits }), result: PodState },
   /** a new pod from `spec` whose home volume starts as a copy of `source`'s */
   "pod.clone": { params: z.object({ source: PodName, spec: PodSpec }), result: PodState },
+  /** the pod's `~/.ssh/authorized_keys`, one key per entry (the file is the truth: users edit it too) */
+  "pod.keys.list": { params: NameOnly, result: z.object({ keys: z.array(z.string()) }) },
+  "pod.keys.add": {
+    params: z.object({ name: PodName, key: z.string() }),
+    result: z.object({ added: z.boolean() }),
+  },
+  "pod.keys.remove": {
+    params: z.object({ name: PodName, key: z.string() }),
+    result: z.object({ removed: z.boolean() }),
+  },
 } as const;
 
 export type Op = keyof typeof ops;

@@ -12,6 +12,7 @@ import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerContext, HandlerTable } from "../../agent/handlers/types";
 import { Ingress } from "../../agent/ingress/nginx";
 import { createLogger } from "../../agent/logger";
+import { type SshGateway, startSshGateway } from "../../agent/ssh/gateway";
 import { type OpParams, PodSpec } from "../../shared/protocol";
 
 export const DOCKER_SOCKET = "/var/run/docker.sock";
@@ -28,6 +29,8 @@ export async function freePort(): Promise<number> {
 
 export interface Agent extends HandlerDeps {
   handlers: HandlerTable;
+  /** the SSH gateway, when asked for (`startAgent(env, { ssh: true })`), listening on 127.0.0.1 */
+  gateway?: SshGateway;
   ctx: HandlerContext;
   stateDir: string;
   port: number;
@@ -36,7 +39,10 @@ export interface Agent extends HandlerDeps {
 }
 
 /** A whole agent minus the connection: unique name prefix, temp state dir, nginx on a free port. */
-export async function startAgent(env: Record<string, string> = {}): Promise<Agent> {
+export async function startAgent(
+  env: Record<string, string> = {},
+  opts: { ssh?: boolean } = {},
+): Promise<Agent> {
   const stateDir = await mkdtemp(join(tmpdir(), "podhost-agent-test-"));
   const port = await freePort();
   const prefix = `pht${Math.random().toString(36).slice(2, 8)}`;
@@ -45,22 +51,35 @@ export async function startAgent(env: Record<string, string> = {}): Promise<Agen
     PODHOST_INGRESS_LISTEN: `127.0.0.1:${port}`,
     PODHOST_NAME_PREFIX: prefix,
     PODHOST_DOCKER_SOCKET: DOCKER_SOCKET,
+    PODHOST_SSH_LISTEN_HOST: "127.0.0.1",
     ...env,
   });
   const log = createLogger({ test: prefix }, true);
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir, listen: config.ingressListen, log });
   await ingress.start();
-  const deps: HandlerDeps = { config, docker, ingress, log, locks: new KeyedLock() };
+  const gateway = opts.ssh
+    ? await startSshGateway({
+        docker,
+        namePrefix: prefix,
+        listenHost: config.sshListenHost,
+        idleTimeoutMs: config.sshIdleTimeoutMs,
+        stateDir,
+        log,
+      })
+    : undefined;
+  const deps: HandlerDeps = { config, docker, ingress, log, locks: new KeyedLock(), ssh: gateway };
   const handlers = createHandlers(deps);
   const ctx: HandlerContext = { signal: new AbortController().signal, log };
   return {
     ...deps,
     handlers,
+    gateway,
     ctx,
     stateDir,
     port,
     cleanup: async () => {
+      await gateway?.stop();
       await removePrefix(docker, prefix);
       await ingress.stop();
       await rm(stateDir, { recursive: true, force: true });
@@ -85,6 +104,8 @@ export function podSpec(name: string, over: Partial<OpParams<"pod.create">> = {}
     preset: "static",
     port: 8080,
     domain: `${name}.pods.test`,
+    // Only listened on where a test starts the SSH gateway (and then it passes a free port).
+    sshPort: 2222,
     limits: { cpu: 0.5, memoryMb: 256, diskGb: 5, pids: 128 },
     ...over,
   });

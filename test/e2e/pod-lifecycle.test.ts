@@ -204,7 +204,8 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
 
   it("writes customizations (env vars, cron jobs, workers, SSH key) into a new pod", async () => {
     const custom = `${name}-node`;
-    const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGNvbnRyb2wtcGxhbmUtdGVzdC1rZXktMDAwMDAwMDA e2e@test";
+    // A real key (ssh-keygen): the control plane checks keys, and a made-up blob is refused.
+    const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM93BGZpKIjsJFaZdHPPZ1dVPpsQAwNcYANtoBLvfViz e2e@test";
     const created = await alice.api.post("/api/pods", {
       name: custom,
       preset: "nodejs",

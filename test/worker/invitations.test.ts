@@ -227,6 +227,14 @@ describe("POST /api/invitations/accept, signed in", () => {
     expect(await memberIds(team.id, owner.token)).not.toContain(stranger.user.id);
   });
 
+  it("leaves the invitation to the invitee when a member opens it", async () => {
+    const { owner, member, outsider, team } = await teamFixture({ outsider: true });
+    const inv = await invite(owner, team.id, outsider.user.email);
+    const res = await accept({ token: inv.token }, { token: member.token });
+    expect(res.body).toEqual({ status: "already_member", team_id: team.id });
+    expect((await accept({ token: inv.token }, { token: outsider.token })).body.status).toBe("joined");
+  });
+
   it("does not let a removed member back in with the old invitation", async () => {
     const { owner, outsider, team } = await teamFixture({ outsider: true });
     const inv = await invite(owner, team.id, outsider.user.email);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, freshIp, PASSWORD, registerUser, uniqueEmail } from "./support/client";
+import { createTeam, invite } from "./support/teams";
 
 const loginFrom = (ip: string, email: string, password = "wrong password") =>
   call("POST", "/api/auth/login", { email, password }, { ip });
@@ -76,5 +77,34 @@ describe("POST /api/auth/forgot-password: 3 per minute per IP", () => {
     }
     expectLimited(await call("POST", "/api/auth/forgot-password", { email }, { ip }));
     expect((await call("POST", "/api/auth/forgot-password", { email })).status).toBe(200);
+  });
+});
+
+describe("POST /api/invitations/accept signed out", () => {
+  it("counts against the login limit, so an invitation is no way around it", async () => {
+    const [owner, victim] = await Promise.all([registerUser(), registerUser()]);
+    const team = await createTeam(owner);
+    const inv = await invite(owner, team.id, victim.user.email);
+    const ip = freshIp();
+    const guess = (password: string) =>
+      call(
+        "POST",
+        "/api/invitations/accept",
+        { token: inv.token, email: victim.user.email, name: "Victim", password },
+        { ip },
+      );
+    for (let i = 0; i < 5; i++) expect((await guess(`guess number ${i}`)).status).toBe(401);
+    expectLimited(await guess(PASSWORD));
+
+    // Logins from the same IP share the budget.
+    expectLimited(await loginFrom(ip, victim.user.email, PASSWORD));
+    // Signed-in acceptance is not limited.
+    const signedIn = await call(
+      "POST",
+      "/api/invitations/accept",
+      { token: inv.token },
+      { ip, token: victim.token },
+    );
+    expect(signedIn.status).toBe(200);
   });
 });

@@ -168,6 +168,17 @@ describe("PUT /api/teams/{id}", () => {
     expect(read.body.slug).toBe(slugOf(name));
   });
 
+  it("gives teams renamed to one name at the same moment different slugs", async () => {
+    const u = await registerUser();
+    const teams = await Promise.all([createTeam(u), createTeam(u), createTeam(u), createTeam(u)]);
+    const name = uniqueName("Same Name");
+    const replies = await Promise.all(
+      teams.map((t) => call("PUT", `/api/teams/${t.id}`, { name }, { token: u.token })),
+    );
+    expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(new Set(replies.map((r) => r.body.slug)).size).toBe(4);
+  });
+
   it("keeps the slug when the name does not change", async () => {
     const { owner, team } = await teamFixture();
     const res = await call("PUT", `/api/teams/${team.id}`, { name: team.name }, { token: owner.token });
@@ -233,7 +244,7 @@ describe("DELETE /api/teams/{id}", () => {
     await insertPod(team.id, "stopped");
     const res = await call("DELETE", `/api/teams/${team.id}`, undefined, { token: owner.token });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatch(/\b2 pods\b/);
+    expect(res.body).toEqual({ error: expect.stringMatching(/\b2 pods\b/) });
     expect((await call("GET", `/api/teams/${team.id}`, undefined, { token: owner.token })).status).toBe(200);
   });
 

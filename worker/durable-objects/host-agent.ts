@@ -98,8 +98,16 @@ export class HostAgent extends DurableObject<Bindings> {
       .toArray()[0];
     if (previous?.outcome) return JSON.parse(previous.outcome) as Result<unknown>;
     if (previous && this.pending.has(previous.id)) return this.wait(previous.id, options.timeoutMs);
-    if (previous)
-      return fail("unavailable", "the command's earlier attempt was interrupted; its outcome is unknown");
+    if (previous) {
+      // Its waiter died with an earlier instance (a reset): it must not run again, and every retry
+      // must hear the same answer, even if the agent's result for the first attempt arrives later.
+      const interrupted = fail(
+        "unavailable",
+        "the command's earlier attempt was interrupted; its outcome is unknown",
+      );
+      this.settle(previous.id, interrupted);
+      return interrupted;
+    }
 
     const socket = this.socket();
     if (!socket) return fail("unavailable", "the pod's host agent is not connected; try again shortly");
@@ -171,7 +179,9 @@ export class HostAgent extends DurableObject<Bindings> {
           outcome.ok && op && POD_STATE_OPS.has(op) ? PodState.safeParse(outcome.value) : undefined;
         if (state?.success) {
           const settlesCreation = op === "pod.create" || op === "pod.clone";
-          await applyPodState(db, attachment.hostId, state.data, { settlesCreation });
+          // A look that finds no container is news worth an event; other results are the command's own.
+          const reason = state.data.state === "missing" ? "the pod's container is missing on its host" : undefined;
+          await applyPodState(db, attachment.hostId, state.data, { settlesCreation, reason });
         }
         this.settle(message.id, outcome);
         return;

@@ -42,5 +42,6 @@ export function errorResponse(c: Context, err: Error): Response {
     return c.json({ error: message }, status as ContentfulStatusCode);
   }
   console.error(JSON.stringify({ level: "error", requestId, message: err.message, stack: err.stack }));
-  return c.json({ error: "internal error", request_id: requestId }, 500);
+  // The id goes in the message (and the X-Request-Id header): error bodies are `{error}` only.
+  return c.json({ error: `internal error (request ${requestId})` }, 500);
 }

@@ -49,7 +49,28 @@ export async function call<T = any>(
   } catch {
     // not JSON (the docs page): keep the text
   }
+  if (res.status >= 400) assertErrorBody(method, path, res.status, parsed);
   return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+/** The extra fields the spec allows beside `error` (contract: "plus the extra fields the spec names"). */
+const SPEC_ERROR_EXTRAS = new Set([
+  "guide",
+  "ssh_ready",
+  "deps_output",
+  "hosted_invoice_url",
+  "unpaid_invoices",
+]);
+
+/** Every error of every test is checked for the one shape: `{error: string}` plus only spec-named fields. */
+function assertErrorBody(method: string, path: string, status: number, body: unknown) {
+  const fields = body && typeof body === "object" ? Object.keys(body) : [];
+  const error = (body as { error?: unknown } | undefined)?.error;
+  if (typeof error !== "string" || fields.some((f) => f !== "error" && !SPEC_ERROR_EXTRAS.has(f))) {
+    throw new Error(
+      `${method} ${path} answered ${status} with a body not shaped {error}: ${JSON.stringify(body)}`,
+    );
+  }
 }
 
 let userCounter = 0;

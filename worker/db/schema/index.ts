@@ -5,5 +5,6 @@ export * from "./one-time-tokens";
 export * from "./pod-events";
 export * from "./pods";
 export * from "./sessions";
+export * from "./ssh-keys";
 export * from "./teams";
 export * from "./users";

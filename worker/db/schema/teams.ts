@@ -50,6 +50,9 @@ export const invitations = sqliteTable(
       .references(() => users.id),
     expiresAt: text("expires_at").notNull(),
     createdAt: text("created_at").notNull(),
+    /** set once, by a conditional UPDATE: an invitation admits one account */
+    acceptedBy: text("accepted_by").references(() => users.id, { onDelete: "set null" }),
+    acceptedAt: text("accepted_at"),
   },
   (t) => [index("invitations_team_idx").on(t.teamId)],
 );

@@ -16,7 +16,6 @@ import {
 } from "../../http/router";
 import {
   forgotPassword,
-  getUser,
   login,
   register,
   resendVerification,
@@ -115,7 +114,7 @@ export const authRouter = createRouter()
       middleware: [requireAuth],
       responses: { 200: jsonResponse(User, "The user"), ...errors(401) },
     }),
-    async (c) => c.json(unwrap(await getUser(serviceContext(c), c.get("caller").user.id)), 200),
+    (c) => c.json(c.get("caller").user, 200),
   )
   .openapi(
     createRoute({

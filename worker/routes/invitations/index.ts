@@ -53,7 +53,7 @@ export const invitationsRouter = createRouter()
       path: "/accept",
       tags,
       summary:
-        "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins. The team becomes active.",
+        "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins, and counts against the login rate limit. The team becomes active.",
       middleware: [optionalAuth],
       request: { body: jsonBody(AcceptRequest) },
       responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 404, 409, 429) },

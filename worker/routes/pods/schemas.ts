@@ -80,13 +80,10 @@ export const CreatePodRequest = z.object({
   plan_slug: z.string().max(40).default("launch"),
   region: z.string().max(40).optional(),
   server_id: z.string().max(64).optional(),
-  ssh_key: z
-    .string()
-    .max(16_384)
-    .regex(/^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+( [^\n]*)?\s*$/, {
-      message: "must be one OpenSSH public key line",
-    })
-    .optional(),
+  ssh_key: z.string().max(16_384).optional().openapi({
+    description:
+      "one OpenSSH public key line, checked like an account key; installed beside the account keys marked auto_inject",
+  }),
   description: z.string().max(500).optional(),
   customizations: Customizations.optional(),
 });

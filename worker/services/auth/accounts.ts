@@ -21,7 +21,9 @@ export interface UserView {
   created_at: string;
 }
 
-export const toUserView = (u: UserRow): UserView => ({
+export const toUserView = (
+  u: Pick<UserRow, "id" | "email" | "name" | "emailVerifiedAt" | "activeTeamId" | "createdAt">,
+): UserView => ({
   id: u.id,
   email: u.email,
   name: u.name,
@@ -111,11 +113,6 @@ export async function login(ctx: ServiceContext, input: { email: string; passwor
   if (!user.ok) return user;
   const session = await createSession(ctx.db, user.value.id);
   return ok({ token: session.token, user: toUserView(user.value) });
-}
-
-export async function getUser(ctx: ServiceContext, userId: string): Promise<Result<UserView>> {
-  const user = await findUserById(ctx, userId);
-  return user ? ok(toUserView(user)) : fail("unauthorized", "account no longer exists");
 }
 
 /** Always "sent": whether an account exists is not for the caller to learn. */

@@ -1,6 +1,9 @@
 /** Who is calling and on which team: what every authenticated handler acts on. */
+import type { UserView } from "./accounts";
+
 export interface Caller {
-  user: { id: string; email: string; name: string };
+  /** the account, as GET /api/auth/user shows it */
+  user: UserView;
   /** the active team: the session user's active team, or the team an API token is bound to */
   teamId: string;
   via: "session" | "api_token" | "connector";

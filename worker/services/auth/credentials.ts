@@ -3,7 +3,9 @@ import type { Db } from "../../db/client";
 import { apiTokens, sessions, teamMembers, users } from "../../db/schema";
 import { sha256Hex } from "../../lib/crypto";
 import { MINUTE, nowIso } from "../../lib/time";
+import { toUserView } from "./accounts";
 import type { Caller } from "./caller";
+import { cachedCaller, rememberCaller } from "./credential-cache";
 
 export const API_TOKEN_PREFIX = "ipk_";
 
@@ -19,18 +21,28 @@ export interface Resolved {
  */
 export async function resolveCredential(db: Db, token: string): Promise<Resolved | null> {
   const tokenHash = await sha256Hex(token);
+  const cached = cachedCaller(tokenHash);
+  if (cached) return { caller: cached };
+  const resolved = await lookupCredential(db, token, tokenHash);
+  if (resolved) rememberCaller(tokenHash, resolved.caller);
+  return resolved;
+}
+
+const userColumns = {
+  id: users.id,
+  email: users.email,
+  name: users.name,
+  emailVerifiedAt: users.emailVerifiedAt,
+  activeTeamId: users.activeTeamId,
+  createdAt: users.createdAt,
+};
+
+async function lookupCredential(db: Db, token: string, tokenHash: string): Promise<Resolved | null> {
   const now = nowIso();
   if (token.startsWith(API_TOKEN_PREFIX)) return resolveApiToken(db, tokenHash, now);
 
   const [row] = await db
-    .select({
-      sessionId: sessions.id,
-      kind: sessions.kind,
-      id: users.id,
-      email: users.email,
-      name: users.name,
-      activeTeamId: users.activeTeamId,
-    })
+    .select({ sessionId: sessions.id, kind: sessions.kind, user: userColumns })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .where(and(eq(sessions.tokenHash, tokenHash), gt(sessions.expiresAt, now)))
@@ -38,8 +50,8 @@ export async function resolveCredential(db: Db, token: string): Promise<Resolved
   if (!row) return null;
   return {
     caller: {
-      user: { id: row.id, email: row.email, name: row.name },
-      teamId: row.activeTeamId,
+      user: toUserView(row.user),
+      teamId: row.user.activeTeamId,
       via: row.kind === "connector" ? "connector" : "session",
       sessionId: row.sessionId,
     },
@@ -54,9 +66,7 @@ async function resolveApiToken(db: Db, tokenHash: string, now: string): Promise<
       teamId: apiTokens.teamId,
       expiresAt: apiTokens.expiresAt,
       lastUsedAt: apiTokens.lastUsedAt,
-      id: users.id,
-      email: users.email,
-      name: users.name,
+      user: userColumns,
     })
     .from(apiTokens)
     .innerJoin(users, eq(users.id, apiTokens.userId))
@@ -72,7 +82,7 @@ async function resolveApiToken(db: Db, tokenHash: string, now: string): Promise<
   const stale = row.lastUsedAt === null || Date.parse(row.lastUsedAt) < Date.now() - MINUTE;
   return {
     caller: {
-      user: { id: row.id, email: row.email, name: row.name },
+      user: toUserView(row.user),
       teamId: row.teamId,
       via: "api_token",
       apiTokenId: row.tokenId,

@@ -27,11 +27,23 @@ export async function callHost<O extends Op>(
   params: OpParams<O>,
   options: CallOptions = {},
 ): Promise<Result<OpResult<O>>> {
-  // DO RPC's type mapping cannot express `unknown` payloads; the value is validated just below.
-  const outcome = (await hostAgentStub(env, hostId).call(op, params, {
-    timeoutMs: options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
-    idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
-  })) as unknown as Result<unknown>;
+  let outcome: Result<unknown>;
+  try {
+    // DO RPC's type mapping cannot express `unknown` payloads; the value is validated just below.
+    outcome = (await hostAgentStub(env, hostId).call(op, params, {
+      timeoutMs: options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+      idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
+    })) as unknown as Result<unknown>;
+  } catch (error) {
+    // The host's object was reset mid-call (a deploy, a crash): its in-memory waiter is gone, so the
+    // command's outcome is unknown. The caller gets a 503 like any other interrupted command; a retry
+    // with the same idempotency key is answered from the journal, never run again.
+    console.warn(JSON.stringify({ hostId, op, msg: "host agent call interrupted", error: String(error) }));
+    return fail(
+      "unavailable",
+      "the connection to the pod's host was interrupted; the command's outcome is unknown",
+    );
+  }
   if (!outcome.ok) return outcome;
   const parsed = (ops[op].result as unknown as z.ZodType<OpResult<O>>).safeParse(outcome.value);
   return parsed.success

@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { type HostRow, hosts } from "../../db/schema";
 import { sha256Hex } from "../../lib/crypto";
@@ -65,18 +65,25 @@ export const releaseCapacity = (db: Db, hostId: string, r: Resources) =>
     })
     .where(eq(hosts.id, hostId));
 
+/**
+ * Agents ping every 15 s and the HostAgent records it at least every 30 s; a host silent for longer
+ * than this is treated as offline even if its object never saw the socket close (a reset).
+ */
+const LIVENESS_MS = 90_000;
+const alive = () => and(eq(hosts.status, "online"), gt(hosts.lastSeenAt, new Date(Date.now() - LIVENESS_MS).toISOString()));
+
 /** Online hosts of a region with the most free memory first: the placement candidates. */
 export const onlineHostsInRegion = (db: Db, region: string) =>
   db
     .select()
     .from(hosts)
-    .where(and(eq(hosts.region, region), eq(hosts.status, "online")))
+    .where(and(eq(hosts.region, region), alive()))
     .orderBy(asc(sql`${hosts.allocatedMemoryMb} * 1.0 / ${hosts.memoryMb}`))
     .limit(20);
 
 export const regionsWithOnlineHosts = async (db: Db): Promise<Set<string>> =>
   new Set(
-    (await db.selectDistinct({ region: hosts.region }).from(hosts).where(eq(hosts.status, "online"))).map(
+    (await db.selectDistinct({ region: hosts.region }).from(hosts).where(alive())).map(
       (r) => r.region,
     ),
   );

@@ -50,6 +50,7 @@ export async function clonePod(
   const spec = podSpec({
     podId: pod.id,
     name: pod.name,
+    sshPort: pod.sshPort ?? 0,
     preset: pod.preset as PresetSlug,
     plan,
     podDomain: ctx.env.POD_DOMAIN,

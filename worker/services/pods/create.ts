@@ -16,6 +16,7 @@ import { nowIso } from "../../lib/time";
 import type { Caller } from "../auth/caller";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
+import { newPodAuthorizedKeys } from "../ssh-keys/ssh-keys";
 import { recordEventStatement } from "./events";
 import { claimableName } from "./names";
 import { freeSshPort, releaseHost, reserveHost } from "./placement";
@@ -151,6 +152,9 @@ export async function createPod(
   if (!plan.ok) return plan;
   const region = resolveRegion(input.region, client.country);
   if (!region.ok) return region;
+  // The request's key and the caller's auto_inject account keys, read once: keys added later never reach this pod.
+  const authorizedKeys = await newPodAuthorizedKeys(ctx.db, caller.user.id, input.ssh_key);
+  if (!authorizedKeys.ok) return authorizedKeys;
 
   const admitted = await admitPod(
     ctx.db,
@@ -174,11 +178,12 @@ export async function createPod(
   const spec = podSpec({
     podId: pod.id,
     name: pod.name,
+    sshPort: pod.sshPort ?? 0,
     preset: input.preset,
     plan: plan.value,
     podDomain: ctx.env.POD_DOMAIN,
     customizations: input.customizations,
-    authorizedKeys: input.ssh_key ? [input.ssh_key.trim()] : [],
+    authorizedKeys: authorizedKeys.value,
   });
   background(provision(ctx, host.id, pod.id, spec));
   return ok(toPodView(pod, host.name, ctx.env.POD_DOMAIN));

@@ -13,7 +13,9 @@ export type PodEventType =
   | "reloaded"
   | "deleted"
   | "error"
-  | "progress";
+  | "progress"
+  | "ssh_key_added"
+  | "ssh_key_removed";
 
 export const recordEventStatement = (
   db: Db,

@@ -19,6 +19,7 @@ export const limitsOf = (plan: Plan): PodLimits => ({
 export function podSpec(input: {
   podId: string;
   name: string;
+  sshPort: number;
   preset: PresetSlug;
   plan: Plan;
   podDomain: string;
@@ -32,6 +33,7 @@ export function podSpec(input: {
     preset: input.preset,
     port: preset?.port ?? 8080,
     domain: `${input.name}.${input.podDomain}`,
+    sshPort: input.sshPort,
     limits: limitsOf(input.plan),
     env: input.customizations?.env_vars ?? {},
     cronJobs: input.customizations?.cron_jobs ?? [],

@@ -1,4 +1,4 @@
-import { and, eq, gt, notExists } from "drizzle-orm";
+import { and, eq, gt, isNull } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId, randomToken } from "../../../shared/ids";
 import { type InvitationRow, invitations, teamMembers, teams, users } from "../../db/schema";
@@ -34,27 +34,8 @@ export const toInvitationView = (i: InvitationRow): InvitationView => ({
   created_at: i.createdAt,
 });
 
-/**
- * An invitation stays until it expires, so that accepting it again answers `already_member` instead of
- * 404. Once accepted it names the account that accepted it (see `acceptAs`), which makes it "used":
- * its address belongs to a member of its team. A used invitation is no longer pending, and nobody
- * else can join with it.
- */
-const memberWithInvitedEmail = (ctx: ServiceContext) =>
-  ctx.db
-    .select({ id: teamMembers.id })
-    .from(teamMembers)
-    .innerJoin(users, eq(users.id, teamMembers.userId))
-    .where(and(eq(teamMembers.teamId, invitations.teamId), eq(users.email, invitations.email)));
-
-async function isUsed(ctx: ServiceContext, invitationId: string): Promise<boolean> {
-  const [unused] = await ctx.db
-    .select({ id: invitations.id })
-    .from(invitations)
-    .where(and(eq(invitations.id, invitationId), notExists(memberWithInvitedEmail(ctx))))
-    .limit(1);
-  return !unused;
-}
+/** Pending: neither expired nor accepted. */
+const pending = () => and(gt(invitations.expiresAt, nowIso()), isNull(invitations.acceptedBy));
 
 const usedOrExpired = () => fail("not_found", "invitation not found, expired or already used");
 
@@ -65,13 +46,7 @@ export async function listInvitations(ctx: ServiceContext, userId: string, teamI
   const rows = await ctx.db
     .select()
     .from(invitations)
-    .where(
-      and(
-        eq(invitations.teamId, teamId),
-        gt(invitations.expiresAt, nowIso()),
-        notExists(memberWithInvitedEmail(ctx)),
-      ),
-    )
+    .where(and(eq(invitations.teamId, teamId), pending()))
     .orderBy(invitations.createdAt);
   return ok(rows.map(toInvitationView));
 }
@@ -103,10 +78,16 @@ export async function createInvitation(
     invitedBy: inviter.id,
     expiresAt: isoIn(INVITATION_TTL),
     createdAt: nowIso(),
+    acceptedBy: null,
+    acceptedAt: null,
   };
   // A fresh invitation to the same address replaces the pending one: one live link per person.
   await ctx.db.batch([
-    ctx.db.delete(invitations).where(and(eq(invitations.teamId, teamId), eq(invitations.email, email))),
+    ctx.db
+      .delete(invitations)
+      .where(
+        and(eq(invitations.teamId, teamId), eq(invitations.email, email), isNull(invitations.acceptedBy)),
+      ),
     ctx.db.insert(invitations).values(invitation),
   ]);
   await ctx.mailer.send(
@@ -143,7 +124,7 @@ async function findLiveInvitation(ctx: ServiceContext, token: string) {
 
 export async function describeInvitation(ctx: ServiceContext, token: string) {
   const row = await findLiveInvitation(ctx, token);
-  if (!row) return fail("not_found", "invitation not found or expired");
+  if (!row || row.invitation.acceptedBy) return usedOrExpired();
   return ok({
     team_name: row.teamName,
     inviter_name: row.inviterName,
@@ -160,29 +141,33 @@ export interface AcceptResult {
   session?: { token: string };
 }
 
+const makeActive = (ctx: ServiceContext, userId: string, teamId: string) =>
+  ctx.db.update(users).set({ activeTeamId: teamId, updatedAt: nowIso() }).where(eq(users.id, userId));
+
 /**
- * Joins the invitation's team (unless already a member) and makes it the user's active team. The
- * invitation is kept and made to name the accepting account, which marks it used (`isUsed`).
+ * Joins the invitation's team and makes it the user's active team. The invitation is claimed by a
+ * conditional UPDATE, so it admits exactly one account even under concurrent acceptance; a member
+ * opening the link only gets the team made active, and does not use it up.
  */
 async function acceptAs(
   ctx: ServiceContext,
-  user: { id: string; email: string },
+  userId: string,
   invitation: InvitationRow,
 ): Promise<Result<AcceptResult>> {
-  let status: AcceptResult["status"] = "already_member";
-  if (!(await requireMember(ctx.db, invitation.teamId, user.id)).ok) {
-    if (await isUsed(ctx, invitation.id)) return usedOrExpired();
-    const joined = await joinTeam(ctx, invitation.teamId, user.id, "member");
-    if (joined.ok) status = "joined";
+  const team_id = invitation.teamId;
+  if ((await requireMember(ctx.db, team_id, userId)).ok) {
+    await makeActive(ctx, userId, team_id);
+    return ok({ status: "already_member", team_id });
   }
-  await ctx.db.batch([
-    ctx.db.update(invitations).set({ email: user.email }).where(eq(invitations.id, invitation.id)),
-    ctx.db
-      .update(users)
-      .set({ activeTeamId: invitation.teamId, updatedAt: nowIso() })
-      .where(eq(users.id, user.id)),
-  ]);
-  return ok({ status, team_id: invitation.teamId });
+  const [claimed] = await ctx.db
+    .update(invitations)
+    .set({ acceptedBy: userId, acceptedAt: nowIso() })
+    .where(and(eq(invitations.id, invitation.id), pending()))
+    .returning({ id: invitations.id });
+  if (!claimed) return usedOrExpired();
+  const joined = await joinTeam(ctx, team_id, userId, "member");
+  await makeActive(ctx, userId, team_id);
+  return ok({ status: joined.ok ? "joined" : "already_member", team_id });
 }
 
 export async function acceptInvitationSignedIn(
@@ -192,7 +177,7 @@ export async function acceptInvitationSignedIn(
 ): Promise<Result<AcceptResult>> {
   const row = await findLiveInvitation(ctx, token);
   if (!row) return usedOrExpired();
-  return acceptAs(ctx, user, row.invitation);
+  return acceptAs(ctx, user.id, row.invitation);
 }
 
 /**
@@ -207,12 +192,12 @@ export async function acceptInvitationSignedOut(
   if (!row) return usedOrExpired();
   const existing = await findUserByEmail(ctx, input.email);
   // Checked before registering, so a used link does not leave an account behind.
-  if (!existing && (await isUsed(ctx, row.invitation.id))) return usedOrExpired();
+  if (!existing && row.invitation.acceptedBy) return usedOrExpired();
   const user = existing
     ? await authenticatePassword(ctx, input.email, input.password)
     : await createAccount(ctx, { email: input.email, name: input.name, password: input.password });
   if (!user.ok) return user;
-  const result = await acceptAs(ctx, user.value, row.invitation);
+  const result = await acceptAs(ctx, user.value.id, row.invitation);
   if (!result.ok) return result;
   const session = await createSession(ctx.db, user.value.id);
   return ok({ ...result.value, session: { token: session.token } });

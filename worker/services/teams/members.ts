@@ -82,20 +82,6 @@ export async function removeMember(
     .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, targetUserId)))
     .returning({ id: teamMembers.id });
   if (!removed) return fail("not_found", "this user is not a member of the team");
-  // Their used invitation would let them back in until it expires: it goes with the membership.
-  await ctx.db.batch([
-    resetActiveTeamStatement(ctx, teamId, targetUserId),
-    ctx.db
-      .delete(invitations)
-      .where(
-        and(
-          eq(invitations.teamId, teamId),
-          eq(
-            invitations.email,
-            sql`(SELECT ${users.email} FROM ${users} WHERE ${users.id} = ${targetUserId})`,
-          ),
-        ),
-      ),
-  ]);
+  await resetActiveTeamStatement(ctx, teamId, targetUserId);
   return ok(undefined);
 }

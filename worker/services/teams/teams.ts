@@ -160,13 +160,8 @@ export async function deleteTeam(ctx: ServiceContext, userId: string, teamId: st
     .where(and(eq(pods.teamId, teamId), ne(pods.status, "deleted")));
   const podCount = live?.n ?? 0;
   if (podCount > 0) {
-    return fail(
-      "conflict",
-      `team still owns ${podCount} pod${podCount === 1 ? "" : "s"}: delete them first`,
-      {
-        pod_count: podCount,
-      },
-    );
+    // The count is in the message: error bodies carry only the fields the spec names.
+    return fail("conflict", `team still owns ${podCount} pod${podCount === 1 ? "" : "s"}: delete them first`);
   }
   // Members, invitations and API tokens go with the team (ON DELETE CASCADE).
   await ctx.db.batch([

@@ -1,0 +1,128 @@
+import { randomBytes } from "node:crypto";
+import { PassThrough } from "node:stream";
+import { AgentError } from "../errors";
+import { type DockerClient, dockerStatus, isNotFound } from "./client";
+import { type ExecResult, execInContainer } from "./exec";
+import { HOME, LABEL_PREFIX, podNames } from "./naming";
+import { inspectContainer, removeContainer } from "./resources";
+
+/** marks the short-lived containers below (they carry no pod label, so inventory and events ignore them) */
+export const LABEL_HELPER = "podhost.helper";
+
+const MB = 1024 * 1024;
+
+export interface PodUserRunOptions {
+  /** written to the process's stdin, which is then closed */
+  stdin?: string | Buffer;
+  timeoutMs?: number;
+}
+
+/**
+ * Run `argv` as pod_user against the pod's home, whether or not the pod runs: `docker exec` in its
+ * container when it runs, otherwise a throwaway container of the same image with only the home
+ * volume mounted (no network, no capabilities, read-only root). Either way the files are touched by
+ * uid 1000 inside the pod's own view of the filesystem, so a symlink the user planted in the home
+ * (say `~/.ssh/authorized_keys -> /etc/shadow`) can only reach what pod_user could read anyway.
+ */
+export async function runAsPodUser(
+  docker: DockerClient,
+  prefix: string,
+  pod: string,
+  argv: string[],
+  opts: PodUserRunOptions = {},
+): Promise<ExecResult> {
+  const names = podNames(prefix, pod);
+  const info = await inspectContainer(docker, names.container);
+  if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  if (info.State.Running) {
+    try {
+      return await execInContainer(docker, names.container, argv, {
+        workingDir: HOME,
+        stdin: opts.stdin,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      // Stopped between the inspect and the exec: the helper below does the same job.
+      if (dockerStatus(err) !== 409) throw err;
+    }
+  }
+  return runInHelper(docker, prefix, pod, info.Image, argv, opts.stdin, timeoutMs);
+}
+
+async function runInHelper(
+  docker: DockerClient,
+  prefix: string,
+  pod: string,
+  image: string,
+  argv: string[],
+  stdin: string | Buffer | undefined,
+  timeoutMs: number,
+): Promise<ExecResult> {
+  const names = podNames(prefix, pod);
+  const name = `${names.container}-run-${randomBytes(4).toString("hex")}`;
+  const withStdin = stdin !== undefined;
+  const container = await docker.createContainer({
+    name,
+    Image: image,
+    Cmd: argv,
+    User: "1000:1000",
+    WorkingDir: HOME,
+    Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: pod },
+    AttachStdin: withStdin,
+    OpenStdin: withStdin,
+    StdinOnce: withStdin,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    NetworkDisabled: true,
+    HostConfig: {
+      NetworkMode: "none",
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      ReadonlyRootfs: true,
+      Tmpfs: { "/tmp": `rw,nosuid,nodev,size=${16 * MB}` },
+      Memory: 128 * MB,
+      MemorySwap: 128 * MB,
+      PidsLimit: 32,
+      LogConfig: { Type: "none", Config: {} },
+      Mounts: [{ Type: "volume", Source: names.volume, Target: HOME, ReadOnly: false }],
+    },
+  });
+  const timer = setTimeout(() => void removeContainer(docker, name).catch(() => undefined), timeoutMs);
+  try {
+    const stream = await container.attach({
+      stream: true,
+      stdin: withStdin,
+      stdout: true,
+      stderr: true,
+      hijack: true,
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const stdout = new PassThrough().on("data", (b: Buffer) => out.push(b));
+    const stderr = new PassThrough().on("data", (b: Buffer) => err.push(b));
+    docker.modem.demuxStream(stream, stdout, stderr);
+    const ended = new Promise<void>((resolve) => {
+      stream.on("end", resolve);
+      stream.on("close", resolve);
+      stream.on("error", () => resolve());
+    });
+    await container.start();
+    if (withStdin) (stream as unknown as NodeJS.WritableStream).end(stdin);
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    await ended;
+    return {
+      exitCode: StatusCode,
+      stdout: Buffer.concat(out).toString("utf8"),
+      stderr: Buffer.concat(err).toString("utf8"),
+    };
+  } catch (e) {
+    if (isNotFound(e))
+      throw new AgentError("unavailable", `pod ${pod}: helper timed out after ${timeoutMs} ms`);
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    await removeContainer(docker, name);
+  }
+}

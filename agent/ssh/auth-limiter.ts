@@ -1,0 +1,63 @@
+export interface AuthLimitOptions {
+  /** failed logins from one address within `windowMs` that get it blocked */
+  maxFailures: number;
+  windowMs: number;
+  /** how long a blocked address is refused */
+  blockMs: number;
+}
+
+export const DEFAULT_AUTH_LIMIT: AuthLimitOptions = {
+  maxFailures: 10,
+  windowMs: 5 * 60_000,
+  blockMs: 15 * 60_000,
+};
+
+/** addresses remembered at most; past this the oldest records are forgotten first */
+const MAX_TRACKED = 10_000;
+
+interface AddressRecord {
+  failures: number[];
+  blockedUntil: number;
+}
+
+/**
+ * Failed SSH logins per source address. A failed login is a connection that offered credentials
+ * and ended without being let in (a client trying its keys one after another fails once, not once
+ * per key). Enough of them within the window and the address's new connections are dropped
+ * before the handshake for a while.
+ */
+export class AuthFailureLimiter {
+  private readonly records = new Map<string, AddressRecord>();
+
+  constructor(
+    private readonly opts: AuthLimitOptions = DEFAULT_AUTH_LIMIT,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  blocked(ip: string): boolean {
+    const r = this.records.get(ip);
+    return r !== undefined && r.blockedUntil > this.now();
+  }
+
+  /** Record a failure; true when this one got the address blocked. */
+  fail(ip: string): boolean {
+    const now = this.now();
+    const r = this.records.get(ip) ?? { failures: [], blockedUntil: 0 };
+    this.records.delete(ip); // re-inserted last: the map's order is then least recently failed first
+    r.failures = r.failures.filter((t) => t > now - this.opts.windowMs);
+    r.failures.push(now);
+    let blockedNow = false;
+    if (r.failures.length >= this.opts.maxFailures && r.blockedUntil <= now) {
+      r.blockedUntil = now + this.opts.blockMs;
+      r.failures = [];
+      blockedNow = true;
+    }
+    this.records.set(ip, r);
+    while (this.records.size > MAX_TRACKED) {
+      const oldest = this.records.keys().next().value;
+      if (oldest === undefined) break;
+      this.records.delete(oldest);
+    }
+    return blockedNow;
+  }
+}

@@ -1,0 +1,238 @@
+import { createServer, type Server as NetServer, type Socket } from "node:net";
+import ssh2, { type Connection } from "ssh2";
+import type { DockerClient } from "../docker/client";
+import { LABEL_POD, LABEL_SSH_PORT, podNames, prefixFilter } from "../docker/naming";
+import type { PodSshListeners } from "../handlers/deps";
+import type { Logger } from "../logger";
+import { ConnectionAuth } from "./auth";
+import { AuthFailureLimiter, type AuthLimitOptions, DEFAULT_AUTH_LIMIT } from "./auth-limiter";
+import { parseAuthorizedKeys } from "./authorized-keys";
+import { type HostKey, loadOrCreateHostKey } from "./host-key";
+import { readKeyFile } from "./key-file";
+import { serveSession } from "./session";
+
+export interface SshGatewayOptions {
+  docker: DockerClient;
+  namePrefix: string;
+  /** the address every pod's listener binds */
+  listenHost: string;
+  hostKey: HostKey;
+  log: Logger;
+  /** no channel data in either direction for this long closes the connection */
+  idleTimeoutMs?: number;
+  /** time from TCP connect to successful authentication */
+  loginGraceMs?: number;
+  authLimit?: AuthLimitOptions;
+  /** concurrent connections per pod listener */
+  maxConnections?: number;
+  /** while a pod's port cannot be bound, how often to try again */
+  retryBindMs?: number;
+}
+
+interface PodListener {
+  port: number;
+  server: NetServer;
+  ssh: ssh2.Server;
+  sockets: Set<Socket>;
+  clients: Set<Connection>;
+  listening: boolean;
+  retry?: NodeJS.Timeout;
+}
+
+/**
+ * The host's SSH gateway: every pod has its own port on this host, and a connection to it is a
+ * session as pod_user inside that pod's container (shell, exec, scp, sftp). One host key for all
+ * pods (see host-key.ts). Authentication is public-key only, against the pod's own
+ * `~/.ssh/authorized_keys`, read from the pod at every login so keys the user adds inside the pod
+ * work at once. No forwarding of any kind.
+ *
+ * Sockets are accepted here and handed to ssh2 (`injectSocket`), so that an address blocked for
+ * failed logins is dropped before any key exchange, and Nagle is off for interactive use.
+ */
+export class SshGateway implements PodSshListeners {
+  private readonly listeners = new Map<string, PodListener>();
+  private readonly limiter: AuthFailureLimiter;
+  private readonly log: Logger;
+  private stopped = false;
+
+  constructor(private readonly opts: SshGatewayOptions) {
+    this.limiter = new AuthFailureLimiter(opts.authLimit ?? DEFAULT_AUTH_LIMIT);
+    this.log = opts.log.child({ component: "ssh" });
+  }
+
+  /** the port each pod listens on right now */
+  ports(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [pod, l] of this.listeners) if (l.listening) out[pod] = l.port;
+    return out;
+  }
+
+  async open(pod: string, port: number): Promise<void> {
+    if (this.stopped) return;
+    const existing = this.listeners.get(pod);
+    if (existing?.port === port) return;
+    if (existing) await this.close(pod);
+
+    const ssh = new ssh2.Server(
+      { hostKeys: [this.opts.hostKey.privateKey], ident: "podhost" },
+      (client, info) => this.serveClient(pod, l, client, info.ip),
+    );
+    const server = createServer((socket) => this.accept(l, socket));
+    server.maxConnections = this.opts.maxConnections ?? 64;
+    const l: PodListener = { port, server, ssh, sockets: new Set(), clients: new Set(), listening: false };
+    this.listeners.set(pod, l);
+    await this.bind(pod, l, true);
+  }
+
+  /** Listen; a port that is taken is logged and tried again later (the pod works, only SSH does not). */
+  private bind(pod: string, l: PodListener, first: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const onError = (err: NodeJS.ErrnoException) => {
+        l.server.off("listening", onListening);
+        if (first) {
+          this.log.error("ssh: cannot listen for pod", {
+            pod,
+            port: l.port,
+            host: this.opts.listenHost,
+            error: err.code ?? err.message,
+          });
+        }
+        if (this.listeners.get(pod) === l && !this.stopped) {
+          l.retry = setTimeout(() => void this.bind(pod, l, false), this.opts.retryBindMs ?? 30_000);
+          l.retry.unref();
+        }
+        resolve();
+      };
+      const onListening = () => {
+        l.server.off("error", onError);
+        l.listening = true;
+        if (!first) this.log.info("ssh: listening for pod after all", { pod, port: l.port });
+        l.server.on("error", (err) => this.log.error("ssh listener error", { pod, error: String(err) }));
+        resolve();
+      };
+      l.server.once("error", onError);
+      l.server.once("listening", onListening);
+      l.server.listen(l.port, this.opts.listenHost);
+    });
+  }
+
+  async close(pod: string): Promise<void> {
+    const l = this.listeners.get(pod);
+    if (!l) return;
+    this.listeners.delete(pod);
+    await this.shut(l);
+  }
+
+  private async shut(l: PodListener): Promise<void> {
+    clearTimeout(l.retry);
+    const closed = l.listening ? new Promise<void>((r) => l.server.close(() => r())) : Promise.resolve();
+    for (const c of l.clients) c.end();
+    for (const s of l.sockets) s.destroy();
+    l.listening = false;
+    await closed;
+  }
+
+  /** Listen for every pod container of this prefix (the agent's start): the port is a label of the container. */
+  async restore(): Promise<void> {
+    const list = await this.opts.docker.listContainers({
+      all: true,
+      filters: prefixFilter(this.opts.namePrefix),
+    });
+    for (const c of list) {
+      const pod = c.Labels[LABEL_POD];
+      // Helpers (a clone's, a stopped pod's key edits) carry labels too, never the pod's own name.
+      if (!pod || !c.Names.includes(`/${podNames(this.opts.namePrefix, pod).container}`)) continue;
+      const port = Number(c.Labels[LABEL_SSH_PORT]);
+      if (!Number.isInteger(port) || port < 1 || port > 65535) {
+        this.log.warn("ssh: pod container has no SSH port label (created before SSH); not listening", {
+          pod,
+        });
+        continue;
+      }
+      await this.open(pod, port);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const all = [...this.listeners.values()];
+    this.listeners.clear();
+    await Promise.all(all.map((l) => this.shut(l)));
+  }
+
+  private accept(l: PodListener, socket: Socket) {
+    const ip = socket.remoteAddress ?? "";
+    if (this.stopped || this.limiter.blocked(ip)) {
+      socket.destroy();
+      return;
+    }
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 60_000);
+    socket.on("error", () => undefined); // resets are normal; ssh2 sees the close
+    l.sockets.add(socket);
+    socket.once("close", () => l.sockets.delete(socket));
+    l.ssh.injectSocket(socket);
+  }
+
+  private serveClient(pod: string, l: PodListener, client: Connection, ip: string) {
+    const log = this.log.child({ pod, ip });
+    const container = podNames(this.opts.namePrefix, pod).container;
+    l.clients.add(client);
+    const idleMs = this.opts.idleTimeoutMs ?? 30 * 60_000;
+    const grace = setTimeout(() => client.end(), this.opts.loginGraceMs ?? 60_000);
+    let idle: NodeJS.Timeout | undefined;
+
+    const auth = new ConnectionAuth({
+      loadKeys: async () =>
+        parseAuthorizedKeys((await readKeyFile(this.opts.docker, this.opts.namePrefix, pod)).text),
+      onTooManyTries: () => client.end(),
+      onLoadError: (err) => log.warn("ssh: authorized_keys unreadable", { error: String(err) }),
+    });
+
+    client.on("error", (err) => {
+      // Protocol errors and dropped connections: the client's business, worth a line at most.
+      if (auth.succeeded) log.warn("ssh connection error", { error: err.message });
+    });
+    client.on("authentication", (ctx) => auth.handle(ctx));
+    client.on("ready", () => {
+      clearTimeout(grace);
+      idle = setTimeout(() => {
+        log.info("ssh: idle connection closed", { idleMs });
+        client.end();
+      }, idleMs);
+    });
+    const touch = () => idle?.refresh();
+
+    client.on("session", (accept) =>
+      serveSession(accept(), { docker: this.opts.docker, pod, container, log, touch }),
+    );
+    // No forwarding: not to the pod's network, not back from it, not to sockets, not X11 or agents.
+    client.on("tcpip", (_accept, reject) => reject());
+    client.on("openssh.streamlocal", (_accept, reject) => reject());
+    client.on("request", (_accept, reject) => reject?.());
+
+    client.on("close", () => {
+      clearTimeout(grace);
+      clearTimeout(idle);
+      l.clients.delete(client);
+      if (auth.attempted && !auth.succeeded && this.limiter.fail(ip)) {
+        log.warn("ssh: too many failed logins; address blocked", { ip });
+      }
+    });
+  }
+}
+
+/** The gateway of an agent: its host key (made on first start), then a listener for every pod it has. */
+export async function startSshGateway(
+  opts: Omit<SshGatewayOptions, "hostKey"> & { stateDir: string },
+): Promise<SshGateway> {
+  const hostKey = await loadOrCreateHostKey(opts.stateDir);
+  const gateway = new SshGateway({ ...opts, hostKey });
+  opts.log.info("ssh gateway host key", { fingerprint: hostKey.fingerprint });
+  await gateway
+    .restore()
+    .catch((error: unknown) =>
+      opts.log.error("ssh: could not list pods to listen for", { error: String(error) }),
+    );
+  return gateway;
+}

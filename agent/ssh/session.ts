@@ -1,0 +1,161 @@
+import { constants } from "node:os";
+import type { ServerChannel, Session } from "ssh2";
+import { type DockerClient, dockerMessage, dockerStatus } from "../docker/client";
+import type { Logger } from "../logger";
+import { PodProcess, type TerminalSize } from "./pod-process";
+import { demux, flushed, pump } from "./streams";
+
+export const SFTP_SERVER = "/usr/lib/openssh/sftp-server";
+
+export interface SessionContext {
+  docker: DockerClient;
+  pod: string;
+  container: string;
+  log: Logger;
+  /** data moved in either direction: the connection is not idle */
+  touch(): void;
+}
+
+/** Client environment passed on, as OpenSSH's default `AcceptEnv LANG LC_*`. */
+const ACCEPTED_ENV = /^(LANG|LC_[A-Z]+)$/;
+const SAFE_ENV_VALUE = /^[A-Za-z0-9_.@-]{0,64}$/;
+const SAFE_TERM = /^[A-Za-z0-9_.+-]{1,64}$/;
+
+interface Terminal extends TerminalSize {
+  term: string;
+}
+
+const clampSize = (n: number, fallback: number) =>
+  Number.isInteger(n) && n > 0 && n < 10_000 ? n : fallback;
+
+/** `INT` or `SIGINT` → `SIGINT`, when it is a signal this platform knows. */
+function signalName(name: string): NodeJS.Signals | null {
+  const sig = (
+    name.toUpperCase().startsWith("SIG") ? name.toUpperCase() : `SIG${name.toUpperCase()}`
+  ) as NodeJS.Signals;
+  return sig in constants.signals ? sig : null;
+}
+
+/**
+ * One SSH session channel: a terminal request, window changes, environment and signals, then one
+ * of shell (`bash -l`), exec (`bash -c <command>`) or the sftp subsystem, run as pod_user in the
+ * pod's container. The process's exit status (or the signal that ended it) goes back to the client.
+ * Agent and X11 forwarding are refused.
+ */
+export function serveSession(session: Session, ctx: SessionContext): void {
+  let terminal: Terminal | null = null;
+  const env: string[] = [];
+  let proc: PodProcess | null = null;
+  /** the last signal the client asked for, to report "killed by it" instead of 128+n */
+  let forwarded: NodeJS.Signals | null = null;
+
+  session.on("pty", (accept, reject, info) => {
+    if (!SAFE_TERM.test(info.term || "xterm")) return reject?.();
+    terminal = { term: info.term || "xterm", cols: clampSize(info.cols, 80), rows: clampSize(info.rows, 24) };
+    accept?.();
+  });
+
+  session.on("window-change", (accept, _reject, info) => {
+    if (terminal) {
+      terminal.cols = clampSize(info.cols, terminal.cols);
+      terminal.rows = clampSize(info.rows, terminal.rows);
+      void proc?.resize(terminal);
+    }
+    accept?.();
+  });
+
+  session.on("env", (accept, reject, info) => {
+    if (!ACCEPTED_ENV.test(info.key) || !SAFE_ENV_VALUE.test(info.val)) return reject?.();
+    env.push(`${info.key}=${info.val}`);
+    accept?.();
+  });
+
+  session.on("signal", (accept, reject, info) => {
+    const sig = signalName(info.name);
+    if (!sig || !proc) return reject?.();
+    forwarded = sig;
+    void proc.signal(sig);
+    accept?.();
+  });
+
+  session.on("x11", (_accept, reject) => reject?.());
+  session.on("auth-agent", (_accept, reject) => reject?.());
+
+  const run = async (channel: ServerChannel, argv: string[], withTerminal: boolean) => {
+    const tty = withTerminal ? terminal : null;
+    const nl = tty ? "\r\n" : "\n";
+    try {
+      proc = await PodProcess.start(ctx.docker, ctx.container, {
+        argv,
+        env: tty ? [`TERM=${tty.term}`, ...env] : env,
+        tty: tty ?? undefined,
+      });
+    } catch (err) {
+      const status = dockerStatus(err);
+      const message =
+        status === 404 || status === 409
+          ? `pod ${ctx.pod} is not running; start it first`
+          : `podhost: the session could not start (${dockerMessage(err)})`;
+      if (status !== 404 && status !== 409)
+        ctx.log.error("ssh session start failed", { error: dockerMessage(err) });
+      channel.stderr.write(`${message}${nl}`);
+      channel.exit(1);
+      channel.end();
+      return;
+    }
+    const p = proc;
+    let closed = false;
+    let exited = false;
+    channel.once("close", () => {
+      closed = true;
+      if (exited) return;
+      // The engine leaves an exec running when its client goes: hang it up like a terminal would,
+      // then drop the engine connection (its output may be paused on the gone channel).
+      void p.signal("SIGHUP").finally(() => p.stream.destroy());
+    });
+    const output = p.tty
+      ? new Promise<void>((resolve) => {
+          pump(p.stream, channel, ctx.touch, false);
+          p.stream.once("end", resolve);
+          p.stream.once("close", resolve);
+          p.stream.once("error", () => resolve());
+        })
+      : demux(p.stream, channel, channel.stderr, ctx.touch);
+    // Client EOF → the process's stdin is closed (scp and sftp-server rely on it). Not with a
+    // terminal: closing it would hang the session up (`ssh -tt host cmd </dev/null` must run to its
+    // end), and sshd keeps its pty open then too.
+    pump(channel, p.stream, ctx.touch, !p.tty);
+    await output;
+    if (closed) return;
+    let code: number;
+    try {
+      code = await p.exitCode();
+    } catch (err) {
+      ctx.log.warn("ssh session: exit code unavailable", { error: String(err) });
+      code = 255;
+    }
+    exited = true;
+    await Promise.all([flushed(channel), flushed(channel.stderr)]);
+    const sig = forwarded;
+    if (sig && code === 128 + constants.signals[sig]) channel.exit(sig.slice(3), false, "");
+    else channel.exit(code);
+    channel.end();
+  };
+
+  const start = (channel: ServerChannel, argv: string[], withTerminal: boolean) => {
+    run(channel, argv, withTerminal).catch((err: unknown) => {
+      ctx.log.error("ssh session failed", { error: String(err) });
+      channel.destroy();
+    });
+  };
+
+  session.on("shell", (accept) => start(accept(), ["bash", "-l"], true));
+  session.on("exec", (accept, _reject, info) => {
+    start(accept(), info.command.trim() ? ["bash", "-c", info.command] : ["bash", "-l"], true);
+  });
+  // Not the "sftp" event: that one hands over ssh2's own SFTP parser; the raw channel goes to sftp-server.
+  session.on("subsystem", (accept, reject, info) => {
+    if (info.name !== "sftp") return reject();
+    start(accept(), [SFTP_SERVER], false);
+  });
+}

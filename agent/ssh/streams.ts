@@ -1,0 +1,80 @@
+import type { Readable, Writable } from "node:stream";
+
+/**
+ * Byte plumbing between an SSH channel and a docker exec stream, with backpressure both ways (a
+ * 100 MB `scp` must not be buffered in the agent's memory) and an activity callback for the idle
+ * timer. Binary-safe: nothing here looks at the bytes except the engine's frame headers.
+ */
+
+/** Copy `from` into `to` until `from` ends; `end` decides whether `to` is ended then. */
+export function pump(from: Readable, to: Writable, onData: () => void, end: boolean): void {
+  from.on("data", (chunk: Buffer) => {
+    onData();
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once("drain", () => from.resume());
+    }
+  });
+  if (end) from.once("end", () => to.end());
+}
+
+const HEADER = 8;
+
+/**
+ * The engine's multiplexed output (no terminal): frames of an 8-byte header — stream type (1
+ * stdout, 2 stderr), 3 zero bytes, a big-endian length — and the payload. Payloads are forwarded as
+ * they arrive, without waiting for whole frames, and the source is paused while a target is full.
+ */
+export function demux(from: Readable, stdout: Writable, stderr: Writable, onData: () => void): Promise<void> {
+  let header = Buffer.alloc(0);
+  let remaining = 0;
+  let target: Writable = stdout;
+  from.on("data", (chunk: Buffer) => {
+    onData();
+    const full = new Set<Writable>();
+    let off = 0;
+    while (off < chunk.length) {
+      if (remaining === 0) {
+        const take = Math.min(HEADER - header.length, chunk.length - off);
+        header = Buffer.concat([header, chunk.subarray(off, off + take)]);
+        off += take;
+        if (header.length < HEADER) break;
+        target = header[0] === 2 ? stderr : stdout;
+        remaining = header.readUInt32BE(4);
+        header = Buffer.alloc(0);
+        continue;
+      }
+      const take = Math.min(remaining, chunk.length - off);
+      if (!target.write(chunk.subarray(off, off + take))) full.add(target);
+      off += take;
+      remaining -= take;
+    }
+    if (full.size > 0) {
+      from.pause();
+      let waiting = full.size;
+      for (const w of full) {
+        w.once("drain", () => {
+          if (--waiting === 0) from.resume();
+        });
+      }
+    }
+  });
+  return new Promise((resolve) => {
+    from.once("end", resolve);
+    from.once("close", resolve);
+    from.once("error", () => resolve());
+  });
+}
+
+/** Resolves once everything written to `w` so far has been handed on (or `w` is gone). */
+export function flushed(w: Writable): Promise<void> {
+  if (w.destroyed || w.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      w.off("close", done);
+      resolve();
+    };
+    w.once("close", done);
+    w.write(Buffer.alloc(0), done);
+  });
+}

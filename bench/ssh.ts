@@ -1,0 +1,186 @@
+/**
+ * SSH gateway bench: what the gateway costs beside Docker's own way into a pod, in one run.
+ *
+ *   tsx bench/ssh.ts [--reps 25] [--warmup 3] [--size-mb 100] [--copies 3]
+ *
+ * 1. connect + `true`: `ssh -p <port> pod_user@127.0.0.1 true` with Debian's OpenSSH client and a fresh
+ *    connection each time (key exchange, public-key auth with authorized_keys read from the pod, a
+ *    `docker exec` of `bash -c true`, exit status), beside `docker exec <container> true` (the CLI), in
+ *    rotating order inside each repetition. For context: the SSH handshake alone (`ssh-keyscan`) and a
+ *    dockerode exec from inside this process. Target: ssh median ≤ 3x the docker exec median.
+ * 2. a `--size-mb` MB file of random bytes uploaded into the pod's home with `scp` (SFTP, the default of
+ *    OpenSSH ≥ 9) and `scp -O` (the legacy protocol: `scp -t` in the pod), beside `docker cp` of the same
+ *    file to the same place. Throughput = size / wall time of the client command. Target: scp ≥ 50% of
+ *    docker cp. For context, `docker exec -i <c> sh -c 'cat > file' < file`: the engine's exec stdin is
+ *    the path every byte of an SSH session takes into the pod, and it is slower than `docker cp`'s
+ *    archive upload on its own.
+ *
+ * The pod is created through the agent's own handlers with the gateway in this process (as the agent
+ * test does), on a unique name prefix, and everything is removed at the end, also on failure or Ctrl-C.
+ */
+import { randomBytes } from "node:crypto";
+import { rm, writeFile } from "node:fs/promises";
+import { availableParallelism, loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { execInContainer } from "../agent/docker/exec";
+import { podNames } from "../agent/docker/naming";
+import { type Agent, freePort, podSpec, startAgent } from "../test/agent/helpers";
+import { clientOptions, makeKey, type Run, run, tempDir } from "../test/agent/ssh-support";
+import { fmt, formatTable, median, summarize } from "./stats";
+
+const TARGET = { connectRatio: 3, copyShare: 0.5 };
+
+const { values: args } = parseArgs({
+  options: {
+    reps: { type: "string", default: "25" },
+    warmup: { type: "string", default: "3" },
+    "size-mb": { type: "string", default: "100" },
+    copies: { type: "string", default: "3" },
+  },
+});
+const positiveInt = (name: string, v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
+  return n;
+};
+const REPS = positiveInt("reps", args.reps);
+const WARMUP = positiveInt("warmup", args.warmup);
+const SIZE_MB = positiveInt("size-mb", args["size-mb"]);
+const COPIES = positiveInt("copies", args.copies);
+
+const load = () => {
+  const cpus = availableParallelism();
+  const [load1 = 0] = loadavg();
+  return `${cpus} CPUs, load average ${fmt(load1, 1)}${load1 > cpus ? " (busy machine: figures are inflated)" : ""}`;
+};
+
+const must = (what: string, r: Run) => {
+  if (r.code !== 0) throw new Error(`${what} exited with ${r.code}: ${r.stderr.trim().slice(0, 500)}`);
+  return r;
+};
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+/** Each variant once per repetition, in an order that rotates, so drift spreads over all of them. */
+async function interleaved(variants: Record<string, () => Promise<unknown>>, reps: number, warmup: number) {
+  const names = Object.keys(variants);
+  const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (let i = 0; i < warmup + reps; i++) {
+    for (let j = 0; j < names.length; j++) {
+      const name = names[(i + j) % names.length] as string;
+      const ms = await timed(variants[name] as () => Promise<unknown>);
+      if (i >= warmup) samples[name]?.push(ms);
+    }
+  }
+  return samples;
+}
+
+async function main() {
+  console.log(`at start: ${load()}`);
+  let agent: Agent | undefined;
+  const dir = await tempDir();
+  const stop = async () => {
+    await agent?.cleanup();
+    await rm(dir, { recursive: true, force: true });
+  };
+  process.once("SIGINT", () => void stop().then(() => process.exit(130)));
+  try {
+    agent = await startAgent({}, { ssh: true });
+    const a = agent;
+    const port = await freePort();
+    await a.handlers["pod.create"](podSpec("sshbench", { sshPort: port }), a.ctx);
+    const key = await makeKey(dir, "bench");
+    await a.handlers["pod.keys.add"]({ name: "sshbench", key: key.publicKey }, a.ctx);
+    const container = podNames(a.config.namePrefix, "sshbench").container;
+    const ssh = clientOptions(join(dir, "known_hosts"), key);
+    const target = "pod_user@127.0.0.1";
+
+    // 1. connect + true
+    const connect = await interleaved(
+      {
+        "ssh … true (fresh connection)": async () =>
+          must("ssh", await run("ssh", [...ssh, "-p", String(port), target, "true"])),
+        "docker exec <c> true (CLI)": async () =>
+          must("docker exec", await run("docker", ["exec", container, "true"])),
+        "ssh-keyscan (handshake only)": async () =>
+          must("ssh-keyscan", await run("ssh-keyscan", ["-p", String(port), "127.0.0.1"])),
+        "dockerode exec true (in-process)": () => execInContainer(a.docker, container, ["true"]),
+      },
+      REPS,
+      WARMUP,
+    );
+    const rows = Object.entries(connect).map(([name, xs]) => {
+      const s = summarize(xs);
+      return [name, fmt(s.p50, 1), fmt(s.p90, 1), fmt(s.min, 1), fmt(s.max, 1)];
+    });
+    console.log(`\nconnect + true, ${REPS} repetitions after ${WARMUP} warm-up (ms)\n`);
+    console.log(formatTable(["variant", "p50", "p90", "min", "max"], rows));
+    const ratio =
+      median(connect["ssh … true (fresh connection)"] ?? []) /
+      median(connect["docker exec <c> true (CLI)"] ?? []);
+    console.log(
+      `\nssh / docker exec (medians): ${fmt(ratio, 2)}x — target ≤ ${TARGET.connectRatio}x: ${ratio <= TARGET.connectRatio ? "met" : "NOT met"}`,
+    );
+
+    // 2. upload throughput
+    const file = join(dir, "upload.bin");
+    await writeFile(file, randomBytes(SIZE_MB * 1024 * 1024));
+    const clean = () => execInContainer(a.docker, container, ["rm", "-f", "/home/pod_user/upload.bin"]);
+    const dest = `${target}:/home/pod_user/upload.bin`;
+    const copyVariant = (argv: [string, ...string[]]) => async () => {
+      await clean();
+      must(argv[0], await run(argv[0], argv.slice(1), { timeoutMs: 300_000 }));
+    };
+    const copies = await interleaved(
+      {
+        "scp (SFTP)": copyVariant(["scp", ...ssh, "-P", String(port), file, dest]),
+        "scp -O (legacy scp -t)": copyVariant(["scp", ...ssh, "-O", "-P", String(port), file, dest]),
+        "docker cp": copyVariant(["docker", "cp", file, `${container}:/home/pod_user/upload.bin`]),
+        // The way every SSH byte takes into the pod: the engine's exec stdin (for context, not a target).
+        "docker exec -i … cat > file": copyVariant([
+          "sh",
+          "-c",
+          'exec docker exec -i "$1" sh -c "cat > /home/pod_user/upload.bin" < "$2"',
+          "sh",
+          container,
+          file,
+        ]),
+      },
+      COPIES,
+      1,
+    );
+    const mbps = (xs: number[]) => SIZE_MB / (median(xs) / 1000);
+    const floor = mbps(copies["docker cp"] ?? []);
+    console.log(`\n${SIZE_MB} MB upload, ${COPIES} repetitions after 1 warm-up\n`);
+    console.log(
+      formatTable(
+        ["variant", "p50 ms", "MB/s", "share of docker cp"],
+        Object.entries(copies).map(([name, xs]) => [
+          name,
+          fmt(median(xs), 0),
+          fmt(mbps(xs), 1),
+          `${fmt((100 * mbps(xs)) / floor, 0)}%`,
+        ]),
+      ),
+    );
+    const share = mbps(copies["scp (SFTP)"] ?? []) / floor;
+    const legacy = mbps(copies["scp -O (legacy scp -t)"] ?? []) / floor;
+    const met = Math.min(share, legacy) >= TARGET.copyShare;
+    console.log(
+      `\nscp / docker cp throughput: ${fmt(100 * share, 0)}% (SFTP), ${fmt(100 * legacy, 0)}% (legacy) — target ≥ ${100 * TARGET.copyShare}%: ${met ? "met" : "NOT met"}`,
+    );
+    console.log(`at end: ${load()}`);
+  } finally {
+    await stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exit(1);
+});

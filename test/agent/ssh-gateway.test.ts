@@ -1,0 +1,473 @@
+import { createHash, randomBytes } from "node:crypto";
+import { readFile, stat, writeFile } from "node:fs/promises";
+import { connect, createServer } from "node:net";
+import { join } from "node:path";
+import ssh2 from "ssh2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execInContainer } from "../../agent/docker/exec";
+import { podNames } from "../../agent/docker/naming";
+import { LABEL_HELPER } from "../../agent/docker/pod-user";
+import { SshGateway, startSshGateway } from "../../agent/ssh/gateway";
+import { loadOrCreateHostKey } from "../../agent/ssh/host-key";
+import { type Agent, freePort, podSpec, startAgent, until } from "./helpers";
+import { type ClientKey, clientOptions, makeKey, run, start, tempDir } from "./ssh-support";
+
+/**
+ * The SSH gateway against real pods, driven by Debian's OpenSSH client (ssh, scp, sftp, tmux for a
+ * real terminal) and, where OpenSSH cannot ask for it (signals, passwords), by ssh2's client.
+ * Two pods share the file: alpha (most tests) and beta (isolation, stopped, deleted).
+ */
+
+let agent: Agent;
+let dir: string;
+let knownHosts: string;
+const keys: Record<"a" | "b" | "c" | "inside", ClientKey> = {} as never;
+const ports = { alpha: 0, beta: 0 };
+const container = (pod: string) => podNames(agent.config.namePrefix, pod).container;
+const asPodUser = (pod: string, argv: string[], stdin?: string) =>
+  execInContainer(agent.docker, container(pod), argv, { stdin });
+
+const target = "pod_user@127.0.0.1";
+const ssh = (port: number, key: ClientKey, args: string[], input?: string | Buffer) =>
+  run("ssh", [...clientOptions(knownHosts, key), "-p", String(port), target, ...args], { input });
+
+beforeAll(async () => {
+  agent = await startAgent({}, { ssh: true });
+  dir = await tempDir();
+  knownHosts = join(dir, "known_hosts");
+  for (const k of ["a", "b", "c", "inside"] as const) keys[k] = await makeKey(dir, k);
+  ports.alpha = await freePort();
+  ports.beta = await freePort();
+  await Promise.all([
+    agent.handlers["pod.create"](podSpec("alpha", { sshPort: ports.alpha }), agent.ctx),
+    agent.handlers["pod.create"](
+      podSpec("beta", { sshPort: ports.beta, authorizedKeys: [keys.b.publicKey] }),
+      agent.ctx,
+    ),
+  ]);
+  expect(await agent.handlers["pod.keys.add"]({ name: "alpha", key: keys.a.publicKey }, agent.ctx)).toEqual({
+    added: true,
+  });
+});
+
+afterAll(async () => {
+  await agent?.cleanup();
+});
+
+describe("pod.keys", () => {
+  it("create writes the spec's keys and the gateway listens on the pod's port (a container label)", async () => {
+    expect(agent.gateway?.ports()).toEqual({ alpha: ports.alpha, beta: ports.beta });
+    const info = await agent.docker.getContainer(container("beta")).inspect();
+    expect(info.Config.Labels["podhost.ssh_port"]).toBe(String(ports.beta));
+    const listed = await agent.handlers["pod.keys.list"]({ name: "beta" }, agent.ctx);
+    expect(listed.keys).toEqual([keys.b.publicKey]);
+  });
+
+  it("add is idempotent by key (comment aside), remove reports absence, the file stays 600 in a 700 dir", async () => {
+    const { handlers, ctx } = agent;
+    const recommented = keys.c.publicKey.replace(/\S+$/, "another-comment");
+    expect(await handlers["pod.keys.add"]({ name: "alpha", key: keys.c.publicKey }, ctx)).toEqual({
+      added: true,
+    });
+    expect(await handlers["pod.keys.add"]({ name: "alpha", key: recommented }, ctx)).toEqual({
+      added: false,
+    });
+    expect((await handlers["pod.keys.list"]({ name: "alpha" }, ctx)).keys).toEqual([
+      keys.a.publicKey,
+      keys.c.publicKey,
+    ]);
+    const mode = await asPodUser("alpha", [
+      "stat",
+      "-c",
+      "%a %U",
+      "/home/pod_user/.ssh",
+      "/home/pod_user/.ssh/authorized_keys",
+    ]);
+    expect(mode.stdout.trim().split("\n")).toEqual(["700 pod_user", "600 pod_user"]);
+    expect(await handlers["pod.keys.remove"]({ name: "alpha", key: recommented }, ctx)).toEqual({
+      removed: true,
+    });
+    expect(await handlers["pod.keys.remove"]({ name: "alpha", key: keys.c.publicKey }, ctx)).toEqual({
+      removed: false,
+    });
+    expect((await handlers["pod.keys.list"]({ name: "alpha" }, ctx)).keys).toEqual([keys.a.publicKey]);
+  });
+
+  it("rejects what is not one public key", async () => {
+    for (const key of ["not a key", `${keys.c.publicKey}\n${keys.b.publicKey}`, "ssh-ed25519 AAAA"]) {
+      await expect(agent.handlers["pod.keys.add"]({ name: "alpha", key }, agent.ctx)).rejects.toMatchObject({
+        code: "bad_request",
+      });
+    }
+    await expect(agent.handlers["pod.keys.list"]({ name: "nope" }, agent.ctx)).rejects.toMatchObject({
+      code: "not_found",
+    });
+  });
+
+  it("keeps comments, options and other lines of a hand-edited file", async () => {
+    const file = [
+      "# my keys",
+      `no-pty,command="echo \\"hi there\\"" ${keys.c.publicKey}`,
+      "garbage line",
+      keys.a.publicKey,
+      "",
+    ].join("\n");
+    await asPodUser("alpha", ["sh", "-c", "cat > /home/pod_user/.ssh/authorized_keys"], file);
+    expect((await agent.handlers["pod.keys.list"]({ name: "alpha" }, agent.ctx)).keys).toEqual([
+      `no-pty,command="echo \\"hi there\\"" ${keys.c.publicKey}`,
+      keys.a.publicKey,
+    ]);
+    // the key behind options authenticates too (options are not enforced)
+    expect((await ssh(ports.alpha, keys.c, ["whoami"])).stdout.toString()).toBe("pod_user\n");
+    await agent.handlers["pod.keys.remove"]({ name: "alpha", key: keys.c.publicKey }, agent.ctx);
+    const after = await asPodUser("alpha", ["cat", "/home/pod_user/.ssh/authorized_keys"]);
+    expect(after.stdout).toBe(["# my keys", "garbage line", keys.a.publicKey, ""].join("\n"));
+  });
+});
+
+describe("ssh", () => {
+  it("runs a command as pod_user in the home directory, with exit status, stderr and binary stdin", async () => {
+    const r = await ssh(ports.alpha, keys.a, ["whoami; pwd; echo err >&2; exit 7"]);
+    expect(r.stdout.toString()).toBe("pod_user\n/home/pod_user\n");
+    expect(r.stderr).toBe("err\n");
+    expect(r.code).toBe(7);
+    // a terminal on request for a command too (the client's stdin is no terminal: default size)
+    const tty = await ssh(ports.alpha, keys.a, ["-tt", "tty; stty size"]);
+    expect(tty.stdout.toString()).toMatch(/^\/dev\/pts\/\d+\r\n24 80\r\n$/);
+    const data = randomBytes(256 * 1024);
+    const sum = await ssh(ports.alpha, keys.a, ["sha256sum"], data);
+    expect(sum.stdout.toString().split(" ")[0]).toBe(createHash("sha256").update(data).digest("hex"));
+  });
+
+  it("gives an interactive shell a real terminal that follows the window size", async () => {
+    const socket = `podhost-test-${process.pid}`;
+    const tmux = (...args: string[]) => run("tmux", ["-L", socket, "-f", "/dev/null", ...args]);
+    const screen = async () => (await tmux("capture-pane", "-p", "-t", "t")).stdout.toString();
+    try {
+      const cmd = ["ssh", ...clientOptions(knownHosts, keys.a), "-tt", "-p", String(ports.alpha), target];
+      expect((await tmux("new-session", "-d", "-s", "t", "-x", "80", "-y", "25", ...cmd)).code).toBe(0);
+      await tmux("set-option", "-g", "status", "off"); // the pane is then the whole 25 rows
+      expect(await until(async () => /pod_user@alpha:~\$/.test(await screen()))).toBe(true);
+      await tmux("send-keys", "-t", "t", "tty; stty size; echo $TERM", "Enter");
+      expect(await until(async () => /\/dev\/pts\/\d+\s+25 80\s+\S+/.test(await screen()))).toBe(true);
+      await tmux("resize-window", "-t", "t", "-x", "100", "-y", "30");
+      await tmux("send-keys", "-t", "t", "clear; stty size", "Enter");
+      expect(await until(async () => /^30 100$/m.test(await screen()))).toBe(true);
+      await tmux("send-keys", "-t", "t", "exit", "Enter");
+      expect(await until(async () => (await tmux("has-session", "-t", "t")).code !== 0)).toBe(true);
+    } finally {
+      await tmux("kill-server");
+    }
+  });
+
+  it("copies 10 MB both ways byte for byte with scp (legacy protocol and SFTP)", async () => {
+    const data = randomBytes(10 * 1024 * 1024);
+    const src = join(dir, "ten.bin");
+    await writeFile(src, data);
+    const scp = (...args: string[]) =>
+      run("scp", [...clientOptions(knownHosts, keys.a), "-P", String(ports.alpha), ...args], {
+        timeoutMs: 60_000,
+      });
+    const hex = createHash("sha256").update(data).digest("hex");
+    for (const mode of ["-O", "-s"]) {
+      const up = await scp(mode, src, `${target}:ten-${mode}.bin`);
+      expect(up.stderr).toBe("");
+      expect(up.code).toBe(0);
+      const inPod = await asPodUser("alpha", ["sha256sum", `/home/pod_user/ten-${mode}.bin`]);
+      expect(inPod.stdout.split(" ")[0]).toBe(hex);
+      const back = join(dir, `back${mode}.bin`);
+      const down = await scp(mode, `${target}:ten-${mode}.bin`, back);
+      expect(down.code).toBe(0);
+      expect((await readFile(back)).equals(data)).toBe(true);
+    }
+  });
+
+  it("serves sftp: list and remove a file in batch mode", async () => {
+    await asPodUser("alpha", ["sh", "-c", "echo hi > /home/pod_user/gone.txt"]);
+    const batch = join(dir, "batch");
+    await writeFile(batch, "ls -1\nrm gone.txt\nls -1\n");
+    const r = await run("sftp", [
+      ...clientOptions(knownHosts, keys.a),
+      "-b",
+      batch,
+      "-P",
+      String(ports.alpha),
+      target,
+    ]);
+    expect(r.code).toBe(0);
+    const out = r.stdout.toString();
+    expect(out.match(/^gone\.txt$/gm)).toHaveLength(1); // listed once: before the rm
+    expect(out).toContain("app");
+    expect((await asPodUser("alpha", ["test", "-e", "/home/pod_user/gone.txt"])).exitCode).toBe(1);
+  });
+
+  it("accepts a key added from inside the pod at once", async () => {
+    expect((await ssh(ports.alpha, keys.inside, ["true"])).code).toBe(255);
+    await asPodUser(
+      "alpha",
+      ["sh", "-c", "cat >> /home/pod_user/.ssh/authorized_keys"],
+      `${keys.inside.publicKey}\n`,
+    );
+    const r = await ssh(ports.alpha, keys.inside, ["whoami"]);
+    expect(r.stdout.toString()).toBe("pod_user\n");
+  });
+
+  it("never lets one pod's key into another pod", async () => {
+    const wrong = await ssh(ports.alpha, keys.b, ["whoami"]);
+    expect(wrong.code).toBe(255);
+    expect(wrong.stderr).toContain("Permission denied (publickey)");
+    expect((await ssh(ports.beta, keys.a, ["whoami"])).code).toBe(255);
+    expect((await ssh(ports.beta, keys.b, ["hostname"])).stdout.toString()).toBe("beta\n");
+  });
+
+  it("ignores a planted symlink: authorized_keys is read as pod_user", async () => {
+    // /etc/shadow is root's: pod_user cannot read it, so neither can the gateway on its behalf.
+    await asPodUser("beta", ["ln", "-sf", "/etc/shadow", "/home/pod_user/.ssh/evil"]);
+    await asPodUser("beta", [
+      "sh",
+      "-c",
+      "cd ~/.ssh && cp authorized_keys keep && ln -sf evil authorized_keys",
+    ]);
+    try {
+      expect((await ssh(ports.beta, keys.b, ["true"])).code).toBe(255);
+      await expect(agent.handlers["pod.keys.list"]({ name: "beta" }, agent.ctx)).rejects.toMatchObject({
+        code: "internal",
+      });
+    } finally {
+      await asPodUser("beta", ["sh", "-c", "cd ~/.ssh && mv -f keep authorized_keys && rm -f evil"]);
+    }
+    expect((await ssh(ports.beta, keys.b, ["true"])).code).toBe(0);
+  });
+
+  it("offers public keys only: passwords and keyboard-interactive are refused", async () => {
+    const r = await run("ssh", [
+      ...clientOptions(knownHosts, keys.a, {
+        PubkeyAuthentication: "no",
+        PreferredAuthentications: "password,keyboard-interactive",
+      }),
+      "-p",
+      String(ports.alpha),
+      target,
+      "true",
+    ]);
+    expect(r.code).toBe(255);
+    expect(r.stderr).toContain("Permission denied (publickey)");
+    // a client that sends a password anyway
+    const err = await new Promise<Error & { level?: string }>((resolve) => {
+      const c = new ssh2.Client();
+      c.on("ready", () => {
+        c.end();
+        resolve(Object.assign(new Error("let in"), { level: "none" }));
+      });
+      c.on("error", (e) => {
+        c.end();
+        resolve(e);
+      });
+      c.connect({
+        host: "127.0.0.1",
+        port: ports.alpha,
+        username: "pod_user",
+        password: "hunter2",
+        tryKeyboard: true,
+        authHandler: ["password", "keyboard-interactive"],
+      });
+    });
+    expect(err.level).toBe("client-authentication");
+  });
+
+  it("refuses port forwarding both ways", async () => {
+    const remote = await ssh(ports.alpha, keys.a, [
+      "-N",
+      "-o",
+      "ExitOnForwardFailure=yes",
+      "-R",
+      "0:127.0.0.1:9",
+    ]);
+    expect(remote.code).toBe(255);
+    expect(remote.stderr).toMatch(/remote port forwarding failed/i);
+
+    const local = await freePort();
+    const fwd = start("ssh", [
+      ...clientOptions(knownHosts, keys.a, { LogLevel: "INFO" }),
+      "-N",
+      "-L",
+      `${local}:127.0.0.1:8080`,
+      "-p",
+      String(ports.alpha),
+      target,
+    ]);
+    const received = await until(
+      () =>
+        new Promise<string | null>((resolve) => {
+          const s = connect(local, "127.0.0.1");
+          let got = "";
+          s.on("data", (b) => (got += b.toString()));
+          s.on("error", () => resolve(null));
+          s.on("close", () => resolve(`closed:${got}`));
+          s.on("connect", () => s.write("GET / HTTP/1.0\r\n\r\n"));
+        }),
+    );
+    expect(received).toBe("closed:"); // the tunnel opened nothing: no response at all
+    fwd.child.kill("SIGTERM");
+    const done = await fwd.done;
+    expect(done.stderr).toMatch(/open failed|prohibited/i);
+  });
+
+  it("hangs up what runs when the client goes away", async () => {
+    const client = start("ssh", [
+      ...clientOptions(knownHosts, keys.a),
+      "-p",
+      String(ports.alpha),
+      target,
+      "sleep 300",
+    ]);
+    const running = async () => (await asPodUser("alpha", ["pgrep", "-x", "sleep"])).exitCode === 0;
+    expect(await until(running)).toBe(true);
+    client.child.kill("SIGKILL"); // the connection drops without a word
+    await client.done;
+    expect(await until(async () => !(await running()))).toBe(true);
+  });
+
+  it("forwards a signal to the command and reports it as the exit signal", async () => {
+    const exit = await new Promise<{ code: number | null; signal?: string }>((resolve, reject) => {
+      const c = new ssh2.Client();
+      c.on("error", reject);
+      c.on("ready", () => {
+        c.exec("sleep 30", (err, ch) => {
+          if (err) return reject(err);
+          ch.on("exit", (code: number | null, signal?: string) => resolve({ code, signal }));
+          ch.on("close", () => c.end());
+          ch.resume();
+          setTimeout(() => ch.signal("TERM"), 500);
+        });
+      });
+      void readFile(keys.a.path).then((privateKey) =>
+        c.connect({ host: "127.0.0.1", port: ports.alpha, username: "pod_user", privateKey }),
+      );
+    });
+    expect(exit).toEqual({ code: null, signal: "SIGTERM" }); // ssh2's client names it with the prefix
+    expect((await asPodUser("alpha", ["pgrep", "-x", "sleep"])).exitCode).toBe(1);
+  });
+
+  it("refuses a key removed with pod.keys.remove on the next connection", async () => {
+    expect((await ssh(ports.alpha, keys.inside, ["true"])).code).toBe(0);
+    expect(
+      await agent.handlers["pod.keys.remove"]({ name: "alpha", key: keys.inside.publicKey }, agent.ctx),
+    ).toEqual({ removed: true });
+    const r = await ssh(ports.alpha, keys.inside, ["true"]);
+    expect(r.code).toBe(255);
+    expect(r.stderr).toContain("Permission denied (publickey)");
+  });
+});
+
+describe("a gateway with tight limits", () => {
+  let gateway: SshGateway;
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+    gateway = new SshGateway({
+      docker: agent.docker,
+      namePrefix: agent.config.namePrefix,
+      listenHost: "127.0.0.1",
+      hostKey: await loadOrCreateHostKey(agent.stateDir),
+      log: agent.log,
+      idleTimeoutMs: 1_500,
+      authLimit: { maxFailures: 3, windowMs: 60_000, blockMs: 60_000 },
+    });
+    await gateway.open("alpha", port);
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  it("logs and survives a port that is taken", async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, "127.0.0.1", r));
+    const taken = (busy.address() as { port: number }).port;
+    try {
+      await gateway.open("beta", taken);
+      expect(gateway.ports()).toEqual({ alpha: port });
+    } finally {
+      await gateway.close("beta");
+      busy.close();
+    }
+  });
+
+  it("closes a connection idle for longer than the timeout", async () => {
+    const t0 = performance.now();
+    const r = await ssh(port, keys.a, ["sleep 20"]);
+    expect(r.code).toBe(255);
+    expect(performance.now() - t0).toBeLessThan(10_000);
+  });
+
+  it("refuses an address after too many failed logins, even with a good key", async () => {
+    for (let i = 0; i < 3; i++) expect((await ssh(port, keys.b, ["true"])).code).toBe(255);
+    const blocked = await ssh(port, keys.a, ["true"]);
+    expect(blocked.code).toBe(255);
+    expect(blocked.stderr).not.toContain("Permission denied");
+    // the agent's own gateway keeps its own count
+    expect((await ssh(ports.alpha, keys.a, ["true"])).code).toBe(0);
+  });
+});
+
+describe("pod state", () => {
+  it("a stopped pod: keys are still managed, a session says so and exits 1", async () => {
+    await agent.handlers["pod.stop"]({ name: "beta" }, agent.ctx);
+    const r = await ssh(ports.beta, keys.b, ["true"]);
+    expect(r.stderr).toContain("pod beta is not running; start it first");
+    expect(r.code).toBe(1);
+    expect(await agent.handlers["pod.keys.add"]({ name: "beta", key: keys.c.publicKey }, agent.ctx)).toEqual({
+      added: true,
+    });
+    expect((await agent.handlers["pod.keys.list"]({ name: "beta" }, agent.ctx)).keys).toEqual([
+      keys.b.publicKey,
+      keys.c.publicKey,
+    ]);
+    // the stopped pod's files were reached through short-lived helpers, all gone again
+    const helpers = await agent.docker.listContainers({ all: true, filters: { label: [LABEL_HELPER] } });
+    expect(helpers.filter((c) => c.Labels[LABEL_HELPER] === "beta")).toEqual([]);
+  });
+
+  it("delete closes the pod's port", async () => {
+    await agent.handlers["pod.delete"]({ name: "beta" }, agent.ctx);
+    expect(agent.gateway?.ports()).toEqual({ alpha: ports.alpha });
+    const r = await ssh(ports.beta, keys.b, ["true"]);
+    expect(r.code).toBe(255);
+    expect(r.stderr).toContain("Connection refused");
+  });
+
+  it("keeps the host key and the pods' ports across a restart of the gateway", async () => {
+    const scan = async (port: number) =>
+      (await run("ssh-keyscan", ["-p", String(port), "127.0.0.1"])).stdout.toString();
+    const before = await scan(ports.alpha);
+    expect(before).toContain("ssh-ed25519");
+    const keyFile = join(agent.stateDir, "ssh", "ssh_host_ed25519_key");
+    expect((await stat(keyFile)).mode & 0o777).toBe(0o600);
+    await agent.gateway?.stop();
+    // a new gateway, as at the agent's start: same state dir, listeners from the containers' labels
+    const again = await startSshGateway({
+      docker: agent.docker,
+      namePrefix: agent.config.namePrefix,
+      listenHost: "127.0.0.1",
+      stateDir: agent.stateDir,
+      log: agent.log,
+    });
+    try {
+      expect(again.ports()).toEqual({ alpha: ports.alpha });
+      expect(await scan(ports.alpha)).toBe(before);
+      // known_hosts from before the restart is still good under strict checking
+      const r = await run("ssh", [
+        ...clientOptions(knownHosts, keys.a, { StrictHostKeyChecking: "yes" }),
+        "-p",
+        String(ports.alpha),
+        target,
+        "whoami",
+      ]);
+      expect(r.stdout.toString()).toBe("pod_user\n");
+    } finally {
+      await again.stop();
+    }
+  });
+});
