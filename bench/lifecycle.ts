@@ -446,7 +446,7 @@ const verdict = (target: string, ours: number[], floor: number, limit: number): 
   met: median(ours) / floor <= limit,
 });
 
-/** Warm-up (one untimed run of each), then `reps` rounds in which the variants take turns in rotating order. */
+/** One untimed run of each variant, then `reps` rounds in which they take turns in rotating order. */
 async function interleaved(variants: ((timed: boolean) => Promise<void>)[], reps: number) {
   for (const v of variants) await v(false);
   for (let rep = 0; rep < reps; rep++) {
@@ -762,7 +762,9 @@ async function powerPhase(b: Bench): Promise<Verdict[]> {
 async function diagnose(b: Bench, name: string): Promise<string> {
   const pod = await b.api.get(`/api/pods/${name}`);
   const events = await b.api.get(`/api/pods/${name}/events`);
-  const eventLines = (events.body?.events ?? []).map((e: { type: string; message: string }) => `${e.type}: ${e.message}`);
+  const eventLines = (events.body?.events ?? []).map(
+    (e: { type: string; message: string }) => `${e.type}: ${e.message}`,
+  );
   const container = await docker
     .getContainer(`${b.stack.prefix}-${name}`)
     .inspect()
@@ -788,7 +790,7 @@ async function diagnose(b: Bench, name: string): Promise<string> {
   ].join("\n");
 }
 
-/** 4. the host filled to `PODS` pods through the API, `PARALLEL` creates at a time; then the agent's memory. */
+/** 4. the host filled to `PODS` pods through the API, `PARALLEL` at a time; then the agent's memory. */
 async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory }): Promise<Verdict> {
   const wanted = Math.max(0, PODS - b.pods.length);
   const times: number[] = [];

@@ -6,11 +6,40 @@ import type { Readable, Writable } from "node:stream";
  * timer. Binary-safe: nothing here looks at the bytes except the engine's frame headers.
  */
 
+/**
+ * How much may wait in a target before its source is paused. Sockets say "full" at 16 KiB, less than
+ * one SSH packet: pausing there costs a pause/drain/resume round per packet on a bulk copy.
+ */
+const BUFFERED_LIMIT = 1024 * 1024;
+
 /** Copy `from` into `to` until `from` ends; `end` decides whether `to` is ended then. */
 export function pump(from: Readable, to: Writable, onData: () => void, end: boolean): void {
+  let corked = false;
+  const mode = process.env.PUMP_MODE ?? "new";
+  if (mode === "old") {
+    from.on("data", (chunk: Buffer) => {
+      onData();
+      if (!to.write(chunk)) {
+        from.pause();
+        to.once("drain", () => from.resume());
+      }
+    });
+    if (end) from.once("end", () => to.end());
+    return;
+  }
   from.on("data", (chunk: Buffer) => {
     onData();
-    if (!to.write(chunk)) {
+    // Packets that arrive in one turn of the event loop leave in one writev.
+    if (!corked) {
+      corked = true;
+      to.cork();
+      process.nextTick(() => {
+        corked = false;
+        to.uncork();
+      });
+    }
+    to.write(chunk);
+    if (to.writableLength > BUFFERED_LIMIT && !from.isPaused()) {
       from.pause();
       to.once("drain", () => from.resume());
     }

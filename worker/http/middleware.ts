@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { randomToken } from "../../shared/ids";
 import { createDb } from "../db/client";
-import { forgetCallers } from "../services/auth/credential-cache";
+import { forgetCachedReads } from "../lib/isolate-cache";
 import { resolveCredential } from "../services/auth/credentials";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
@@ -16,9 +16,9 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("db", createDb(c.env.DB));
   const started = Date.now();
   await next();
-  // Any successful change may revoke or alter a credential (logout, revocation, team switch …):
-  // cached callers of this isolate are dropped rather than tracked change by change.
-  if (c.req.method !== "GET" && c.res.status < 400) forgetCallers();
+  // Any successful change may revoke or alter a credential or a membership (logout, revocation,
+  // team switch …): this isolate's cached reads are dropped rather than tracked change by change.
+  if (c.req.method !== "GET" && c.res.status < 400) forgetCachedReads();
   c.header("X-Request-Id", requestId);
   console.log(
     JSON.stringify({

@@ -2,12 +2,15 @@ import { and, eq, gt } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { apiTokens, sessions, teamMembers, users } from "../../db/schema";
 import { sha256Hex } from "../../lib/crypto";
+import { createIsolateCache } from "../../lib/isolate-cache";
 import { MINUTE, nowIso } from "../../lib/time";
 import { toUserView } from "./accounts";
 import type { Caller } from "./caller";
-import { cachedCaller, rememberCaller } from "./credential-cache";
 
 export const API_TOKEN_PREFIX = "ipk_";
+
+/** Resolved credentials by token hash (see isolate-cache for the staleness bound). */
+const callers = createIsolateCache<Caller>();
 
 export interface Resolved {
   caller: Caller;
@@ -21,10 +24,10 @@ export interface Resolved {
  */
 export async function resolveCredential(db: Db, token: string): Promise<Resolved | null> {
   const tokenHash = await sha256Hex(token);
-  const cached = cachedCaller(tokenHash);
+  const cached = callers.get(tokenHash);
   if (cached) return { caller: cached };
   const resolved = await lookupCredential(db, token, tokenHash);
-  if (resolved) rememberCaller(tokenHash, resolved.caller);
+  if (resolved) callers.set(tokenHash, resolved.caller);
   return resolved;
 }
 

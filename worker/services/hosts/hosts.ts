@@ -70,7 +70,8 @@ export const releaseCapacity = (db: Db, hostId: string, r: Resources) =>
  * than this is treated as offline even if its object never saw the socket close (a reset).
  */
 const LIVENESS_MS = 90_000;
-const alive = () => and(eq(hosts.status, "online"), gt(hosts.lastSeenAt, new Date(Date.now() - LIVENESS_MS).toISOString()));
+const alive = () =>
+  and(eq(hosts.status, "online"), gt(hosts.lastSeenAt, new Date(Date.now() - LIVENESS_MS).toISOString()));
 
 /** Online hosts of a region with the most free memory first: the placement candidates. */
 export const onlineHostsInRegion = (db: Db, region: string) =>
@@ -83,7 +84,5 @@ export const onlineHostsInRegion = (db: Db, region: string) =>
 
 export const regionsWithOnlineHosts = async (db: Db): Promise<Set<string>> =>
   new Set(
-    (await db.selectDistinct({ region: hosts.region }).from(hosts).where(alive())).map(
-      (r) => r.region,
-    ),
+    (await db.selectDistinct({ region: hosts.region }).from(hosts).where(alive())).map((r) => r.region),
   );

@@ -2,6 +2,7 @@ import { and, count, eq, ne, sql } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
 import { pods, type TeamRow, teamMembers, teams, users } from "../../db/schema";
+import { createIsolateCache } from "../../lib/isolate-cache";
 import { nowIso } from "../../lib/time";
 import { toUserView, type UserView } from "../auth/accounts";
 import type { ServiceContext } from "../context";
@@ -67,6 +68,8 @@ export function personalTeam(ctx: ServiceContext, input: { userId: string; userN
   return { id, name, statements };
 }
 
+const teamLists = createIsolateCache<TeamView[]>();
+
 export async function createTeam(ctx: ServiceContext, userId: string, name: string): Promise<TeamView> {
   const now = nowIso();
   const id = newId("team");
@@ -87,14 +90,19 @@ export async function createTeam(ctx: ServiceContext, userId: string, name: stri
   return toTeamView(team, "owner");
 }
 
+/** The teams of a user, from this isolate's short-lived cache when possible (a hot read). */
 export async function listTeams(ctx: ServiceContext, userId: string): Promise<TeamView[]> {
+  const cached = teamLists.get(userId);
+  if (cached) return cached;
   const rows = await ctx.db
     .select({ team: teams, role: teamMembers.role })
     .from(teamMembers)
     .innerJoin(teams, eq(teams.id, teamMembers.teamId))
     .where(eq(teamMembers.userId, userId))
     .orderBy(teams.createdAt);
-  return rows.map((r) => toTeamView(r.team, r.role));
+  const list = rows.map((r) => toTeamView(r.team, r.role));
+  teamLists.set(userId, list);
+  return list;
 }
 
 export async function getTeam(
