@@ -15,18 +15,6 @@ const BUFFERED_LIMIT = 1024 * 1024;
 /** Copy `from` into `to` until `from` ends; `end` decides whether `to` is ended then. */
 export function pump(from: Readable, to: Writable, onData: () => void, end: boolean): void {
   let corked = false;
-  const mode = process.env.PUMP_MODE ?? "new";
-  if (mode === "old") {
-    from.on("data", (chunk: Buffer) => {
-      onData();
-      if (!to.write(chunk)) {
-        from.pause();
-        to.once("drain", () => from.resume());
-      }
-    });
-    if (end) from.once("end", () => to.end());
-    return;
-  }
   from.on("data", (chunk: Buffer) => {
     onData();
     // Packets that arrive in one turn of the event loop leave in one writev.

@@ -9,6 +9,8 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-li
 command -v ssh >/dev/null 2>&1 && command -v scp >/dev/null 2>&1 \
   && command -v sftp >/dev/null 2>&1 || missing+=(openssh-client)
 echo x | grep -qP 'x' 2>/dev/null || missing+=(grep)
+# jq: the README's curl session reads tokens with it.
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 export DEBIAN_FRONTEND=noninteractive
