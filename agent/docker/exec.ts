@@ -5,6 +5,8 @@ export interface ExecResult {
   exitCode: number;
   stdout: string;
   stderr: string;
+  /** bytes dropped past `maxOutputBytes`, per stream (0 when nothing was) */
+  omitted?: { stdout: number; stderr: number };
 }
 
 export interface ExecOptions {
@@ -14,6 +16,8 @@ export interface ExecOptions {
   /** written to the process's stdin, which is then closed */
   stdin?: string | Buffer;
   signal?: AbortSignal;
+  /** keep at most this many bytes of each stream (the head); the rest is counted, not kept */
+  maxOutputBytes?: number;
 }
 
 /**
@@ -39,12 +43,12 @@ export async function execInContainer(
     Tty: false,
   });
   const stream = await exec.start({ hijack: true, stdin: opts.stdin !== undefined });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
+  const out = capped(opts.maxOutputBytes);
+  const err = capped(opts.maxOutputBytes);
   const stdout = new PassThrough();
   const stderr = new PassThrough();
-  stdout.on("data", (b: Buffer) => out.push(b));
-  stderr.on("data", (b: Buffer) => err.push(b));
+  stdout.on("data", out.push);
+  stderr.on("data", err.push);
   docker.modem.demuxStream(stream, stdout, stderr);
 
   const ended = new Promise<void>((resolve, reject) => {
@@ -67,8 +71,9 @@ export async function execInContainer(
       if (!info.Running && info.ExitCode !== null) {
         return {
           exitCode: info.ExitCode,
-          stdout: Buffer.concat(out).toString("utf8"),
-          stderr: Buffer.concat(err).toString("utf8"),
+          stdout: out.text(),
+          stderr: err.text(),
+          omitted: { stdout: out.omitted(), stderr: err.omitted() },
         };
       }
       if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
@@ -77,4 +82,24 @@ export async function execInContainer(
   } finally {
     opts.signal?.removeEventListener("abort", onAbort);
   }
+}
+
+/** A byte sink keeping the first `max` bytes (all when unset) and counting the rest. */
+function capped(max = Number.POSITIVE_INFINITY) {
+  const kept: Buffer[] = [];
+  let size = 0;
+  let dropped = 0;
+  return {
+    push: (b: Buffer) => {
+      const room = Math.max(0, max - size);
+      if (b.length > room) dropped += b.length - room;
+      if (room > 0) {
+        const part = b.length > room ? b.subarray(0, room) : b;
+        kept.push(part);
+        size += part.length;
+      }
+    },
+    text: () => Buffer.concat(kept).toString("utf8"),
+    omitted: () => dropped,
+  };
 }

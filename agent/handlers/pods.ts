@@ -32,6 +32,7 @@ import { AgentError } from "../errors";
 import { validDomain } from "../ingress/vhost";
 import type { HandlerDeps } from "./deps";
 import { guard } from "./guard";
+import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
 import { keyHandlers } from "./keys";
 import type { HandlerContext, HandlerTable } from "./types";
@@ -277,5 +278,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ),
 
     ...keyHandlers(deps, locks),
+    ...insideHandlers(deps, locks),
   };
 }

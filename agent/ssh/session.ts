@@ -84,6 +84,17 @@ export function serveSession(session: Session, ctx: SessionContext): void {
   const run = async (channel: ServerChannel, argv: string[], withTerminal: boolean) => {
     const tty = withTerminal ? terminal : null;
     const nl = tty ? "\r\n" : "\n";
+    let closed = false;
+    let exited = false;
+    const hangUp = (p: PodProcess) => {
+      // The engine leaves an exec running when its client goes: hang it up like a terminal would,
+      // then drop the engine connection (its output may be paused on the gone channel).
+      void p.signal("SIGHUP").finally(() => p.stream.destroy());
+    };
+    channel.once("close", () => {
+      closed = true;
+      if (proc && !exited) hangUp(proc);
+    });
     try {
       proc = await PodProcess.start(ctx.docker, ctx.container, {
         argv,
@@ -104,15 +115,7 @@ export function serveSession(session: Session, ctx: SessionContext): void {
       return;
     }
     const p = proc;
-    let closed = false;
-    let exited = false;
-    channel.once("close", () => {
-      closed = true;
-      if (exited) return;
-      // The engine leaves an exec running when its client goes: hang it up like a terminal would,
-      // then drop the engine connection (its output may be paused on the gone channel).
-      void p.signal("SIGHUP").finally(() => p.stream.destroy());
-    });
+    if (closed) return hangUp(p); // the client left while the process was being started
     const output = p.tty
       ? new Promise<void>((resolve) => {
           pump(p.stream, channel, ctx.touch, false);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { insideOps } from "./inside-ops";
 
 /**
  * Every command the control plane can send to a host agent: a name, a params schema and a result
@@ -73,6 +74,7 @@ export const ops = {
     params: z.object({ name: PodName, key: z.string() }),
     result: z.object({ removed: z.boolean() }),
   },
+  ...insideOps,
 } as const;
 
 export type Op = keyof typeof ops;

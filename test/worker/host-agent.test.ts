@@ -297,7 +297,8 @@ describe("commands over the wire", () => {
     const { agent } = await FakeAgent.online(host);
     const key = crypto.randomUUID();
     const started = Date.now();
-    const ping = callHost(env, host.id, "host.ping", {}, { timeoutMs: 200, idempotencyKey: key });
+    const name = uniquePodName();
+    const ping = callHost(env, host.id, "pod.stop", { name }, { timeoutMs: 200, idempotencyKey: key });
     const sent = await agent.next("control:call");
     expect(sent.timeoutMs).toBe(200);
     const outcome = await ping;
@@ -306,9 +307,21 @@ describe("commands over the wire", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(200);
     expect(Date.now() - started).toBeLessThan(5_000);
 
-    agent.ok(sent, { pong: true }); // too late: the caller was told it failed
-    expect(await callHost(env, host.id, "host.ping", {}, { idempotencyKey: key })).toEqual(outcome);
+    agent.ok(sent, running(name)); // too late: the caller was told it failed
+    expect(await callHost(env, host.id, "pod.stop", { name }, { idempotencyKey: key })).toEqual(outcome);
     await agent.expectNone("control:call");
+  });
+
+  it("sends read-only calls (ping, status) without journaling them: a retry simply asks again", async () => {
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const key = crypto.randomUUID();
+    const first = callHost(env, host.id, "host.ping", {}, { idempotencyKey: key });
+    agent.ok(await agent.next("control:call"), { pong: true });
+    expect(await first).toEqual({ ok: true, value: { pong: true } });
+    const second = callHost(env, host.id, "host.ping", {}, { idempotencyKey: key });
+    agent.ok(await agent.next("control:call"), { pong: true });
+    expect(await second).toEqual({ ok: true, value: { pong: true } });
   });
 
   it("runs a command once per idempotency key: a concurrent duplicate shares the answer, a later one reads it", async () => {

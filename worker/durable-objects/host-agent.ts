@@ -33,6 +33,9 @@ const POD_STATE_OPS = new Set<Op>([
   "pod.clone",
 ]);
 
+/** Ops that only look: safe to run twice, so they skip the journal. */
+const READ_ONLY_OPS = new Set<Op>(["host.ping", "host.inventory", "pod.inspect", "pod.keys.list"]);
+
 const JOURNAL_RETENTION_MS = 60 * 60_000;
 const LAST_SEEN_EVERY_MS = 30_000;
 
@@ -51,6 +54,9 @@ const LAST_SEEN_EVERY_MS = 30_000;
  */
 export class HostAgent extends DurableObject<Bindings> {
   private readonly pending = new Map<string, Pending>();
+  /** in-flight read-only calls (not journaled) and their op */
+  private readonly unjournaled = new Map<string, Op>();
+  private cleanupScheduled = false;
   private lastSeenWrite = 0;
 
   constructor(ctx: DurableObjectState, env: Bindings) {
@@ -90,6 +96,7 @@ export class HostAgent extends DurableObject<Bindings> {
     params: unknown,
     options: { timeoutMs: number; idempotencyKey: string },
   ): Promise<Result<unknown>> {
+    if (READ_ONLY_OPS.has(op)) return this.callUnjournaled(op, params, options);
     const previous = this.ctx.storage.sql
       .exec<{ id: string; state: string; outcome: string | null }>(
         "SELECT id, state, outcome FROM journal WHERE idempotency_key = ?",
@@ -131,6 +138,35 @@ export class HostAgent extends DurableObject<Bindings> {
     });
     await this.scheduleCleanup();
     return waiting;
+  }
+
+  /**
+   * Reads change nothing on the host, so running one twice is harmless: no journal, no storage
+   * writes on the hot path (a ping or a status read costs one WebSocket round trip).
+   */
+  private async callUnjournaled(
+    op: Op,
+    params: unknown,
+    options: { timeoutMs: number; idempotencyKey: string },
+  ): Promise<Result<unknown>> {
+    const socket = this.socket();
+    if (!socket) return fail("unavailable", "the pod's host agent is not connected; try again shortly");
+    const id = crypto.randomUUID();
+    this.unjournaled.set(id, op);
+    const waiting = this.wait(id, options.timeoutMs);
+    this.send(socket, {
+      type: "control:call",
+      id,
+      idempotencyKey: options.idempotencyKey,
+      op,
+      params,
+      timeoutMs: options.timeoutMs,
+    });
+    try {
+      return await waiting;
+    } finally {
+      this.unjournaled.delete(id);
+    }
   }
 
   /** RPC: whether an agent is connected right now. */
@@ -180,7 +216,8 @@ export class HostAgent extends DurableObject<Bindings> {
         if (state?.success) {
           const settlesCreation = op === "pod.create" || op === "pod.clone";
           // A look that finds no container is news worth an event; other results are the command's own.
-          const reason = state.data.state === "missing" ? "the pod's container is missing on its host" : undefined;
+          const reason =
+            state.data.state === "missing" ? "the pod's container is missing on its host" : undefined;
           await applyPodState(db, attachment.hostId, state.data, { settlesCreation, reason });
         }
         this.settle(message.id, outcome);
@@ -216,6 +253,7 @@ export class HostAgent extends DurableObject<Bindings> {
   }
 
   override async alarm(): Promise<void> {
+    this.cleanupScheduled = false;
     this.ctx.storage.sql.exec(
       "DELETE FROM journal WHERE state != 'sent' AND created_at < ?",
       Date.now() - JOURNAL_RETENTION_MS,
@@ -236,6 +274,8 @@ export class HostAgent extends DurableObject<Bindings> {
   }
 
   private journaledOp(id: string): Op | undefined {
+    const unjournaled = this.unjournaled.get(id);
+    if (unjournaled) return unjournaled;
     return this.ctx.storage.sql.exec<{ op: Op }>("SELECT op FROM journal WHERE id = ?", id).toArray()[0]?.op;
   }
 
@@ -288,8 +328,10 @@ export class HostAgent extends DurableObject<Bindings> {
   }
 
   private async scheduleCleanup() {
+    if (this.cleanupScheduled) return;
     if ((await this.ctx.storage.getAlarm()) === null) {
       await this.ctx.storage.setAlarm(Date.now() + JOURNAL_RETENTION_MS);
     }
+    this.cleanupScheduled = true;
   }
 }

@@ -108,6 +108,7 @@ export async function startStack(label: string): Promise<Stack> {
     PODHOST_STATE_DIR: stateDir,
     PODHOST_NAME_PREFIX: prefix,
     PODHOST_INGRESS_LISTEN: `127.0.0.1:${ingressPort}`,
+    PODHOST_SSH_LISTEN_HOST: "127.0.0.1",
   };
   const stack: Stack = {
     worker,

@@ -15,7 +15,8 @@ export type PodEventType =
   | "error"
   | "progress"
   | "ssh_key_added"
-  | "ssh_key_removed";
+  | "ssh_key_removed"
+  | "env_updated";
 
 export const recordEventStatement = (
   db: Db,

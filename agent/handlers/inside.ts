@@ -1,0 +1,84 @@
+import { ENV_FILE, ENV_NAME } from "../../shared/protocol/inside-ops";
+import { AgentError } from "../errors";
+import { runCommand } from "../inside/command";
+import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
+import { readEnvFile, writeEnvFile } from "../inside/env-file";
+import { readLog } from "../inside/logs";
+import { diskUsage, probePreset, restartAppService, switchNodeVersion } from "../inside/probe";
+import type { HandlerDeps } from "./deps";
+import { guard } from "./guard";
+import type { KeyedLock } from "./keyed-lock";
+import type { HandlerTable } from "./types";
+
+type InsideOps =
+  | "pod.exec"
+  | "pod.env.get"
+  | "pod.env.set"
+  | "pod.env.unset"
+  | "pod.logs"
+  | "pod.preset"
+  | "pod.disk"
+  | "pod.node-version";
+
+/**
+ * Working inside a pod: commands, .env, logs and read-outs. Reads take no lock (a command may run
+ * for minutes and must not hold up a stop); changes of a file (.env, node-version) are a read, an
+ * edit and an atomic write under the pod's lock, so two concurrent PUTs both land.
+ */
+export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, InsideOps> {
+  const { docker, log } = deps;
+  const prefix = deps.config.namePrefix;
+
+  const checkNames = (what: string, keys: string[]) => {
+    for (const key of keys) {
+      if (!ENV_NAME.test(key)) throw new AgentError("bad_request", `${what}: invalid variable name ${JSON.stringify(key)}`);
+    }
+  };
+
+  return {
+    "pod.exec": guard("pod.exec", (q, ctx) => runCommand(docker, prefix, q.name, q, ctx.signal)),
+
+    "pod.env.get": guard("pod.env.get", async ({ name }) => {
+      const file = await readEnvFile(docker, prefix, name);
+      return { path: ENV_FILE, vars: parseDotenv(file.text), exists: file.exists };
+    }),
+
+    "pod.env.set": guard("pod.env.set", async ({ name, vars, restartApp }) => {
+      checkNames("vars", Object.keys(vars));
+      if (Object.values(vars).some((v) => v.includes("\0")))
+        throw new AgentError("bad_request", "vars: values must not contain NUL");
+      const text = await locks.run(name, async () => {
+        const next = setDotenvVars((await readEnvFile(docker, prefix, name)).text, vars);
+        await writeEnvFile(docker, prefix, name, next);
+        return next;
+      });
+      const restarted = restartApp && (await restartAppService(docker, prefix, name, log)) ? ["app"] : [];
+      return { path: ENV_FILE, vars: parseDotenv(text), restarted };
+    }),
+
+    "pod.env.unset": guard("pod.env.unset", async ({ name, keys, restartApp }) => {
+      const edit = await locks.run(name, async () => {
+        const file = await readEnvFile(docker, prefix, name);
+        if (!file.exists) return { ...file, changed: false };
+        const next = unsetDotenvVars(file.text, keys);
+        if (next !== file.text) await writeEnvFile(docker, prefix, name, next);
+        return { exists: true, text: next, changed: next !== file.text };
+      });
+      const restarted =
+        edit.changed && restartApp && (await restartAppService(docker, prefix, name, log)) ? ["app"] : [];
+      return { path: ENV_FILE, vars: parseDotenv(edit.text), exists: edit.exists, restarted };
+    }),
+
+    "pod.logs": guard("pod.logs", ({ name, ...q }) => readLog(docker, prefix, name, q)),
+
+    "pod.preset": guard("pod.preset", ({ name, preset }) => probePreset(docker, prefix, name, preset)),
+
+    "pod.disk": guard("pod.disk", ({ name }) => diskUsage(docker, prefix, name)),
+
+    "pod.node-version": guard("pod.node-version", async ({ name, version }) => {
+      const switched = await locks.run(name, () => switchNodeVersion(docker, prefix, name, version));
+      if (switched.changed) await restartAppService(docker, prefix, name, log);
+      return { previous: switched.previous, nodeVersion: version, changed: switched.changed };
+    }),
+  };
+}

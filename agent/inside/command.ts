@@ -1,0 +1,92 @@
+import { checkPodPath } from "../../shared/pod-paths";
+import { EXEC_MAX_ARG_BYTES, EXEC_MAX_OUTPUT_BYTES } from "../../shared/protocol/inside-ops";
+import type { DockerClient } from "../docker/client";
+import { execInContainer } from "../docker/exec";
+import { HOME, podNames } from "../docker/naming";
+import { inspectContainer } from "../docker/resources";
+import { AgentError } from "../errors";
+
+/**
+ * The command runner: argv as pod_user in the running container, never through a shell.
+ *
+ * The process runs under coreutils `timeout`, which makes itself a process-group leader and on
+ * expiry sends TERM to the whole group (KILL 5 s later), so a `sh -c` with children dies entirely;
+ * it exits 124 (137 after the KILL). A tiny fixed `sh` prologue changes into the workdir first and
+ * then `exec`s timeout with the user's argv as positional arguments: it is never parsed by a shell.
+ */
+
+export const DEFAULT_WORKDIR = `${HOME}/app`;
+const KILL_AFTER_S = 5;
+/** exit status of the prologue when the workdir cannot be entered; tagged on stderr to be sure */
+const NO_WORKDIR = 125;
+const NO_WORKDIR_TAG = "podhost-exec: workdir";
+const PROLOGUE = `cd -- "$1" 2>/dev/null || { echo "${NO_WORKDIR_TAG}" >&2; exit ${NO_WORKDIR}; }
+shift
+exec timeout -k ${KILL_AFTER_S} -- "$@"`;
+
+export interface CommandRun {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+  timedOut: boolean;
+}
+
+export const truncationMarker = (omitted: number) => `\n[output truncated: ${omitted} bytes omitted]`;
+
+/** What the Worker checked already, checked again: the agent trusts no caller. */
+export function checkCommand(command: string[], workdir: string | undefined): string {
+  if (command.length === 0) throw new AgentError("bad_request", "command: must have at least 1 item(s)");
+  for (const [i, arg] of command.entries()) {
+    if (Buffer.byteLength(arg) > EXEC_MAX_ARG_BYTES)
+      throw new AgentError("bad_request", `command.${i}: must be at most ${EXEC_MAX_ARG_BYTES} bytes`);
+    if (arg.includes("\0")) throw new AgentError("bad_request", `command.${i}: must not contain NUL`);
+  }
+  if (workdir === undefined) return DEFAULT_WORKDIR;
+  const checked = checkPodPath(workdir);
+  if (!checked.ok) throw new AgentError("bad_request", `workdir: ${checked.reason}`);
+  return checked.path;
+}
+
+export async function runCommand(
+  docker: DockerClient,
+  prefix: string,
+  pod: string,
+  q: { command: string[]; workdir?: string; timeoutS: number },
+  signal: AbortSignal,
+): Promise<CommandRun> {
+  const workdir = checkCommand(q.command, q.workdir);
+  const container = podNames(prefix, pod).container;
+  const info = await inspectContainer(docker, container);
+  if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
+  if (!info.State.Running) throw new AgentError("bad_request", "pod is not running; start it first");
+
+  const argv = ["sh", "-c", PROLOGUE, "sh", workdir, String(q.timeoutS), ...q.command];
+  // The backstop if even KILL does not end it (a process stuck in the kernel): stop waiting.
+  const backstop = AbortSignal.timeout((q.timeoutS + KILL_AFTER_S + 5) * 1000);
+  const started = Date.now();
+  let r: Awaited<ReturnType<typeof execInContainer>>;
+  try {
+    r = await execInContainer(docker, container, argv, {
+      workingDir: HOME,
+      maxOutputBytes: EXEC_MAX_OUTPUT_BYTES,
+      signal: AbortSignal.any([signal, backstop]),
+    });
+  } catch (err) {
+    if (!backstop.aborted) throw err;
+    return { exitCode: null, stdout: "", stderr: "", durationMs: Date.now() - started, timedOut: true };
+  }
+  const durationMs = Date.now() - started;
+  if (r.exitCode === NO_WORKDIR && r.stderr.startsWith(NO_WORKDIR_TAG)) {
+    throw new AgentError("bad_request", `workdir: ${workdir} is not a directory the pod user can enter`);
+  }
+  const timedOut = (r.exitCode === 124 || r.exitCode === 137) && durationMs >= q.timeoutS * 1000 - 100;
+  const omitted = r.omitted ?? { stdout: 0, stderr: 0 };
+  return {
+    exitCode: r.exitCode,
+    stdout: omitted.stdout ? r.stdout + truncationMarker(omitted.stdout) : r.stdout,
+    stderr: omitted.stderr ? r.stderr + truncationMarker(omitted.stderr) : r.stderr,
+    durationMs,
+    timedOut,
+  };
+}

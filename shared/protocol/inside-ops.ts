@@ -1,0 +1,90 @@
+import { z } from "zod";
+import { NODE_VERSIONS } from "../catalog";
+
+/**
+ * Ops that work inside a running (or, where said, stopped) pod as pod_user: the command runner,
+ * the app's .env, logs, preset details, disk usage and the Node.js version. Spread into `ops` in
+ * ./ops.ts; kept apart so that table stays short.
+ */
+
+// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
+const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
+
+/** What the public API accepts as a variable name; the file's loader reads a wider set back. */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const ENV_FILE = "/home/pod_user/app/.env";
+export const LOG_SOURCES = ["app", "web", "error", "build"] as const;
+export type LogSource = (typeof LOG_SOURCES)[number];
+
+export const EXEC_MAX_ARG_BYTES = 8 * 1024;
+export const EXEC_MAX_TIMEOUT_S = 300;
+/** per stream; the rest is dropped and counted in the truncation marker */
+export const EXEC_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+const EnvVars = z.record(z.string(), z.string());
+const EnvFile = z.object({ path: z.string(), vars: EnvVars });
+
+export const insideOps = {
+  /**
+   * argv as pod_user in the running container, no shell; `timeoutS` kills the process group.
+   * `exitCode` is null only when the engine reported none.
+   */
+  "pod.exec": {
+    params: z.object({
+      name: PodName,
+      command: z.array(z.string()).min(1),
+      workdir: z.string().optional(),
+      timeoutS: z.number().int().min(1).max(EXEC_MAX_TIMEOUT_S),
+    }),
+    result: z.object({
+      exitCode: z.number().int().nullable(),
+      stdout: z.string(),
+      stderr: z.string(),
+      durationMs: z.number().int(),
+      timedOut: z.boolean(),
+    }),
+  },
+  /** the app's .env parsed as the pod's loader reads it; `exists` false when there is no file */
+  "pod.env.get": {
+    params: z.object({ name: PodName }),
+    result: EnvFile.extend({ exists: z.boolean() }),
+  },
+  /** merge `vars` into .env (created if absent); `restartApp` restarts the app service if running */
+  "pod.env.set": {
+    params: z.object({ name: PodName, vars: EnvVars, restartApp: z.boolean() }),
+    result: EnvFile.extend({ restarted: z.array(z.string()) }),
+  },
+  /** drop `keys` from .env (`exists` false, nothing done, when there is no .env); restart as for set */
+  "pod.env.unset": {
+    params: z.object({ name: PodName, keys: z.array(z.string()).min(1), restartApp: z.boolean() }),
+    result: EnvFile.extend({ exists: z.boolean(), restarted: z.array(z.string()) }),
+  },
+  /** the last `lines` lines (oldest first), or with `grep` the last `lines` matches (newest first) */
+  "pod.logs": {
+    params: z.object({
+      name: PodName,
+      source: z.enum(LOG_SOURCES),
+      lines: z.number().int().min(1).max(1000),
+      grep: z.string().optional(),
+    }),
+    result: z.object({ lines: z.array(z.string()), exists: z.boolean() }),
+  },
+  /** the runtime's version and the start command the app service would run, as the pod sees them */
+  "pod.preset": {
+    params: z.object({ name: PodName, preset: z.enum(["static", "php", "nodejs", "python"]) }),
+    result: z.object({ runtimeVersion: z.string().nullable(), startCommand: z.string().nullable() }),
+  },
+  /** `du` of /home/pod_user and of each of its top-level entries (bytes on disk) */
+  "pod.disk": {
+    params: z.object({ name: PodName }),
+    result: z.object({
+      usedBytes: z.number().int(),
+      paths: z.array(z.object({ path: z.string(), bytes: z.number().int() })),
+    }),
+  },
+  /** select a Node major in ~/.pod/node-version and restart the app; `changed` false when already on it */
+  "pod.node-version": {
+    params: z.object({ name: PodName, version: z.enum(NODE_VERSIONS) }),
+    result: z.object({ previous: z.string(), nodeVersion: z.string(), changed: z.boolean() }),
+  },
+} as const;

@@ -1,0 +1,47 @@
+import { ok, type Result } from "../../../../shared/errors";
+import type { LogSource } from "../../../../shared/protocol/inside-ops";
+import type { ServiceContext } from "../../context";
+import { callHost } from "../../hosts/host-client";
+import { hostFailure } from "../power";
+import { podTarget } from "./target";
+
+const LOGS_TIMEOUT_MS = 40_000;
+
+export interface LogsInput {
+  source: LogSource;
+  lines: number;
+  grep?: string;
+}
+
+export interface LogsView {
+  source: LogSource;
+  lines: string[];
+  message?: "no entries";
+}
+
+/**
+ * The tail of one of the pod's logs, or with `grep` its last matching lines newest first. Works on
+ * a stopped pod too (the files are in its home volume). A filtered read with no match is a success
+ * carrying `message: "no entries"` (contract); a missing log file is simply no lines.
+ */
+export async function readPodLogs(
+  ctx: ServiceContext,
+  teamId: string,
+  name: string,
+  q: LogsInput,
+): Promise<Result<LogsView>> {
+  const target = await podTarget(ctx, teamId, name);
+  if (!target.ok) return target;
+  const grep = q.grep === "" ? undefined : q.grep;
+  const r = await callHost(
+    ctx.env,
+    target.value.hostId,
+    "pod.logs",
+    { name, source: q.source, lines: q.lines, ...(grep !== undefined ? { grep } : {}) },
+    { timeoutMs: LOGS_TIMEOUT_MS },
+  );
+  if (!r.ok) return hostFailure(r, name);
+  const view: LogsView = { source: q.source, lines: r.value.lines };
+  if (grep !== undefined && r.value.lines.length === 0) view.message = "no entries";
+  return ok(view);
+}
