@@ -21,7 +21,8 @@ export function checkPodPath(input: string): PodPathCheck {
   if (input.length > MAX_POD_PATH_LENGTH)
     return { ok: false, reason: `must be at most ${MAX_POD_PATH_LENGTH} characters` };
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (/[\u0000-\u001f\u007f]/.test(input)) return { ok: false, reason: "must not contain control characters" };
+  if (/[\u0000-\u001f\u007f]/.test(input))
+    return { ok: false, reason: "must not contain control characters" };
   if (!input.startsWith("/")) return { ok: false, reason: "must be an absolute path" };
   const segments = input.split("/").filter((s) => s !== "" && s !== ".");
   if (segments.includes("..")) return { ok: false, reason: 'must not contain ".." segments' };

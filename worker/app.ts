@@ -12,6 +12,7 @@ import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { invitationsRouter } from "./routes/invitations";
 import { podsRouter } from "./routes/pods";
+import { podInsideRouter } from "./routes/pods/inside";
 import { podSshRouter } from "./routes/pods/ssh";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
@@ -37,6 +38,7 @@ export function createApp() {
   app.route("/api/api-tokens", apiTokensRouter);
   app.route("/api/pods", podsRouter);
   app.route("/api/pods", podSshRouter);
+  app.route("/api/pods", podInsideRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent", agentConnectRouter);

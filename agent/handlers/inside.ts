@@ -31,7 +31,8 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
 
   const checkNames = (what: string, keys: string[]) => {
     for (const key of keys) {
-      if (!ENV_NAME.test(key)) throw new AgentError("bad_request", `${what}: invalid variable name ${JSON.stringify(key)}`);
+      if (!ENV_NAME.test(key))
+        throw new AgentError("bad_request", `${what}: invalid variable name ${JSON.stringify(key)}`);
     }
   };
 

@@ -5,6 +5,7 @@ import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
 import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
+import { fitPair } from "./budget";
 
 /**
  * The command runner: argv as pod_user in the running container, never through a shell.
@@ -13,6 +14,10 @@ import { AgentError } from "../errors";
  * expiry sends TERM to the whole group (KILL 5 s later), so a `sh -c` with children dies entirely;
  * it exits 124 (137 after the KILL). A tiny fixed `sh` prologue changes into the workdir first and
  * then `exec`s timeout with the user's argv as positional arguments: it is never parsed by a shell.
+ *
+ * Output: each stream keeps its first EXEC_MAX_OUTPUT_BYTES; both together also stay within the
+ * result's JSON budget (see ./budget.ts: binary output can grow sixfold as JSON). What is dropped
+ * is counted in a marker at the end of the stream.
  */
 
 export const DEFAULT_WORKDIR = `${HOME}/app`;
@@ -81,11 +86,18 @@ export async function runCommand(
     throw new AgentError("bad_request", `workdir: ${workdir} is not a directory the pod user can enter`);
   }
   const timedOut = (r.exitCode === 124 || r.exitCode === 137) && durationMs >= q.timeoutS * 1000 - 100;
-  const omitted = r.omitted ?? { stdout: 0, stderr: 0 };
+  // Bytes past the raw cap are counted by the exec; what the JSON budget drops on top is added.
+  const [stdout, stderr] = fitPair(r.stdout, r.stderr);
+  const dropped = (kept: string, all: string, before = 0) =>
+    before + Buffer.byteLength(all) - Buffer.byteLength(kept);
+  const omitted = {
+    stdout: dropped(stdout, r.stdout, r.omitted?.stdout),
+    stderr: dropped(stderr, r.stderr, r.omitted?.stderr),
+  };
   return {
     exitCode: r.exitCode,
-    stdout: omitted.stdout ? r.stdout + truncationMarker(omitted.stdout) : r.stdout,
-    stderr: omitted.stderr ? r.stderr + truncationMarker(omitted.stderr) : r.stderr,
+    stdout: omitted.stdout ? stdout + truncationMarker(omitted.stdout) : stdout,
+    stderr: omitted.stderr ? stderr + truncationMarker(omitted.stderr) : stderr,
     durationMs,
     timedOut,
   };

@@ -9,7 +9,8 @@ import { AgentError } from "../errors";
  * on stdin and stdout only.
  */
 
-export const MAX_ENV_FILE_BYTES = 512 * 1024;
+/** small enough that its parsed vars fit a result even as escaped JSON (see ./budget.ts) */
+export const MAX_ENV_FILE_BYTES = 256 * 1024;
 const NO_FILE = 3;
 
 // `-f` refuses a FIFO or directory at the path (the user controls the home); `head -c` a huge file.
@@ -37,7 +38,10 @@ export async function readEnvFile(
   const r = await runAsPodUser(docker, prefix, pod, ["sh", "-c", READ], { timeoutMs: 15_000 });
   if (r.exitCode === NO_FILE) return { exists: false, text: "" };
   if (r.exitCode !== 0) {
-    throw new AgentError("internal", `reading ${ENV_FILE} of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`);
+    throw new AgentError(
+      "internal",
+      `reading ${ENV_FILE} of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`,
+    );
   }
   if (Buffer.byteLength(r.stdout) > MAX_ENV_FILE_BYTES) {
     throw new AgentError(
@@ -54,6 +58,9 @@ export async function writeEnvFile(docker: DockerClient, prefix: string, pod: st
   }
   const r = await runAsPodUser(docker, prefix, pod, ["sh", "-c", WRITE], { stdin: text, timeoutMs: 15_000 });
   if (r.exitCode !== 0) {
-    throw new AgentError("internal", `writing ${ENV_FILE} of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`);
+    throw new AgentError(
+      "internal",
+      `writing ${ENV_FILE} of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`,
+    );
   }
 }

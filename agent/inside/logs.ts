@@ -3,6 +3,7 @@ import type { DockerClient } from "../docker/client";
 import { HOME } from "../docker/naming";
 import { runAsPodUser } from "../docker/pod-user";
 import { AgentError } from "../errors";
+import { encodedSize, RESULT_BUDGET_BYTES } from "./budget";
 
 /**
  * Reading ~/logs/<source>.log as pod_user inside the pod. Filtering is Debian's `grep -P` (PCRE2)
@@ -45,13 +46,26 @@ export async function readLog(
   const file = `${HOME}/logs/${q.source}.log`;
   const filtered = q.grep !== undefined && q.grep !== "";
   const script = filtered
-    ? ["bash", "-c", GREP, "bash", file, String(q.lines), q.grep ?? "", caseInsensitive(q.grep ?? "") ? "1" : "0"]
+    ? [
+        "bash",
+        "-c",
+        GREP,
+        "bash",
+        file,
+        String(q.lines),
+        q.grep ?? "",
+        caseInsensitive(q.grep ?? "") ? "1" : "0",
+      ]
     : ["sh", "-c", TAIL, "sh", file, String(q.lines)];
   const r = await runAsPodUser(docker, prefix, pod, ["timeout", "20", ...script], { timeoutMs: 30_000 });
   if (r.exitCode === NO_FILE) return { lines: [], exists: false };
   if (filtered && r.exitCode === 1) return { lines: [], exists: true };
   if (filtered && r.exitCode === 2) {
-    const message = r.stderr.trim().split("\n")[0]?.replace(/^grep: /, "") || "the pattern does not compile";
+    const message =
+      r.stderr
+        .trim()
+        .split("\n")[0]
+        ?.replace(/^grep: /, "") || "the pattern does not compile";
     throw new AgentError("bad_request", `grep: invalid pattern: ${message}`);
   }
   if (r.exitCode === 124) throw new AgentError("unavailable", `reading ${file} timed out`);
@@ -60,5 +74,27 @@ export async function readLog(
   }
   const lines = r.stdout.split("\n");
   if (lines.at(-1) === "") lines.pop();
-  return { lines, exists: true };
+  return { lines: withinBudget(lines, filtered), exists: true };
+}
+
+const MAX_LINE_CHARS = 8192;
+const lineMarker = (n: number) => ` [line truncated: ${n} characters omitted]`;
+
+/**
+ * Long lines are cut, and the lines kept fit the result budget: the newest ones (the head of a
+ * filtered read, the tail of an unfiltered one).
+ */
+function withinBudget(lines: string[], newestFirst: boolean): string[] {
+  const cut = lines.map((l) =>
+    l.length > MAX_LINE_CHARS ? l.slice(0, MAX_LINE_CHARS) + lineMarker(l.length - MAX_LINE_CHARS) : l,
+  );
+  const ordered = newestFirst ? cut : [...cut].reverse();
+  const kept: string[] = [];
+  let used = 0;
+  for (const line of ordered) {
+    used += encodedSize(line) + 1;
+    if (used > RESULT_BUDGET_BYTES) break;
+    kept.push(line);
+  }
+  return newestFirst ? kept : kept.reverse();
 }

@@ -55,12 +55,17 @@ du -0 -s -B1 -x -- .
 find . -mindepth 1 -maxdepth 1 -print0 | xargs -0 -r du -0 -s -B1 -x --
 exit 0`;
 
+/** a home with thousands of top-level entries lists its largest */
+const MAX_DISK_PATHS = 200;
+
 export async function diskUsage(
   docker: DockerClient,
   prefix: string,
   pod: string,
 ): Promise<{ usedBytes: number; paths: { path: string; bytes: number }[] }> {
-  const r = await runAsPodUser(docker, prefix, pod, ["timeout", "50", "sh", "-c", DISK], { timeoutMs: 60_000 });
+  const r = await runAsPodUser(docker, prefix, pod, ["timeout", "50", "sh", "-c", DISK], {
+    timeoutMs: 60_000,
+  });
   if (r.exitCode === 124) throw new AgentError("unavailable", `measuring ${HOME} of pod ${pod} timed out`);
   let usedBytes = 0;
   const paths: { path: string; bytes: number }[] = [];
@@ -74,10 +79,13 @@ export async function diskUsage(
     else paths.push({ path: `${HOME}/${name.replace(/^\.\//, "")}`, bytes });
   }
   if (r.exitCode !== 0 && paths.length === 0) {
-    throw new AgentError("internal", `measuring ${HOME} of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`);
+    throw new AgentError(
+      "internal",
+      `measuring ${HOME} of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`,
+    );
   }
   paths.sort((a, b) => b.bytes - a.bytes || a.path.localeCompare(b.path));
-  return { usedBytes, paths };
+  return { usedBytes, paths: paths.slice(0, MAX_DISK_PATHS) };
 }
 
 // pod-node-version prints the major the shims use now (20 when the file is absent or unknown).
@@ -101,7 +109,10 @@ export async function switchNodeVersion(
   const r = await runAsPodUser(docker, prefix, pod, ["sh", "-c", NODE_SWITCH, "sh", version]);
   const m = /^(same|changed) (\S+)/.exec(r.stdout.trim());
   if (r.exitCode !== 0 || !m) {
-    throw new AgentError("internal", `switching Node.js of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`);
+    throw new AgentError(
+      "internal",
+      `switching Node.js of pod ${pod} failed: ${r.stderr.trim().slice(0, 300)}`,
+    );
   }
   return { previous: m[2] ?? "", changed: m[1] === "changed" };
 }
@@ -123,6 +134,7 @@ export async function restartAppService(
   const r = await execInContainer(docker, name, ["sv", "restart", "app"], {
     signal: AbortSignal.timeout(20_000),
   });
-  if (r.exitCode !== 0) log.warn("sv restart app did not confirm", { pod, output: (r.stdout + r.stderr).trim() });
+  if (r.exitCode !== 0)
+    log.warn("sv restart app did not confirm", { pod, output: (r.stdout + r.stderr).trim() });
   return true;
 }

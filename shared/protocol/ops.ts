@@ -81,3 +81,16 @@ export type Op = keyof typeof ops;
 export type OpParams<O extends Op> = z.input<(typeof ops)[O]["params"]>;
 export type OpResult<O extends Op> = z.infer<(typeof ops)[O]["result"]>;
 export const OpName = z.enum(Object.keys(ops) as [Op, ...Op[]]);
+
+/** Ops that only look at the host: running one twice is harmless, so they need no journal. */
+const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
+  "host.ping",
+  "host.inventory",
+  "pod.inspect",
+  "pod.keys.list",
+  "pod.env.get",
+  "pod.logs",
+  "pod.preset",
+  "pod.disk",
+]);
+export const isReadOnlyOp = (op: Op): boolean => READ_ONLY_OPS.has(op);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { readFile, stat, writeFile } from "node:fs/promises";
+import { readFile, rm, stat, writeFile } from "node:fs/promises";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import ssh2 from "ssh2";
@@ -52,6 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await agent?.cleanup();
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe("pod.keys", () => {

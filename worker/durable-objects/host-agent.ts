@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../shared/errors";
 import {
   AgentMessage,
   type ControlMessage,
+  isReadOnlyOp,
   type Op,
   PodState,
   PROTOCOL_VERSION,
@@ -32,9 +33,6 @@ const POD_STATE_OPS = new Set<Op>([
   "pod.resize",
   "pod.clone",
 ]);
-
-/** Ops that only look: safe to run twice, so they skip the journal. */
-const READ_ONLY_OPS = new Set<Op>(["host.ping", "host.inventory", "pod.inspect", "pod.keys.list"]);
 
 const JOURNAL_RETENTION_MS = 60 * 60_000;
 const LAST_SEEN_EVERY_MS = 30_000;
@@ -96,7 +94,7 @@ export class HostAgent extends DurableObject<Bindings> {
     params: unknown,
     options: { timeoutMs: number; idempotencyKey: string },
   ): Promise<Result<unknown>> {
-    if (READ_ONLY_OPS.has(op)) return this.callUnjournaled(op, params, options);
+    if (isReadOnlyOp(op)) return this.callUnjournaled(op, params, options);
     const previous = this.ctx.storage.sql
       .exec<{ id: string; state: string; outcome: string | null }>(
         "SELECT id, state, outcome FROM journal WHERE idempotency_key = ?",

@@ -22,7 +22,13 @@ export interface EnvView {
 export async function getPodEnv(ctx: ServiceContext, teamId: string, name: string): Promise<Result<EnvView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
-  const r = await callHost(ctx.env, target.value.hostId, "pod.env.get", { name }, { timeoutMs: ENV_TIMEOUT_MS });
+  const r = await callHost(
+    ctx.env,
+    target.value.hostId,
+    "pod.env.get",
+    { name },
+    { timeoutMs: ENV_TIMEOUT_MS },
+  );
   if (!r.ok) return hostFailure(r, name);
   return ok({ path: r.value.path, vars: r.value.vars });
 }
@@ -76,10 +82,16 @@ export async function unsetPodEnv(
   );
   if (!r.ok) return hostFailure(r, name);
   if (!r.value.exists) return fail("not_found", `pod ${name} has no env file (${r.value.path})`);
-  await recordEventStatement(ctx.db, pod.id, "env_updated", `environment variables removed: ${keys.join(", ")}`, {
-    action: "unset",
-    keys,
-    ...(r.value.restarted.length ? { restarted: r.value.restarted } : {}),
-  });
+  await recordEventStatement(
+    ctx.db,
+    pod.id,
+    "env_updated",
+    `environment variables removed: ${keys.join(", ")}`,
+    {
+      action: "unset",
+      keys,
+      ...(r.value.restarted.length ? { restarted: r.value.restarted } : {}),
+    },
+  );
   return ok({ path: r.value.path, vars: r.value.vars });
 }

@@ -1,6 +1,5 @@
-import { ok, type Result } from "../../../../shared/errors";
+import { fail, ok, type Result } from "../../../../shared/errors";
 import { checkPodPath } from "../../../../shared/pod-paths";
-import { fail } from "../../../../shared/errors";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { hostFailure } from "../power";

@@ -1,6 +1,6 @@
+import type { NODE_VERSIONS } from "../../../../shared/catalog";
 import { findPlan, findPreset, RUNTIMES } from "../../../../shared/catalog";
 import { fail, ok, type Result } from "../../../../shared/errors";
-import type { NODE_VERSIONS } from "../../../../shared/catalog";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { hostFailure } from "../power";
@@ -34,7 +34,11 @@ const DEFAULT_START: Record<string, string> = {
  * The catalog's port and roots, with the runtime version and start command the pod reports. A pod
  * that cannot be asked (stopped host, slow probe) still answers, from the catalog's defaults.
  */
-export async function podPreset(ctx: ServiceContext, teamId: string, name: string): Promise<Result<PresetView>> {
+export async function podPreset(
+  ctx: ServiceContext,
+  teamId: string,
+  name: string,
+): Promise<Result<PresetView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const slug = target.value.found.pod.preset;
@@ -75,7 +79,13 @@ export async function podDiskUsage(
   if (!target.ok) return target;
   const plan = findPlan(target.value.found.pod.planSlug);
   if (!plan) return fail("internal", `pod ${name} has an unknown plan`);
-  const r = await callHost(ctx.env, target.value.hostId, "pod.disk", { name }, { timeoutMs: DISK_TIMEOUT_MS });
+  const r = await callHost(
+    ctx.env,
+    target.value.hostId,
+    "pod.disk",
+    { name },
+    { timeoutMs: DISK_TIMEOUT_MS },
+  );
   if (!r.ok) return hostFailure(r, name);
   const limit = plan.diskGb * GB;
   return ok({
@@ -92,13 +102,20 @@ export async function setNodeVersion(
   teamId: string,
   name: string,
   version: (typeof NODE_VERSIONS)[number],
-): Promise<Result<{ node_version: string }>> {
+): Promise<Result<{ node_version: (typeof NODE_VERSIONS)[number] }>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
-  if (pod.preset !== "nodejs") return fail("bad_request", `pod ${name} is not a Node.js pod (preset ${pod.preset})`);
-  const r = await callHost(ctx.env, target.value.hostId, "pod.node-version", { name, version }, { timeoutMs: NODE_TIMEOUT_MS });
+  if (pod.preset !== "nodejs")
+    return fail("bad_request", `pod ${name} is not a Node.js pod (preset ${pod.preset})`);
+  const r = await callHost(
+    ctx.env,
+    target.value.hostId,
+    "pod.node-version",
+    { name, version },
+    { timeoutMs: NODE_TIMEOUT_MS },
+  );
   if (!r.ok) return hostFailure(r, name);
   if (!r.value.changed) return fail("bad_request", `version: pod ${name} is already on Node.js ${version}`);
-  return ok({ node_version: r.value.nodeVersion });
+  return ok({ node_version: version });
 }
