@@ -41,6 +41,8 @@ export interface StartLocalWorkerOptions {
   snapshot?: boolean;
   /** wrangler's own log level. Default "none": no banner, no request lines, no Worker console output. */
   logLevel?: "debug" | "info" | "log" | "warn" | "error" | "none";
+  /** Listen on this port (default: a free one). A restart test reuses the port of the Worker it replaces. */
+  port?: number;
 }
 
 export interface LocalWorker {
@@ -245,7 +247,7 @@ export async function startLocalWorker(options: StartLocalWorkerOptions = {}): P
         )
       : undefined,
     dev: {
-      server: { hostname: "127.0.0.1", port: 0 },
+      server: { hostname: "127.0.0.1", port: options.port ?? 0 },
       inspector: false,
       persist: persistDir,
       watch: false,

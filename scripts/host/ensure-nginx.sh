@@ -11,6 +11,8 @@ command -v ssh >/dev/null 2>&1 && command -v scp >/dev/null 2>&1 \
 echo x | grep -qP 'x' 2>/dev/null || missing+=(grep)
 # jq: the README's curl session reads tokens with it.
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+# rsync: the SSH tests sync files into pods with `rsync -e ssh`, as users do.
+command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 export DEBIAN_FRONTEND=noninteractive

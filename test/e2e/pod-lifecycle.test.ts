@@ -266,6 +266,20 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     expect((await alice.api.post(`/api/pods/${name}/start`)).body.status).toBe("running");
   });
 
+  it("survives the Worker restarting: the agent reconnects and commands flow again", async () => {
+    await stack.restartWorker();
+    const pod = await waitFor(
+      "the agent to reconnect",
+      async () => {
+        const res = await alice.api.get(`/api/pods/${name}`);
+        return res.status === 200 ? res.body : undefined;
+      },
+      60_000,
+    );
+    expect(pod.status).toBe("running");
+    expect((await alice.api.post(`/api/pods/${name}/restart`)).status).toBe(200);
+  });
+
   it("deletes: container and volumes gone, the name reserved", async () => {
     const res = await alice.api.delete(`/api/pods/${name}`);
     expect(res.status).toBe(200);

@@ -104,6 +104,26 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
     expect(onOld.code).not.toBe(0);
   });
 
+  it("syncs files with rsync -e ssh", async () => {
+    const { execFile } = await import("node:child_process");
+    const { mkdtemp: mkd, writeFile } = await import("node:fs/promises");
+    const dir = await mkd(path.join(tmpdir(), "podhost-rsync-"));
+    await writeFile(path.join(dir, "hello.txt"), "synced by rsync\n");
+    const port = ports[names.after] ?? 0;
+    const sshCommand = `ssh -p ${port} -i ${accountKey.privatePath} -o IdentitiesOnly=yes -o BatchMode=yes -o UserKnownHostsFile=${knownHosts} -o StrictHostKeyChecking=accept-new`;
+    const code = await new Promise<number>((resolve) => {
+      const child = execFile(
+        "rsync",
+        ["-a", "-e", sshCommand, `${dir}/`, "pod_user@127.0.0.1:app/synced/"],
+        (error) => resolve(error ? ((error as { code?: number }).code ?? 1) : 0),
+      );
+      child.stdin?.end();
+    });
+    expect(code).toBe(0);
+    const read = await sshRun(accountKey, port, "cat app/synced/hello.txt", knownHosts);
+    expect(read.stdout).toBe("synced by rsync\n");
+  });
+
   it("refuses a key deleted through the API on the next connection", async () => {
     const port = ports[names.before] ?? 0;
     const removed = await alice.api.delete(`/api/pods/${names.before}/ssh/keys`, { key: podKey.publicKey });

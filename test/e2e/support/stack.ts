@@ -35,6 +35,8 @@ export interface AgentProcess {
 
 export interface Stack {
   worker: LocalWorker;
+  /** stop the Worker and start a new one on the same port and database (a deploy, a crash) */
+  restartWorker(): Promise<void>;
   api: string;
   hostId: string;
   prefix: string;
@@ -95,12 +97,13 @@ export async function startStack(label: string): Promise<Stack> {
     },
     { persistTo: persistDir },
   );
-  const worker = await startLocalWorker({
+  const workerOptions = {
     persistDir,
     vars: { POD_DOMAIN: "pods.localhost" },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
-    logLevel: process.env.PODHOST_E2E_LOG ? "log" : "none",
-  });
+    logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : ("none" as const),
+  };
+  const worker = await startLocalWorker(workerOptions);
   const ingressPort = await freePort();
   const agentEnv = {
     PODHOST_API_URL: worker.url,
@@ -118,13 +121,18 @@ export async function startStack(label: string): Promise<Stack> {
     ingressPort,
     agentEnv,
     agent: spawnAgent(agentEnv),
+    async restartWorker() {
+      const port = Number(new URL(stack.worker.url).port);
+      await stack.worker.stop();
+      stack.worker = await startLocalWorker({ ...workerOptions, port });
+    },
     async startAgent() {
       stack.agent = spawnAgent(agentEnv);
       return stack.agent;
     },
     async stop() {
       await stack.agent.stop().catch(() => undefined);
-      await worker.stop();
+      await stack.worker.stop();
       await removeByPrefix(prefix);
       await stopIngress(stateDir);
       await rm(persistDir, { recursive: true, force: true });
