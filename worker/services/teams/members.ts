@@ -1,7 +1,7 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
-import { invitations, type TeamMemberRow, teamMembers, users } from "../../db/schema";
+import { type TeamMemberRow, teamMembers, users } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { findUserByEmail } from "../auth/accounts";
 import type { ServiceContext } from "../context";
