@@ -35,8 +35,21 @@ export class PodProcess {
 
   static async start(docker: DockerClient, container: string, opts: PodProcessOptions): Promise<PodProcess> {
     const tty = opts.tty !== undefined;
+    // The engine sizes an exec's terminal only after it has started (this engine's API has no
+    // initial console size), so a quick command would see 0x0: set the size first, in the pty.
+    const argv = opts.tty
+      ? [
+          "sh",
+          "-c",
+          'stty rows "$1" cols "$2" 2>/dev/null; shift 2; exec "$@"',
+          "sh",
+          String(opts.tty.rows),
+          String(opts.tty.cols),
+          ...opts.argv,
+        ]
+      : opts.argv;
     const exec = await docker.getContainer(container).exec({
-      Cmd: opts.argv,
+      Cmd: argv,
       User: "1000:1000",
       WorkingDir: HOME,
       Env: opts.env ?? [],
