@@ -45,12 +45,12 @@ export async function clonePod(
     { message: `pod ${newName} cloned from ${sourceName}`, metadata: { cloned_from: sourceName } },
   );
   if (!admitted.ok) return admitted;
-  const { pod, host } = admitted.value;
+  const { pod, host, sshPort } = admitted.value;
 
   const spec = podSpec({
     podId: pod.id,
     name: pod.name,
-    sshPort: pod.sshPort ?? 0,
+    sshPort,
     preset: pod.preset as PresetSlug,
     plan,
     podDomain: ctx.env.POD_DOMAIN,

@@ -89,7 +89,7 @@ export async function admitPod(
     description?: string;
   },
   events: { message: string; metadata?: Record<string, unknown> },
-): Promise<Result<{ pod: PodRow; host: HostRow }>> {
+): Promise<Result<{ pod: PodRow; host: HostRow; sshPort: number }>> {
   const claim = await claimableName(db, input.name);
   if (!claim.ok) return claim;
   const placed = await reserveHost(db, { serverId: input.serverId, ...input.region }, input.plan);
@@ -123,7 +123,7 @@ export async function admitPod(
         db.insert(pods).values(pod),
         recordEventStatement(db, pod.id, "created", events.message, events.metadata),
       ]);
-      return ok({ pod, host });
+      return ok({ pod, host, sshPort: port });
     } catch (error) {
       const text = String(error);
       if (text.includes("pods.name")) {
@@ -173,12 +173,12 @@ export async function createPod(
     },
   );
   if (!admitted.ok) return admitted;
-  const { pod, host } = admitted.value;
+  const { pod, host, sshPort } = admitted.value;
 
   const spec = podSpec({
     podId: pod.id,
     name: pod.name,
-    sshPort: pod.sshPort ?? 0,
+    sshPort,
     preset: input.preset,
     plan: plan.value,
     podDomain: ctx.env.POD_DOMAIN,
