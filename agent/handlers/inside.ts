@@ -4,6 +4,7 @@ import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
 import { readEnvFile, writeEnvFile } from "../inside/env-file";
 import { readLog } from "../inside/logs";
+import { reloadApp } from "../inside/reload";
 import { diskUsage, probePreset, restartAppService, switchNodeVersion } from "../inside/probe";
 import type { HandlerDeps } from "./deps";
 import { guard } from "./guard";
@@ -18,7 +19,8 @@ type InsideOps =
   | "pod.logs"
   | "pod.preset"
   | "pod.disk"
-  | "pod.node-version";
+  | "pod.node-version"
+  | "pod.reload";
 
 /**
  * Working inside a pod: commands, .env, logs and read-outs. Reads take no lock (a command may run
@@ -81,5 +83,10 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
       if (switched.changed) await restartAppService(docker, prefix, name, log);
       return { previous: switched.previous, nodeVersion: version, changed: switched.changed };
     }),
+
+    // Under the lock: a stop or a second reload waits for the install instead of racing it.
+    "pod.reload": guard("pod.reload", ({ name, preset }) =>
+      locks.run(name, () => reloadApp(docker, prefix, name, preset, log)),
+    ),
   };
 }

@@ -21,6 +21,10 @@ export const EXEC_MAX_TIMEOUT_S = 300;
 /** per stream; the rest is dropped and counted in the truncation marker */
 export const EXEC_MAX_OUTPUT_BYTES = 1024 * 1024;
 
+/** each install or build step of a reload; the tail of a failing step's output is kept */
+export const RELOAD_STEP_TIMEOUT_S = 600;
+export const RELOAD_MAX_OUTPUT_BYTES = 64 * 1024;
+
 const EnvVars = z.record(z.string(), z.string());
 const EnvFile = z.object({ path: z.string(), vars: EnvVars });
 
@@ -86,5 +90,24 @@ export const insideOps = {
   "pod.node-version": {
     params: z.object({ name: PodName, version: z.enum(NODE_VERSIONS) }),
     result: z.object({ previous: z.string(), nodeVersion: z.string(), changed: z.boolean() }),
+  },
+  /**
+   * Install dependencies from the manifest in ~/app (package.json: npm install and, with a build
+   * script, npm run build; requirements.txt: ~/app/.venv and pip install -r), output appended to
+   * ~/logs/build.log, then `sv restart` the preset's services. A failing step is a result
+   * (`ok: false` with the tail of its output), not an error. Running pod only.
+   */
+  "pod.reload": {
+    params: z.object({ name: PodName, preset: z.enum(["static", "php", "nodejs", "python"]) }),
+    result: z.discriminatedUnion("ok", [
+      z.object({
+        ok: z.literal(true),
+        services: z.array(z.string()),
+        depsInstalled: z.enum(["npm", "pip"]).nullable(),
+        /** manifests found that the image has no tool for (composer.json, go.mod) */
+        unsupported: z.array(z.string()),
+      }),
+      z.object({ ok: z.literal(false), depsOutput: z.string(), exitCode: z.number().int().nullable() }),
+    ]),
   },
 } as const;

@@ -16,6 +16,8 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
   let accountKey: ClientKey;
   const names = { before: "", after: "", other: "" };
   const ports: Record<string, number> = {};
+  /** the agent's last log lines, so a refused login in CI says why */
+  const agentTail = () => stack.agent.output.slice(-15).join("");
 
   const createRunning = async (name: string) => {
     const res = await alice.api.post("/api/pods", { name, preset: "static" });
@@ -76,7 +78,7 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
     expect(listed.body.keys).toHaveLength(1);
 
     const session = await sshRun(podKey, port, "whoami && pwd", knownHosts);
-    expect(session.code, session.stderr).toBe(0);
+    expect(session.code, `${session.stderr}\nagent: ${agentTail()}`).toBe(0);
     expect(session.stdout.split("\n")).toEqual(["pod_user", "/home/pod_user", ""]);
   });
 
@@ -98,7 +100,7 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
 
     await createRunning(names.after);
     const onNew = await sshRun(accountKey, ports[names.after] ?? 0, "whoami", knownHosts);
-    expect(onNew.code, onNew.stderr).toBe(0);
+    expect(onNew.code, `${onNew.stderr}\nagent: ${agentTail()}`).toBe(0);
     expect(onNew.stdout.trim()).toBe("pod_user");
     const onOld = await sshRun(accountKey, ports[names.before] ?? 0, "whoami", knownHosts);
     expect(onOld.code).not.toBe(0);
@@ -150,6 +152,6 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
     );
     expect(after).toBe(before);
     const res = await sshRun(accountKey, port, "true", knownHosts);
-    expect(res.code, res.stderr).toBe(0);
+    expect(res.code, `${res.stderr}\nagent: ${agentTail()}`).toBe(0);
   });
 });

@@ -8,6 +8,7 @@ import {
   EXEC_MAX_OUTPUT_BYTES,
   EXEC_MAX_TIMEOUT_S,
   LOG_SOURCES,
+  RELOAD_MAX_OUTPUT_BYTES,
 } from "../../../shared/protocol/inside-ops";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
@@ -22,6 +23,7 @@ import {
 import { getPodEnv, setPodEnv, unsetPodEnv } from "../../services/pods/inside/env";
 import { execInPod } from "../../services/pods/inside/exec";
 import { readPodLogs } from "../../services/pods/inside/logs";
+import { reloadPodApp } from "../../services/pods/inside/reload";
 import { podDiskUsage, podPreset, setNodeVersion } from "../../services/pods/inside/runtime";
 import { PodParams } from "./schemas";
 
@@ -128,6 +130,27 @@ const DiskUsage = z
     }),
   })
   .openapi("DiskUsage");
+
+const ReloadResult = z
+  .object({
+    status: z.literal("reloaded"),
+    services: z.array(z.string()).openapi({ description: "the services restarted", example: ["app"] }),
+    preset: z.string(),
+    deps_installed: z.enum(["npm", "pip"]).optional().openapi({
+      description:
+        "set when package.json (npm install, then npm run build if there is a build script) or requirements.txt (~/app/.venv, pip install -r) was installed",
+    }),
+  })
+  .openapi("ReloadResult");
+
+const ReloadFailure = z
+  .object({
+    error: z.string(),
+    deps_output: z.string().openapi({
+      description: `the last ${RELOAD_MAX_OUTPUT_BYTES} bytes at most of the failing command's output (all of it is in ~/logs/build.log)`,
+    }),
+  })
+  .openapi("ReloadFailure");
 
 export const podInsideRouter = createRouter()
   .openapi(
@@ -289,4 +312,25 @@ export const podInsideRouter = createRouter()
         200,
       );
     },
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      tags: ["Pods"],
+      method: "post",
+      path: "/{name}/reload",
+      summary:
+        "Install the app's dependencies (package.json, requirements.txt) and restart its services; starts a stopped pod first",
+      request: { params: PodParams },
+      responses: {
+        200: jsonResponse(ReloadResult, "Reloaded"),
+        ...errors(400, 401, 404, 409, 503),
+        500: jsonResponse(ReloadFailure, "The dependency install or build failed"),
+      },
+    }),
+    async (c) =>
+      c.json(
+        unwrap(await reloadPodApp(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name)),
+        200,
+      ),
   );

@@ -1,0 +1,123 @@
+import { RELOAD_MAX_OUTPUT_BYTES, RELOAD_STEP_TIMEOUT_S } from "../../shared/protocol/inside-ops";
+import type { DockerClient } from "../docker/client";
+import { execInContainer } from "../docker/exec";
+import { HOME, podNames } from "../docker/naming";
+import { inspectContainer } from "../docker/resources";
+import { AgentError } from "../errors";
+import type { Logger } from "../logger";
+
+/**
+ * Reload: install the app's dependencies from the manifest in ~/app, then `sv restart` the
+ * preset's services. One fixed script, run as pod_user in the running container. Each install or
+ * build step runs under coreutils `timeout`, its output appended to ~/logs/build.log; a failing
+ * step ends the script with `fail <status>` on stdout followed by the tail of that step's output,
+ * which the host reports as a result (`ok: false`), not an error code.
+ *
+ * Protocol lines on stdout: `deps npm|pip`, `unsupported <file>`, `restarted <svc> <status>`,
+ * and on failure `fail <status>` with everything after it being the step's output.
+ */
+
+/** services each preset runs (images/README.md); workers and cron are left alone */
+export const RELOAD_SERVICES: Record<string, string[]> = {
+  static: ["web"],
+  php: ["web", "php-fpm"],
+  nodejs: ["app"],
+  python: ["app"],
+};
+
+const SCRIPT = `set -u
+H=${HOME}; export HOME="$H"
+P=$1; shift
+T=${RELOAD_STEP_TIMEOUT_S}
+log="$H/logs/build.log"
+mkdir -p "$H/logs" "$H/.pod"
+out=$(mktemp "$H/.pod/.reload.XXXXXX") || { echo "fail 70"; echo "cannot create a temporary file in $H/.pod"; exit 0; }
+trap 'rm -f "$out"' EXIT
+stamp() { printf '[%s] reload: %s\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$log"; }
+step() {
+  stamp "\\$ $*"
+  : >"$out"
+  timeout -k 5 "$T" "$@" </dev/null >>"$out" 2>&1; rc=$?
+  [ "$rc" -eq 124 ] && echo "[timed out after $T s]" >>"$out"
+  cat "$out" >>"$log"
+  [ "$rc" -eq 0 ] && return 0
+  stamp "failed with exit status $rc"
+  echo "fail $rc"
+  tail -c ${RELOAD_MAX_OUTPUT_BYTES} "$out"
+  exit 0
+}
+npm_deps() {
+  step npm install --no-audit --no-fund
+  echo "deps npm"
+  if node -e 'process.exit(require("./package.json").scripts?.build ? 0 : 1)' 2>/dev/null; then
+    step npm run build
+  fi
+}
+pip_deps() {
+  [ -x .venv/bin/pip ] || step python3 -m venv .venv
+  step .venv/bin/pip install --disable-pip-version-check --no-input -r requirements.txt
+  echo "deps pip"
+}
+if cd "$H/app" 2>/dev/null; then
+  has_npm=; command -v npm >/dev/null 2>&1 && [ -f package.json ] && has_npm=1
+  has_pip=; python3 -c 'import venv' >/dev/null 2>&1 && [ -f requirements.txt ] && has_pip=1
+  if [ "$P" = python ] && [ -n "$has_pip" ]; then pip_deps
+  elif [ -n "$has_npm" ]; then npm_deps
+  elif [ -n "$has_pip" ]; then pip_deps
+  fi
+  [ -f package.json ] && [ -z "$has_npm" ] && echo "unsupported package.json"
+  [ -f requirements.txt ] && [ -z "$has_pip" ] && echo "unsupported requirements.txt"
+  for f in composer.json go.mod; do [ -f "$f" ] && echo "unsupported $f"; done
+fi
+for s in "$@"; do sv restart "$s" >/dev/null 2>&1; echo "restarted $s $?"; done
+exit 0`;
+
+export type ReloadOutcome =
+  | { ok: true; services: string[]; depsInstalled: "npm" | "pip" | null; unsupported: string[] }
+  | { ok: false; depsOutput: string; exitCode: number | null };
+
+export async function reloadApp(
+  docker: DockerClient,
+  prefix: string,
+  pod: string,
+  preset: string,
+  log: Logger,
+): Promise<ReloadOutcome> {
+  const services = RELOAD_SERVICES[preset];
+  if (!services) throw new AgentError("bad_request", `preset: unknown preset ${preset}`);
+  const container = podNames(prefix, pod).container;
+  const info = await inspectContainer(docker, container);
+  if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
+  if (!info.State.Running) throw new AgentError("bad_request", "pod is not running; start it first");
+
+  // npm install, npm run build (or venv, pip install) each get the step timeout; then the restarts.
+  const r = await execInContainer(docker, container, ["sh", "-c", SCRIPT, "sh", preset, ...services], {
+    workingDir: HOME,
+    maxOutputBytes: RELOAD_MAX_OUTPUT_BYTES * 2,
+    signal: AbortSignal.timeout((RELOAD_STEP_TIMEOUT_S * 3 + 120) * 1000),
+  });
+  if (r.exitCode !== 0) {
+    throw new AgentError(
+      "internal",
+      `reloading pod ${pod} failed (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 300)}`,
+    );
+  }
+  const failAt = /^fail (\d+)$/m.exec(r.stdout);
+  if (failAt) {
+    const output = r.stdout.slice(failAt.index + failAt[0].length + 1);
+    return { ok: false, depsOutput: output, exitCode: Number(failAt[1]) };
+  }
+  let depsInstalled: "npm" | "pip" | null = null;
+  const unsupported: string[] = [];
+  const restarted: string[] = [];
+  for (const line of r.stdout.split("\n")) {
+    const [word, arg, status] = line.trim().split(" ");
+    if (word === "deps" && (arg === "npm" || arg === "pip")) depsInstalled = arg;
+    else if (word === "unsupported" && arg) unsupported.push(arg);
+    else if (word === "restarted" && arg) {
+      restarted.push(arg);
+      if (status !== "0") log.warn("sv restart did not confirm", { pod, service: arg, status });
+    }
+  }
+  return { ok: true, services: restarted, depsInstalled, unsupported };
+}

@@ -1,0 +1,73 @@
+import { fail, ok, type Result } from "../../../../shared/errors";
+import { RELOAD_STEP_TIMEOUT_S } from "../../../../shared/protocol/inside-ops";
+import type { ServiceContext } from "../../context";
+import { callHost } from "../../hosts/host-client";
+import { recordEventStatement } from "../events";
+import { hostFailure, powerPod } from "../power";
+import { NOT_RUNNING, podTarget } from "./target";
+
+export interface ReloadView {
+  status: "reloaded";
+  services: string[];
+  preset: string;
+  deps_installed?: "npm" | "pip";
+}
+
+/** up to three steps (install, build or venv, then pip) on the host, the restarts, and the trip */
+const RELOAD_TIMEOUT_MS = (RELOAD_STEP_TIMEOUT_S * 3 + 150) * 1000;
+const PRESETS = ["static", "php", "nodejs", "python"] as const;
+
+/**
+ * Reinstall dependencies and restart the pod's services. A stopped pod is started first (contract);
+ * a failed install or build is 500 with `deps_output`, the tail of the failing command's output.
+ */
+export async function reloadPodApp(
+  ctx: ServiceContext,
+  teamId: string,
+  name: string,
+): Promise<Result<ReloadView>> {
+  const target = await podTarget(ctx, teamId, name);
+  if (!target.ok) return target;
+  const { pod } = target.value.found;
+  if (pod.status === "stopped") {
+    const started = await powerPod(ctx, teamId, name, "start");
+    if (!started.ok) return started;
+  } else if (pod.status !== "running") {
+    return fail("bad_request", NOT_RUNNING);
+  }
+  const preset = PRESETS.find((p) => p === pod.preset);
+  if (!preset) return fail("internal", `pod ${name} has an unknown preset ${pod.preset}`);
+  const r = await callHost(
+    ctx.env,
+    target.value.hostId,
+    "pod.reload",
+    { name, preset },
+    { timeoutMs: RELOAD_TIMEOUT_MS },
+  );
+  if (!r.ok) return hostFailure(r, name);
+  if (!r.value.ok) {
+    return fail(
+      "internal",
+      `dependency install or build failed (exit status ${r.value.exitCode ?? "unknown"}); see deps_output and the build log`,
+      { deps_output: r.value.depsOutput },
+    );
+  }
+  const deps = r.value.depsInstalled ?? undefined;
+  await recordEventStatement(
+    ctx.db,
+    pod.id,
+    "reloaded",
+    deps ? `pod reloaded (dependencies installed with ${deps})` : "pod reloaded",
+    {
+      services: r.value.services,
+      ...(deps ? { deps_installed: deps } : {}),
+      ...(r.value.unsupported.length ? { unsupported_manifests: r.value.unsupported } : {}),
+    },
+  );
+  return ok({
+    status: "reloaded",
+    services: r.value.services,
+    preset: pod.preset,
+    ...(deps ? { deps_installed: deps } : {}),
+  });
+}
