@@ -10,6 +10,9 @@ const escapeHtml = (s: string) =>
 
 type Json = Record<string, unknown>;
 
+/** Summaries are written with Markdown-style `code` spans; show them as code (input already escaped). */
+const inlineCode = (html: string) => html.replace(/`([^`]+)`/g, "<code>$1</code>");
+
 /** A compact, self-contained reference page (no CDN: it must work offline and behind strict CSPs). */
 export function renderDocsPage(doc: OpenAPIObject): string {
   const byTag = new Map<string, string[]>();
@@ -61,7 +64,7 @@ function renderOperation(method: string, path: string, op: Json, resolve: (s: un
         `<li><code>${escapeHtml(status)}</code> ${escapeHtml(String(r.description ?? ""))}</li>`,
     )
     .join("");
-  return `<details class="op"><summary><span class="m ${escapeHtml(method)}">${escapeHtml(method)}</span> <code>${escapeHtml(path)}</code> — ${escapeHtml(String(op.summary ?? ""))}${secured ? ' <span class="lock">auth</span>' : ""}</summary>
+  return `<details class="op"><summary><span class="m ${escapeHtml(method)}">${escapeHtml(method)}</span> <code>${escapeHtml(path)}</code> — ${inlineCode(escapeHtml(String(op.summary ?? "")))}${secured ? ' <span class="lock">auth</span>' : ""}</summary>
 ${params ? `<h4>Parameters</h4><ul>${params}</ul>` : ""}
 ${bodySchema ? `<h4>Request body</h4><pre>${escapeHtml(JSON.stringify(bodySchema, null, 2))}</pre>` : ""}
 <h4>Responses</h4><ul>${responses}</ul></details>`;
