@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/api";
 import { getThroughIngress } from "./support/ingress";
+import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -55,26 +56,11 @@ describe("working inside a pod: exec, env, logs, preset, disk usage, Node versio
     const tag = stack.prefix.slice(-4);
     node = `node-${tag}`;
     site = `site-${tag}`;
-    await waitFor("the host to come online", async () => {
-      const res = await alice.api.get("/api/regions");
-      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === "eu-central")
-        ?.available
-        ? true
-        : undefined;
-    });
-    for (const [name, preset] of [
+    await waitForHostOnline(alice.api);
+    await createRunningPods(alice.api, [
       [node, "nodejs"],
       [site, "static"],
-    ]) {
-      const res = await alice.api.post("/api/pods", { name, preset });
-      expect(res.status, JSON.stringify(res.body)).toBe(202);
-    }
-    for (const name of [node, site]) {
-      await waitFor(`${name} to run`, async () => {
-        const res = await alice.api.get(`/api/pods/${name}`);
-        return res.body.status === "running" ? true : undefined;
-      });
-    }
+    ]);
   });
 
   afterAll(async () => {

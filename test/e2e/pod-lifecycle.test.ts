@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/api";
 import { dockerExec, dockerInspect } from "./support/docker";
 import { getThroughIngress } from "./support/ingress";
+import { waitForHostOnline, waitForPodStatus } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -13,28 +14,14 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
   let name: string;
   const container = () => `${stack.prefix}-${name}`;
 
-  const waitForStatus = (who: User, pod: string, status: string, timeoutMs = 60_000) =>
-    waitFor(
-      `${pod} to be ${status}`,
-      async () => {
-        const res = await who.api.get(`/api/pods/${pod}`);
-        return res.status === 200 && res.body.status === status ? res.body : undefined;
-      },
-      timeoutMs,
-    );
+  const waitForStatus = (who: User, pod: string, status: string) => waitForPodStatus(who.api, pod, status);
 
   beforeAll(async () => {
     stack = await startStack("life");
     alice = await signUp(stack.api, "Alice");
     bob = await signUp(stack.api, "Bob");
     name = `life-${stack.prefix.slice(-4)}`;
-    await waitFor("the host to come online", async () => {
-      const res = await alice.api.get("/api/regions");
-      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === "eu-central")
-        ?.available
-        ? true
-        : undefined;
-    });
+    await waitForHostOnline(alice.api);
   });
 
   afterAll(async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/api";
+import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -45,27 +46,12 @@ describe("POST /api/pods/{name}/reload", () => {
     node = `node-${tag}`;
     site = `site-${tag}`;
     py = `py-${tag}`;
-    await waitFor("the host to come online", async () => {
-      const res = await alice.api.get("/api/regions");
-      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === "eu-central")
-        ?.available
-        ? true
-        : undefined;
-    });
-    for (const [name, preset] of [
+    await waitForHostOnline(alice.api);
+    await createRunningPods(alice.api, [
       [node, "nodejs"],
       [site, "static"],
       [py, "python"],
-    ]) {
-      const res = await alice.api.post("/api/pods", { name, preset });
-      expect(res.status, JSON.stringify(res.body)).toBe(202);
-    }
-    for (const name of [node, site, py]) {
-      await waitFor(`${name} to run`, async () => {
-        const res = await alice.api.get(`/api/pods/${name}`);
-        return res.body.status === "running" ? true : undefined;
-      });
-    }
+    ]);
   });
 
   afterAll(async () => {

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/api";
+import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type ClientKey, hostKeyOf, makeKey, sshRun } from "./support/ssh";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
@@ -20,17 +21,7 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
   const agentTail = () => stack.agent.output.slice(-15).join("");
 
   const createRunning = async (name: string) => {
-    const res = await alice.api.post("/api/pods", { name, preset: "static" });
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
-    ports[name] = res.body.ssh_port;
-    await waitFor(
-      `${name} running`,
-      async () => {
-        const pod = await alice.api.get(`/api/pods/${name}`);
-        return pod.body.status === "running" ? true : undefined;
-      },
-      60_000,
-    );
+    Object.assign(ports, await createRunningPods(alice.api, [[name, "static"]]));
   };
 
   beforeAll(async () => {
@@ -42,10 +33,7 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
     names.before = `ssh-before-${tag}`;
     names.after = `ssh-after-${tag}`;
     names.other = `ssh-other-${tag}`;
-    await waitFor("host online", async () => {
-      const res = await alice.api.get("/api/regions");
-      return res.body.regions?.some((r: { available: boolean }) => r.available) ? true : undefined;
-    });
+    await waitForHostOnline(alice.api);
     await createRunning(names.before);
     await createRunning(names.other);
   }, 180_000);
