@@ -13,6 +13,7 @@ import { createHandlers } from "./handlers/pods";
 import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
 import { startSshGateway } from "./ssh/gateway";
+import { createBlobStore } from "./transfer/blobs";
 import { AGENT_VERSION } from "./version";
 
 const SHUTDOWN_DRAIN_MS = 20_000;
@@ -34,7 +35,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     log.error("ssh gateway failed to start; pods get no SSH", { error: String(error) });
     return undefined;
   });
-  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh };
+  const blobs = createBlobStore(config.apiUrl, config.agentToken);
+  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh, blobs };
   const handlers = createHandlers(deps);
   const dispatcher = new Dispatcher(handlers, log);
 

@@ -1,9 +1,16 @@
 import { bodyLimit } from "hono/body-limit";
+import {
+  FILE_UPLOAD_MAX_BYTES,
+  JSON_BODY_MAX_BYTES,
+  MULTIPART_OVERHEAD_BYTES,
+  ZIP_UPLOAD_MAX_BYTES,
+} from "../shared/limits";
 import type { AppEnv } from "./http/app-env";
 import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
 import { requestContext } from "./http/middleware";
 import { createRouter } from "./http/router";
+import { agentBlobsRouter } from "./routes/agent-blobs";
 import { agentConnectRouter } from "./routes/agent-connect";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
@@ -17,20 +24,29 @@ import { podSshRouter } from "./routes/pods/ssh";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
 
-/** JSON bodies are small; routes that take files raise their own limit. */
-const JSON_BODY_LIMIT = 1024 * 1024;
+/** JSON bodies are small; the routes that take files get room for their file. */
+const LARGE_BODY_ROUTES: [RegExp, number][] = [
+  [/^\/api\/pods\/[^/]+\/files\/upload$/, FILE_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
+  [/^\/api\/pods\/[^/]+\/zip$/, ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
+  [/^\/api\/pods\/from-zip$/, ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
+];
+const bodyLimits = new Map(
+  [JSON_BODY_MAX_BYTES, ...LARGE_BODY_ROUTES.map(([, max]) => max)].map((maxSize) => [
+    maxSize,
+    bodyLimit({
+      maxSize,
+      onError: (c) => c.json({ error: `request body too large: the limit is ${maxSize} bytes` }, 413),
+    }),
+  ]),
+);
+const bodyLimitOf = (path: string) =>
+  bodyLimits.get(LARGE_BODY_ROUTES.find(([route]) => route.test(path))?.[1] ?? JSON_BODY_MAX_BYTES);
 
 export function createApp() {
   const app = createRouter();
 
   app.use("*", requestContext);
-  app.use(
-    "/api/*",
-    bodyLimit({
-      maxSize: JSON_BODY_LIMIT,
-      onError: (c) => c.json({ error: `request body too large: the limit is ${JSON_BODY_LIMIT} bytes` }, 413),
-    }),
-  );
+  app.use("/api/*", (c, next) => bodyLimitOf(c.req.path)?.(c, next) ?? next());
 
   app.route("/api/auth", authRouter);
   app.route("/api/teams", teamsRouter);
@@ -41,6 +57,7 @@ export function createApp() {
   app.route("/api/pods", podInsideRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
+  app.route("/agent/blobs", agentBlobsRouter);
   app.route("/agent", agentConnectRouter);
 
   // A route that does no work: the floor the API benchmark compares against, and a liveness probe.

@@ -2,6 +2,7 @@ import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
+import type { BlobStore } from "../transfer/blobs";
 import type { KeyedLock } from "./keyed-lock";
 
 /** The SSH gateway as the handlers see it: one listener per pod, on the pod's own port. */
@@ -22,4 +23,6 @@ export interface HandlerDeps {
   locks?: KeyedLock;
   /** absent where no gateway runs (most handler tests) */
   ssh?: PodSshListeners;
+  /** the control plane's staged blobs (bulk bytes of files and archives); absent without a connection */
+  blobs?: BlobStore;
 }

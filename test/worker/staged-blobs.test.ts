@@ -1,0 +1,107 @@
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import {
+  newStagingKey,
+  STAGED_BLOB_TTL_MS,
+  stageBlob,
+  streamStagedBlob,
+  sweepStagedBlobs,
+} from "../../worker/services/blobs/staging";
+import { insertHost } from "./support/agent";
+
+/** The agent-facing staged-blob routes: the only way bulk bytes travel between Worker and host. */
+
+const blobUrl = (key: string) => `http://localhost/agent/blobs/${key}`;
+const asHost = (token: string, extra: Record<string, string> = {}) => ({
+  authorization: `Bearer ${token}`,
+  ...extra,
+});
+
+const bytes = (n: number) => {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = (i * 31 + 7) & 0xff;
+  return out;
+};
+
+describe("/agent/blobs", () => {
+  it("hands a staged upload to its host byte for byte", async () => {
+    const host = await insertHost();
+    const data = bytes(300_000);
+    const key = await stageBlob(env, host.id, new Blob([data]));
+    const res = await exports.default.fetch(blobUrl(key), { headers: asHost(host.token) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-length")).toBe(String(data.length));
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(data);
+  });
+
+  it("takes an agent's upload and streams it to the caller once, then discards it", async () => {
+    const host = await insertHost();
+    const data = bytes(123_457);
+    const key = newStagingKey(host.id);
+    const put = await exports.default.fetch(blobUrl(key), {
+      method: "PUT",
+      headers: asHost(host.token, { "content-length": String(data.length) }),
+      body: data,
+    });
+    expect(put.status).toBe(201);
+    const pending: Promise<unknown>[] = [];
+    const staged = await streamStagedBlob(env, key, (p) => pending.push(p));
+    expect(staged?.size).toBe(data.length);
+    expect(new Uint8Array(await new Response(staged?.body).arrayBuffer())).toEqual(data);
+    await Promise.all(pending);
+    expect(await env.BLOBS.head(key)).toBeNull();
+  });
+
+  it("keeps every host to its own keys: another host's key or a made-up key is 404", async () => {
+    const [owner, other] = [await insertHost(), await insertHost()];
+    const key = await stageBlob(env, owner.id, new Blob(["secret"]));
+    for (const attempt of [key, `staging/${other.id}/../${key}`, `staging/${other.id}/x`, "backups/y"]) {
+      const res = await exports.default.fetch(blobUrl(attempt), { headers: asHost(other.token) });
+      expect(res.status, attempt).toBe(404);
+      expect(await res.json()).toEqual({ error: expect.any(String) });
+    }
+    const write = await exports.default.fetch(blobUrl(key), {
+      method: "PUT",
+      headers: asHost(other.token, { "content-length": "3" }),
+      body: "bad",
+    });
+    expect(write.status).toBe(404);
+    expect(await (await env.BLOBS.get(key))?.text()).toBe("secret");
+  });
+
+  it("needs a host token", async () => {
+    const host = await insertHost();
+    const key = await stageBlob(env, host.id, new Blob(["x"]));
+    for (const headers of [{}, { authorization: "Bearer not-a-host" }] as Record<string, string>[]) {
+      const res = await exports.default.fetch(blobUrl(key), { headers });
+      expect(res.status).toBe(401);
+    }
+  });
+
+  it("refuses an upload without a length", async () => {
+    const host = await insertHost();
+    const body = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("abc"));
+        controller.close();
+      },
+    });
+    const res = await exports.default.fetch(blobUrl(newStagingKey(host.id)), {
+      method: "PUT",
+      headers: asHost(host.token),
+      body,
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(/Content-Length/);
+  });
+
+  it("sweeps blobs a crashed operation left behind, and only those", async () => {
+    const host = await insertHost();
+    const key = await stageBlob(env, host.id, new Blob(["left behind"]));
+    await sweepStagedBlobs(env);
+    expect(await env.BLOBS.head(key)).not.toBeNull();
+    await sweepStagedBlobs(env, Date.now() + STAGED_BLOB_TTL_MS + 1000);
+    expect(await env.BLOBS.head(key)).toBeNull();
+  });
+});

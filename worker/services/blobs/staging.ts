@@ -1,0 +1,82 @@
+import type { Bindings } from "../../env";
+
+/**
+ * Bytes in transit between an API caller and a host agent (uploads, downloads, ZIP archives) are
+ * staged in R2 under `staging/{hostId}/{id}`: the Worker writes what a caller sent and the agent
+ * fetches it, or the agent uploads what it read and the Worker streams it to the caller. Only keys
+ * travel over the control WebSocket, so no payload of megabytes sits in a Durable Object's memory.
+ *
+ * A staged blob lives for one operation; whoever started the operation discards it, and
+ * `sweepStagedBlobs` (cron) removes what a crash left behind.
+ */
+
+const PREFIX = "staging/";
+/** older than this, a staged blob belongs to no running operation */
+export const STAGED_BLOB_TTL_MS = 60 * 60 * 1000;
+/** what an agent may upload in one blob (the largest payload any op produces) */
+export const MAX_STAGED_BLOB_BYTES = 512 * 1024 * 1024;
+
+/** A fresh key owned by `hostId`: only that host's agent can read or write it. */
+export const newStagingKey = (hostId: string): string => `${PREFIX}${hostId}/${crypto.randomUUID()}`;
+
+/** Whether `key` is a staging key of `hostId` (the agent-facing routes check every key). */
+export function hostOwnsStagingKey(hostId: string, key: string): boolean {
+  const rest = key.startsWith(`${PREFIX}${hostId}/`) ? key.slice(PREFIX.length + hostId.length + 1) : "";
+  return /^[0-9a-f-]{36}$/.test(rest);
+}
+
+/** Store what a caller sent (a multipart part or any Blob) for the host to fetch. */
+export async function stageBlob(env: Bindings, hostId: string, body: Blob): Promise<string> {
+  const key = newStagingKey(hostId);
+  await env.BLOBS.put(key, body);
+  return key;
+}
+
+/** Best effort: a blob that stays is swept later. */
+export async function discardStagedBlob(env: Bindings, key: string): Promise<void> {
+  try {
+    await env.BLOBS.delete(key);
+  } catch (error) {
+    console.warn(JSON.stringify({ key, msg: "could not discard staged blob", error: String(error) }));
+  }
+}
+
+/**
+ * A staged blob as a download the caller reads once; the blob is discarded when the stream ends
+ * (or the caller goes away), via `background` so the Worker lives until then.
+ */
+export async function streamStagedBlob(
+  env: Bindings,
+  key: string,
+  background: (work: Promise<unknown>) => void,
+): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null> {
+  const object = await env.BLOBS.get(key);
+  if (!object) return null;
+  let done: () => void = () => undefined;
+  background(
+    new Promise<void>((resolve) => {
+      done = resolve;
+    }).then(() => discardStagedBlob(env, key)),
+  );
+  const relay = new TransformStream<Uint8Array, Uint8Array>({
+    flush: () => done(),
+  });
+  object.body.pipeTo(relay.writable).catch(() => done());
+  return { body: relay.readable, size: object.size };
+}
+
+/** Remove staged blobs older than the TTL, a page at a time (cron). Returns how many went. */
+export async function sweepStagedBlobs(env: Bindings, now = Date.now()): Promise<number> {
+  let removed = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await env.BLOBS.list({ prefix: PREFIX, cursor, limit: 500 });
+    const stale = page.objects
+      .filter((o) => now - o.uploaded.getTime() > STAGED_BLOB_TTL_MS)
+      .map((o) => o.key);
+    if (stale.length > 0) await env.BLOBS.delete(stale);
+    removed += stale.length;
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  return removed;
+}
