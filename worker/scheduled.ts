@@ -1,0 +1,29 @@
+import { createDb, type Db } from "./db/client";
+import type { Bindings } from "./env";
+import { rollUpAndPruneMetrics } from "./services/pods/metrics/retention";
+
+/**
+ * The Worker's cron work (wrangler.toml `[triggers] crons`). Every trigger runs every job; a job
+ * decides for itself what is due (each is idempotent and cheap when there is nothing to do). A
+ * failing job is logged and does not stop the others. To add one, append it to `scheduledJobs`.
+ */
+export interface ScheduledJob {
+  name: string;
+  run(ctx: { db: Db; env: Bindings; now: number }): Promise<void>;
+}
+
+export const scheduledJobs: ScheduledJob[] = [
+  { name: "pod-metrics-retention", run: ({ db, now }) => rollUpAndPruneMetrics(db, now) },
+];
+
+export async function runScheduledJobs(env: Bindings, now = Date.now(), jobs = scheduledJobs): Promise<void> {
+  const db = createDb(env.DB);
+  const results = await Promise.allSettled(jobs.map((job) => job.run({ db, env, now })));
+  results.forEach((r, i) => {
+    if (r.status === "rejected") {
+      console.error(
+        JSON.stringify({ msg: "scheduled job failed", job: jobs[i]?.name, error: String(r.reason) }),
+      );
+    }
+  });
+}
