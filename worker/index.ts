@@ -1,4 +1,6 @@
 import { createApp } from "./app";
+import type { Bindings } from "./env";
+import { runScheduledJobs } from "./scheduled";
 
 export { HostAgent } from "./durable-objects/host-agent";
 export { RateLimiter } from "./durable-objects/rate-limiter";
@@ -7,4 +9,5 @@ const app = createApp();
 
 export default {
   fetch: app.fetch,
-} satisfies ExportedHandler<import("./env").Bindings>;
+  scheduled: (controller, env, ctx) => ctx.waitUntil(runScheduledJobs(env, controller.scheduledTime)),
+} satisfies ExportedHandler<Bindings>;

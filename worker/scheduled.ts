@@ -1,5 +1,6 @@
 import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
+import { sweepStagedBlobs } from "./services/blobs/staging";
 import { rollUpAndPruneMetrics } from "./services/pods/metrics/retention";
 
 /**
@@ -14,6 +15,7 @@ export interface ScheduledJob {
 
 export const scheduledJobs: ScheduledJob[] = [
   { name: "pod-metrics-retention", run: ({ db, now }) => rollUpAndPruneMetrics(db, now) },
+  { name: "staged-blob-sweep", run: ({ env, now }) => sweepStagedBlobs(env, now).then(() => undefined) },
 ];
 
 export async function runScheduledJobs(env: Bindings, now = Date.now(), jobs = scheduledJobs): Promise<void> {
