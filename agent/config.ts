@@ -26,6 +26,8 @@ const Env = z.object({
     .default("0.0.0.0"),
   /** an SSH connection with no data in either direction for this long is closed */
   PODHOST_SSH_IDLE_TIMEOUT_S: z.coerce.number().int().positive().default(1800),
+  /** how often running pods are sampled (metrics) and their apps checked (health diagnosis) */
+  PODHOST_METRICS_INTERVAL_S: z.coerce.number().int().min(1).max(3600).default(60),
   /** names every container, volume and network; tests use a unique one so they never touch others */
   PODHOST_NAME_PREFIX: z
     .string()
@@ -43,6 +45,7 @@ export interface AgentConfig {
   namePrefix: string;
   sshListenHost: string;
   sshIdleTimeoutMs: number;
+  metricsIntervalMs: number;
 }
 
 /** Parse the environment; throws a readable error naming every bad variable. */
@@ -68,6 +71,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     namePrefix: e.PODHOST_NAME_PREFIX,
     sshListenHost: e.PODHOST_SSH_LISTEN_HOST,
     sshIdleTimeoutMs: e.PODHOST_SSH_IDLE_TIMEOUT_S * 1000,
+    metricsIntervalMs: e.PODHOST_METRICS_INTERVAL_S * 1000,
   };
 }
 

@@ -10,8 +10,10 @@ import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./handlers/events";
 import { KeyedLock } from "./handlers/keyed-lock";
 import { createHandlers } from "./handlers/pods";
+import { HealthMonitor } from "./health/monitor";
 import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
+import { startPodWatch } from "./metrics/watch";
 import { startSshGateway } from "./ssh/gateway";
 import { createBlobStore } from "./transfer/blobs";
 import { AGENT_VERSION } from "./version";
@@ -36,7 +38,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     return undefined;
   });
   const blobs = createBlobStore(config.apiUrl, config.agentToken);
-  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh, blobs };
+  const health = new HealthMonitor({ docker, log });
+  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh, blobs, health };
   const handlers = createHandlers(deps);
   const dispatcher = new Dispatcher(handlers, log);
 
@@ -62,6 +65,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
         agentVersion: AGENT_VERSION,
         inventory: inventory.pods,
       });
+      // A new connection may face a control plane that remembers anything: say it all again.
+      health.resync();
     },
     onMessage: (message, send) => {
       switch (message.type) {
@@ -97,6 +102,19 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     .start()
     .catch((error: unknown) => log.error("ingress failed to start", { error: String(error) }));
   socket.start();
+  // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
+  const watch = startPodWatch({
+    config,
+    docker,
+    log,
+    monitor: health,
+    busy: (pod) => dispatcher.isWorking(pod),
+    send: (message) => {
+      if (!socket.connected) return false;
+      socket.send(message);
+      return true;
+    },
+  });
   log.info("agent started", { version: AGENT_VERSION, api: config.apiUrl, prefix: config.namePrefix });
 
   return {
@@ -105,6 +123,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       log.info("agent stopping");
       await dispatcher.drain(SHUTDOWN_DRAIN_MS);
       stopWatching.abort();
+      await watch.stop();
       await ssh?.stop();
       await socket.stop();
     },

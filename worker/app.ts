@@ -19,8 +19,12 @@ import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { invitationsRouter } from "./routes/invitations";
 import { podsRouter } from "./routes/pods";
+import { podFilesRouter } from "./routes/pods/files";
+import { podHealthRouter } from "./routes/pods/health";
 import { podInsideRouter } from "./routes/pods/inside";
+import { podMetricsRouter } from "./routes/pods/metrics";
 import { podSshRouter } from "./routes/pods/ssh";
+import { podZipRouter } from "./routes/pods/zip";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
 
@@ -55,6 +59,10 @@ export function createApp() {
   app.route("/api/pods", podsRouter);
   app.route("/api/pods", podSshRouter);
   app.route("/api/pods", podInsideRouter);
+  app.route("/api/pods", podZipRouter);
+  app.route("/api/pods", podFilesRouter);
+  app.route("/api/pods", podMetricsRouter);
+  app.route("/api/pods", podHealthRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);

@@ -56,6 +56,11 @@ export class Dispatcher {
     return (this.busyPods.get(pod) ?? 0) > 0 || (this.finishedAt.get(pod) ?? 0) > Date.now() - EVENT_GRACE_MS;
   }
 
+  /** Whether a command is running on this pod right now (no grace period, unlike isBusy). */
+  isWorking(pod: string): boolean {
+    return (this.busyPods.get(pod) ?? 0) > 0;
+  }
+
   async handle(call: Call): Promise<AgentResultMessage> {
     this.expireSeen();
     let entry = this.seen.get(call.idempotencyKey);

@@ -25,4 +25,6 @@ export interface HandlerDeps {
   ssh?: PodSshListeners;
   /** the control plane's staged blobs (bulk bytes of files and archives); absent without a connection */
   blobs?: BlobStore;
+  /** the periodic health watch (agent/health/monitor.ts); absent where none runs */
+  health?: { forget(pod: string): void };
 }

@@ -1,5 +1,6 @@
 import type { ContainerInspectInfo } from "dockerode";
 import type { PodSpec, PodState } from "../../shared/protocol";
+import type { ZipSeed } from "../../shared/protocol/zip-ops";
 import { isConflict, isNotFound } from "../docker/client";
 import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
 import {
@@ -30,12 +31,16 @@ import { buildTar } from "../docker/tar";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
 import { validDomain } from "../ingress/vhost";
+import { deployArchive } from "../zip/deploy";
 import type { HandlerDeps } from "./deps";
+import { fileHandlers } from "./files";
 import { guard } from "./guard";
+import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
 import { keyHandlers } from "./keys";
 import type { HandlerContext, HandlerTable } from "./types";
+import { zipHandlers } from "./zip";
 
 export type { HandlerDeps } from "./deps";
 
@@ -100,7 +105,12 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
    * before the first start, start, wait for an address, render the vhost. On failure everything this
    * call created is removed again; what existed before (an adopted pod) is left alone.
    */
-  const createPod = async (spec: PodSpec, ctx: HandlerContext, cloneFrom?: string): Promise<PodState> => {
+  const createPod = async (
+    spec: PodSpec,
+    ctx: HandlerContext,
+    from: { clone?: string; seed?: ZipSeed } = {},
+  ): Promise<PodState> => {
+    const cloneFrom = from.clone;
     const image = config.images[spec.preset];
     await ensureImage(image);
     const n = names(spec.name);
@@ -134,6 +144,11 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       }
       await startContainer(docker, n.container);
       const running = await waitRunning(docker, n.container, n.network, ctx.signal);
+      // A from-zip archive replaces the default app once the pod runs, before its vhost exists, so
+      // "running" already serves the archive (a failed unpack fails the creation).
+      if (from.seed && fresh) {
+        await deployArchive({ docker, blobs: deps.blobs, prefix }, spec.name, from.seed.blobKey, ctx.signal);
+      }
       made.vhost = !(await ingress.hasVhost(spec.name));
       await routeTo(spec.name, running.info, running.ip, ctx.signal);
       return { name: spec.name, state: "running", ip: running.ip };
@@ -207,7 +222,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     "pod.create": guard("pod.create", async (spec, ctx) => {
       validateSpec(spec);
       return locks.run(spec.name, async () => {
-        const state = await createPod(spec, ctx);
+        const state = await createPod(spec, ctx, { seed: spec.seed });
         await deps.ssh?.open(spec.name, spec.sshPort);
         return state;
       });
@@ -224,7 +239,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
             throw new AgentError("not_found", `source pod ${source} has no container on this host`);
           }
         }
-        const state = await createPod(spec, ctx, source);
+        const state = await createPod(spec, ctx, { clone: source });
         await deps.ssh?.open(spec.name, spec.sshPort);
         return state;
       });
@@ -279,5 +294,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
 
     ...keyHandlers(deps, locks),
     ...insideHandlers(deps, locks),
+    ...fileHandlers(deps),
+    ...healthHandlers(deps, locks),
+    ...zipHandlers(deps, locks),
   };
 }

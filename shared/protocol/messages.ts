@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ErrorCode } from "../errors";
-import { OpName, PodState } from "./ops";
+import { Diagnosis } from "./health-ops";
+import { OpName, PodName, PodState } from "./ops";
 
 /**
  * The wire between a HostAgent Durable Object and its agent, one JSON message per WebSocket frame.
@@ -59,9 +60,51 @@ export const AgentPodStatus = z.object({
 
 export const AgentPing = z.object({ type: z.literal("agent:ping"), at: z.number() });
 
-export const AgentMessage = z.union([AgentHello, AgentResult, AgentPodStatus, AgentPing]);
+/** One pod's resource use over the last sampling interval (see agent/metrics/sampler.ts). */
+export const MetricSample = z.object({
+  name: PodName,
+  /** when it was taken, ms since the epoch (the host's clock; the control plane clamps it) */
+  at: z.number().int(),
+  /** percent of the pod's own CPU allocation (its plan), averaged over the interval */
+  cpu: z.number().min(0),
+  /** percent of the pod's memory limit (its plan), page cache that can be dropped not counted */
+  memory: z.number().min(0),
+  /** bytes on disk of the pod's home volume (measured less often, the last figure in between) */
+  storage: z.number().int().min(0),
+  /** bytes received / sent during the interval */
+  netIn: z.number().int().min(0),
+  netOut: z.number().int().min(0),
+});
+export type MetricSample = z.infer<typeof MetricSample>;
+
+/** Every running pod's sample of one tick. */
+export const AgentMetrics = z.object({
+  type: z.literal("agent:metrics"),
+  samples: z.array(MetricSample).max(2000),
+});
+
+/**
+ * Changes of the pods' app health: a diagnosis when something is wrong, null when the app is fine
+ * (again), null also for a stopped pod. The first report after a (re)connect covers every pod of the
+ * host, later ones only changes.
+ */
+export const AgentHealth = z.object({
+  type: z.literal("agent:health"),
+  pods: z.array(z.object({ name: PodName, diagnosis: Diagnosis.nullable() })).max(2000),
+});
+
+export const AgentMessage = z.union([
+  AgentHello,
+  AgentResult,
+  AgentPodStatus,
+  AgentPing,
+  AgentMetrics,
+  AgentHealth,
+]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentResultMessage = z.infer<typeof AgentResult>;
+export type AgentMetricsMessage = z.infer<typeof AgentMetrics>;
+export type AgentHealthMessage = z.infer<typeof AgentHealth>;
 
 /** The header an agent authenticates with when it dials `GET /agent/connect`. */
 export const AGENT_TOKEN_PREFIX = "hat_";

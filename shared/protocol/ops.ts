@@ -1,5 +1,8 @@
 import { z } from "zod";
+import { fileOps } from "./file-ops";
+import { healthOps } from "./health-ops";
 import { insideOps } from "./inside-ops";
+import { ZipSeed, zipOps } from "./zip-ops";
 
 /**
  * Every command the control plane can send to a host agent: a name, a params schema and a result
@@ -53,8 +56,11 @@ export const ops = {
     params: z.object({}),
     result: z.object({ pods: z.array(PodState) }),
   },
-  /** create (or adopt the existing, same-named) container, volume and network, start it, render the vhost */
-  "pod.create": { params: PodSpec, result: PodState },
+  /**
+   * create (or adopt the existing, same-named) container, volume and network, start it, render the
+   * vhost; with `seed`, the staged archive becomes ~/app before the first start (./zip-ops.ts)
+   */
+  "pod.create": { params: PodSpec.extend({ seed: ZipSeed.optional() }), result: PodState },
   "pod.start": { params: NameOnly, result: PodState },
   "pod.stop": { params: NameOnly, result: PodState },
   "pod.restart": { params: NameOnly, result: PodState },
@@ -75,6 +81,9 @@ export const ops = {
     result: z.object({ removed: z.boolean() }),
   },
   ...insideOps,
+  ...zipOps,
+  ...fileOps,
+  ...healthOps,
 } as const;
 
 export type Op = keyof typeof ops;
@@ -92,5 +101,8 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
   "pod.logs",
   "pod.preset",
   "pod.disk",
+  "pod.files.list",
+  // writes only a staged blob the caller named: safe to run again
+  "pod.files.download",
 ]);
 export const isReadOnlyOp = (op: Op): boolean => READ_ONLY_OPS.has(op);

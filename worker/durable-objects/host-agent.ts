@@ -11,7 +11,9 @@ import {
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
 import { markHostOffline, markHostOnline, touchHost } from "../services/hosts/hosts";
+import { applyHealthReports } from "../services/pods/health/report";
 import { applyPodState, reconcileInventory } from "../services/pods/host-sync";
+import { recordMetrics } from "../services/pods/metrics/record";
 
 interface Pending {
   resolve: (result: Result<unknown>) => void;
@@ -225,6 +227,13 @@ export class HostAgent extends DurableObject<Bindings> {
         await applyPodState(db, attachment.hostId, message.pod, {
           reason: message.reason ?? "reported by the host",
         });
+        return;
+      // Periodic reports, written for the pods of this host only (the services scope by host id).
+      case "agent:metrics":
+        await recordMetrics(db, attachment.hostId, message.samples);
+        return;
+      case "agent:health":
+        await applyHealthReports(db, attachment.hostId, message.pods);
         return;
       case "agent:ping":
         this.send(ws, { type: "control:pong", at: message.at });

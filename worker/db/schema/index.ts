@@ -3,6 +3,7 @@ export * from "./hosts";
 export * from "./mail-outbox";
 export * from "./one-time-tokens";
 export * from "./pod-events";
+export * from "./pod-metrics";
 export * from "./pods";
 export * from "./sessions";
 export * from "./ssh-keys";

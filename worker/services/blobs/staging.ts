@@ -52,16 +52,16 @@ export async function streamStagedBlob(
 ): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null> {
   const object = await env.BLOBS.get(key);
   if (!object) return null;
-  let done: () => void = () => undefined;
+  // A native stream of known length: workerd pipes R2 into it without JavaScript per chunk (a JS
+  // TransformStream here made a 32 MB download ~6x slower), and a response keeps its
+  // Content-Length. The pipe ends when the caller read everything or went away.
+  const relay = new FixedLengthStream(object.size);
   background(
-    new Promise<void>((resolve) => {
-      done = resolve;
-    }).then(() => discardStagedBlob(env, key)),
+    object.body
+      .pipeTo(relay.writable)
+      .catch(() => undefined)
+      .then(() => discardStagedBlob(env, key)),
   );
-  const relay = new TransformStream<Uint8Array, Uint8Array>({
-    flush: () => done(),
-  });
-  object.body.pipeTo(relay.writable).catch(() => done());
   return { body: relay.readable, size: object.size };
 }
 

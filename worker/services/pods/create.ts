@@ -10,6 +10,7 @@ import {
 } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
+import type { OpParams } from "../../../shared/protocol";
 import type { Db } from "../../db/client";
 import { type HostRow, type PodRow, pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
@@ -36,6 +37,16 @@ export interface CreatePodInput {
 
 /** Work that outlives the response (the Worker's `waitUntil`). */
 export type Background = (work: Promise<unknown>) => void;
+
+/** What a flow adds around the background `pod.create` (from-zip: the staged archive, then a reload). */
+export interface CreateExtras {
+  /** once the host is known, before `pod.create`: params to add (a seed) */
+  prepare?(hostId: string): Promise<Partial<OpParams<"pod.create">>>;
+  /** more time for the host (unpacking an archive) */
+  extraTimeoutMs?: number;
+  /** after `pod.create`, whatever its outcome */
+  finish?(outcome: { ok: boolean; podId: string; hostId: string }): Promise<void>;
+}
 
 const CREATE_TIMEOUT_MS = 120_000;
 
@@ -147,6 +158,7 @@ export async function createPod(
   input: CreatePodInput,
   client: { country?: string },
   background: Background,
+  extras: CreateExtras = {},
 ): Promise<Result<PodView>> {
   const plan = resolvePlan(input.plan_slug);
   if (!plan.ok) return plan;
@@ -185,7 +197,7 @@ export async function createPod(
     customizations: input.customizations,
     authorizedKeys: authorizedKeys.value,
   });
-  background(provision(ctx, host.id, pod.id, spec));
+  background(provision(ctx, host.id, pod.id, spec, extras));
   return ok(toPodView(pod, host.name, ctx.env.POD_DOMAIN));
 }
 
@@ -195,13 +207,21 @@ async function provision(
   hostId: string,
   podId: string,
   spec: ReturnType<typeof podSpec>,
+  extras: CreateExtras,
 ) {
-  const result = await callHost(ctx.env, hostId, "pod.create", spec, {
-    timeoutMs: CREATE_TIMEOUT_MS,
-    idempotencyKey: `pod.create:${podId}`,
-  });
+  let result: Result<unknown>;
+  try {
+    const params = { ...spec, ...(await extras.prepare?.(hostId)) };
+    result = await callHost(ctx.env, hostId, "pod.create", params, {
+      timeoutMs: CREATE_TIMEOUT_MS + (extras.extraTimeoutMs ?? 0),
+      idempotencyKey: `pod.create:${podId}`,
+    });
+  } catch (error) {
+    result = fail("internal", String(error)); // preparing failed (R2): the pod cannot be made
+  }
   if (result.ok) {
     await recordEventStatement(ctx.db, podId, "started", "pod is running");
+    await extras.finish?.({ ok: true, podId, hostId });
     return;
   }
   await ctx.db.batch([
@@ -211,4 +231,5 @@ async function provision(
       .where(and(eq(pods.id, podId), eq(pods.status, "creating"))),
     recordEventStatement(ctx.db, podId, "error", `creating the pod failed: ${result.message}`),
   ]);
+  await extras.finish?.({ ok: false, podId, hostId });
 }

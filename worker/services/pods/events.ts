@@ -16,7 +16,11 @@ export type PodEventType =
   | "progress"
   | "ssh_key_added"
   | "ssh_key_removed"
-  | "env_updated";
+  | "env_updated"
+  | "zip_uploaded"
+  | "health_diagnosis"
+  | "health_recovered"
+  | "health_fixed";
 
 export const recordEventStatement = (
   db: Db,

@@ -1,0 +1,147 @@
+import { createWriteStream } from "node:fs";
+import { mkdtemp, open, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
+import { inspectZip } from "../../shared/zip/policy";
+import type { DockerClient } from "../docker/client";
+import { dockerStatus } from "../docker/client";
+import { execStream } from "../docker/exec-stream";
+import { HOME, podNames } from "../docker/naming";
+import { AgentError } from "../errors";
+import type { BlobStore } from "../transfer/blobs";
+import { APP_DIR, DONE_MARK, fileReader, unpackStream } from "./unpack";
+
+/**
+ * A staged ZIP archive into a running pod's ~/app: fetched to a temporary file on the host, its
+ * table of contents checked again (shared/zip: the agent trusts no caller), streamed as tar into
+ * `tar -x` run as pod_user in the pod into a fresh ~/.pod/zip-XXXXXX, then swapped in for ~/app by
+ * two renames. ~/app/.env comes along unless the archive brings one. On any failure the staging
+ * directory goes and ~/app is untouched; the old app is removed after the swap.
+ */
+
+/** unpacking up to the policy's 1 GiB, with room for a slow disk */
+const UNPACK_TIMEOUT_S = 600;
+
+// Fixed text; the pod's own tar does the writing, as uid 1000, into a directory this run created.
+// Exit statuses: 71 tar failed, 72 the stream ended before its `done` mark, 73/74 the swap failed.
+const SCRIPT = `set -u
+H=${HOME}
+umask 022
+s=
+wipe() { chmod -R u+rwx "$1" 2>/dev/null; rm -rf "$1"; }
+trap '[ -n "$s" ] && wipe "$s"' EXIT
+trap 'exit 143' TERM INT HUP
+mkdir -p "$H/.pod" || exit 70
+for d in "$H"/.pod/zip-*; do [ -d "$d" ] && [ ! -L "$d" ] && wipe "$d"; done
+s=$(mktemp -d "$H/.pod/zip-XXXXXX") || exit 70
+tar -x -f - -C "$s" --no-same-owner --no-same-permissions --warning=no-timestamp || exit 71
+if [ ! -f "$s/${DONE_MARK}" ] || [ ! -d "$s/${APP_DIR}" ]; then echo "the archive stream ended early" >&2; exit 72; fi
+if [ ! -e "$s/${APP_DIR}/.env" ] && { [ -e "$H/app/.env" ] || [ -L "$H/app/.env" ]; }; then
+  cp -a "$H/app/.env" "$s/${APP_DIR}/.env" || exit 73
+fi
+chmod 755 "$s/${APP_DIR}"
+# -T: never move into a directory that appeared at the path meanwhile (an empty one is replaced)
+if [ -e "$H/app" ] || [ -L "$H/app" ]; then mv -T "$H/app" "$s/old" || exit 74; fi
+if ! mv -T "$s/${APP_DIR}" "$H/app"; then [ -e "$s/old" ] && mv -T "$s/old" "$H/app"; exit 74; fi
+echo swapped`;
+
+/** Stream the staged blob into a file of its own, refusing more than an upload may hold. */
+async function fetchArchive(blobs: BlobStore, key: string, file: string, signal: AbortSignal) {
+  const { body } = await blobs.fetch(key, signal);
+  let size = 0;
+  const cap = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      if (size > ZIP_UPLOAD_MAX_BYTES) {
+        done(
+          new AgentError(
+            "payload_too_large",
+            `zip: the archive is larger than ${ZIP_UPLOAD_MAX_BYTES} bytes`,
+          ),
+        );
+        return;
+      }
+      done(null, chunk);
+    },
+  });
+  await pipeline(body, cap, createWriteStream(file, { mode: 0o600 }), { signal });
+  return size;
+}
+
+export interface DeployResult {
+  files: number;
+  bytes: number;
+}
+
+export async function deployArchive(
+  deps: { docker: DockerClient; blobs?: BlobStore; prefix: string },
+  pod: string,
+  blobKey: string,
+  signal: AbortSignal,
+): Promise<DeployResult> {
+  if (!deps.blobs) throw new AgentError("unavailable", "this agent has no connection to fetch staged blobs");
+  const dir = await mkdtemp(path.join(tmpdir(), "podhost-zip-"));
+  try {
+    const file = path.join(dir, "archive.zip");
+    const size = await fetchArchive(deps.blobs, blobKey, file, signal);
+    const handle = await open(file, "r");
+    let manifest: ReturnType<typeof inspectZip>;
+    try {
+      manifest = inspectZip(fileReader(handle.fd, size));
+    } finally {
+      await handle.close();
+    }
+    if (!manifest.ok) throw new AgentError(manifest.code, manifest.message);
+    return await unpackIntoPod(deps.docker, deps.prefix, pod, file, manifest.value, signal);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function unpackIntoPod(
+  docker: DockerClient,
+  prefix: string,
+  pod: string,
+  file: string,
+  manifest: Parameters<typeof unpackStream>[1],
+  signal: AbortSignal,
+): Promise<DeployResult> {
+  const tar = unpackStream(file, manifest);
+  const timeout = AbortSignal.any([signal, AbortSignal.timeout((UNPACK_TIMEOUT_S + 30) * 1000)]);
+  try {
+    const run = await execStream(
+      docker,
+      podNames(prefix, pod).container,
+      ["timeout", "-k", "5", String(UNPACK_TIMEOUT_S), "sh", "-c", SCRIPT, "sh"],
+      { workingDir: HOME, stdin: tar.stream, signal: timeout },
+    ).catch((err: unknown) => {
+      if (dockerStatus(err) === 409)
+        throw new AgentError("bad_request", "pod is not running; start it first");
+      throw err;
+    });
+    const out: Buffer[] = [];
+    run.stdout.on("data", (b: Buffer) => out.push(b));
+    run.stdout.on("error", () => undefined); // the same failure settles `done` below
+    let result: { exitCode: number; stderr: string };
+    try {
+      result = await run.done;
+    } catch (err) {
+      throw tar.failure() ?? err;
+    }
+    // The archive's own fault first: a lying entry ends the stream, and tar then fails too.
+    const failure = tar.failure();
+    if (failure) throw failure;
+    if (result.exitCode !== 0 || !Buffer.concat(out).toString().includes("swapped")) {
+      throw new AgentError(
+        "internal",
+        `unpacking the archive into pod ${pod} failed (exit ${result.exitCode}): ${result.stderr.trim().slice(0, 300)}`,
+      );
+    }
+    return { files: tar.stats.files, bytes: tar.stats.bytes };
+  } finally {
+    tar.stream.destroy();
+  }
+}

@@ -1,0 +1,289 @@
+/**
+ * Inside-a-pod bench: the command runner and the Files endpoints through the whole stack (Worker in
+ * workerd + registered host + agent process + Docker engine), each beside Docker's own way of doing
+ * the same thing, measured in the same run.
+ *
+ *   tsx bench/inside.ts [--reps 25] [--warmup 3] [--copies 7] [--size-mb 32] [--files 1000]
+ *
+ * 1. exec of `true`: POST /api/pods/{name}/exec {"command": ["true"]} (auth, D1, the host's Durable
+ *    Object, the agent, a dockerode exec under `timeout` in the pod) beside `docker exec <c> true`
+ *    (the CLI). For context: a dockerode exec of `true` from this process. Target: p50 ≤ 1.3x.
+ * 2. a `--size-mb` MB file of random bytes uploaded (multipart POST …/files/upload: staged in R2,
+ *    fetched by the agent, streamed into the pod as pod_user) and downloaded (GET …/files/download:
+ *    streamed by the agent into R2, then to the client, written to disk) beside `docker cp` into
+ *    and out of the same container. Target: p50 ≤ 2x each way. The round trip is checked byte for
+ *    byte once.
+ * 3. listing a directory of `--files` files: GET …/files?path=… beside `docker exec <c> ls -la <dir>`.
+ *    Target: p50 ≤ 1.5x.
+ *
+ * Where a transfer's time goes locally (32 MB, timed inside the Worker and from the agent's "command
+ * done" lines, busy 2-core machine): upload = the body arriving through wrangler's dev proxy and being
+ * parsed (~0.7-1.1 s) + the R2 put of the staged file in miniflare (~1.0 s) + the agent's R2 read and
+ * `cat` into the pod (~0.6 s); download = the agent's `cat` and R2 put (~1.5 s) + R2 to the client
+ * (~0.4 s). `docker cp` takes ~0.35 s; the local R2 writes alone are ~3x that. The agent's own part
+ * (exec stdin/stdout streaming) is at the floor: a 32 MB upload into the pod from a local file takes
+ * ~0.35-0.6 s.
+ *
+ * Variants take turns inside each repetition (in rotating order), so drift on a busy machine spreads
+ * over all of them. Everything is removed at the end, also on failure or Ctrl-C.
+ */
+import { execFile } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { createWriteStream, openAsBlob } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { parseArgs, promisify } from "node:util";
+import { createDockerClient } from "../agent/docker/client";
+import { execInContainer } from "../agent/docker/exec";
+import { signUp } from "../test/e2e/support/api";
+import { createRunningPods, waitForHostOnline } from "../test/e2e/support/pods";
+import { type Stack, startStack } from "../test/e2e/support/stack";
+import { fmt, formatTable, median, summarize } from "./stats";
+
+const TARGET = { exec: 1.3, transfer: 2, list: 1.5 };
+
+const { values: args } = parseArgs({
+  options: {
+    reps: { type: "string", default: "25" },
+    warmup: { type: "string", default: "3" },
+    copies: { type: "string", default: "7" },
+    "size-mb": { type: "string", default: "32" },
+    files: { type: "string", default: "1000" },
+  },
+});
+const positiveInt = (name: string, v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
+  return n;
+};
+const REPS = positiveInt("reps", args.reps);
+const WARMUP = positiveInt("warmup", args.warmup);
+const COPIES = positiveInt("copies", args.copies);
+const SIZE_MB = positiveInt("size-mb", args["size-mb"]);
+const FILES = positiveInt("files", args.files);
+
+const run = promisify(execFile);
+const docker = createDockerClient("/var/run/docker.sock");
+
+const load = () => {
+  const cpus = availableParallelism();
+  const [load1 = 0] = loadavg();
+  return `${cpus} CPUs, load average ${fmt(load1, 1)}${load1 > cpus ? " (busy machine: figures are inflated)" : ""}`;
+};
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+/** Each variant once per repetition, in an order that rotates, so drift spreads over all of them. */
+async function interleaved(variants: Record<string, () => Promise<unknown>>, reps: number, warmup: number) {
+  const names = Object.keys(variants);
+  const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (let i = 0; i < warmup + reps; i++) {
+    for (let j = 0; j < names.length; j++) {
+      const name = names[(i + j) % names.length] as string;
+      const ms = await timed(variants[name] as () => Promise<unknown>);
+      if (i >= warmup) samples[name]?.push(ms);
+    }
+  }
+  return samples;
+}
+
+interface Verdict {
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
+/** One table of the samples, and the verdict of `ours` against `floor` (medians). */
+function report(
+  title: string,
+  samples: Record<string, number[]>,
+  ours: string,
+  floor: string,
+  target: number,
+): Verdict {
+  console.log(`\n${title}\n`);
+  const rows = Object.entries(samples).map(([name, xs]) => {
+    const s = summarize(xs);
+    return [name, fmt(s.p50, 1), fmt(s.p90, 1), fmt(s.min, 1), fmt(s.max, 1)];
+  });
+  console.log(formatTable(["variant", "p50 ms", "p90 ms", "min", "max"], rows));
+  const a = median(samples[ours] ?? []);
+  const b = median(samples[floor] ?? []);
+  const ratio = a / b;
+  console.log(
+    `\n${ours} / ${floor} (medians): ${fmt(ratio, 2)}x — target ≤ ${target}x: ${ratio <= target ? "met" : "NOT met"}`,
+  );
+  return {
+    target: `${ours} ≤ ${target}x ${floor}`,
+    measured: `${fmt(ratio, 2)}x (${fmt(a, 1)} vs ${fmt(b, 1)} ms)`,
+    met: ratio <= target,
+  };
+}
+
+async function main() {
+  console.log(`at start: ${load()}`);
+  const stack: Stack = await startStack("inbench");
+  const dir = await mkdtemp(path.join(tmpdir(), "podhost-inside-bench-"));
+  let cleaned: Promise<void> | undefined;
+  const cleanup = () => {
+    cleaned ??= (async () => {
+      await stack.stop();
+      await rm(dir, { recursive: true, force: true });
+    })();
+    return cleaned;
+  };
+  process.once("SIGINT", () => {
+    console.error("\ninterrupted: cleaning up");
+    void cleanup().finally(() => process.exit(130));
+  });
+
+  try {
+    const user = await signUp(stack.api, "Bench");
+    await waitForHostOnline(user.api);
+    const pod = `bench-${stack.prefix.slice(-4)}`;
+    await createRunningPods(user.api, [[pod, "static"]]);
+    const container = `${stack.prefix}-${pod}`;
+    const auth = { authorization: `Bearer ${user.token}` };
+    const api = (p: string) => `${stack.api}/api/pods/${pod}${p}`;
+    const must = async (what: string, res: Response) => {
+      if (!res.ok) throw new Error(`${what}: ${res.status} ${await res.text()}`);
+      return res;
+    };
+    const verdicts: Verdict[] = [];
+
+    // 1. exec of `true`
+    const execSamples = await interleaved(
+      {
+        "API exec true": async () => {
+          const res = await must(
+            "exec",
+            await fetch(api("/exec"), {
+              method: "POST",
+              headers: { ...auth, "content-type": "application/json" },
+              body: JSON.stringify({ command: ["true"] }),
+            }),
+          );
+          const body = (await res.json()) as { exit_code: number };
+          if (body.exit_code !== 0) throw new Error(`exec: exit ${body.exit_code}`);
+        },
+        "docker exec <c> true (CLI)": () => run("docker", ["exec", container, "true"]),
+        "dockerode exec true (in-process)": () => execInContainer(docker, container, ["true"]),
+      },
+      REPS,
+      WARMUP,
+    );
+    verdicts.push(
+      report(
+        `1. exec of true, ${REPS} repetitions after ${WARMUP} warm-up`,
+        execSamples,
+        "API exec true",
+        "docker exec <c> true (CLI)",
+        TARGET.exec,
+      ),
+    );
+
+    // 2. upload and download
+    const size = SIZE_MB * 1024 * 1024;
+    const data = randomBytes(size);
+    const source = path.join(dir, "upload.bin");
+    const fromApi = path.join(dir, "from-api.bin");
+    const fromCp = path.join(dir, "from-cp.bin");
+    await writeFile(source, data);
+    const apiUpload = async (name: string) => {
+      const form = new FormData();
+      form.set("file", new File([await openAsBlob(source)], name));
+      form.set("path", "/home/pod_user");
+      await must("upload", await fetch(api("/files/upload"), { method: "POST", headers: auth, body: form }));
+    };
+    const apiDownload = async (name: string) => {
+      const res = await must(
+        "download",
+        await fetch(`${api("/files/download")}?path=/home/pod_user/${name}`, { headers: auth }),
+      );
+      if (!res.body) throw new Error("download: no body");
+      await pipeline(Readable.fromWeb(res.body as WebReadableStream), createWriteStream(fromApi));
+    };
+    await apiUpload("api.bin");
+    await run("docker", ["cp", source, `${container}:/home/pod_user/cp.bin`]);
+    await apiDownload("api.bin");
+    const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+    if (sha(await readFile(fromApi)) !== sha(data)) throw new Error("the API round trip changed the bytes");
+
+    const transfer = await interleaved(
+      {
+        "API upload": () => apiUpload("api.bin"),
+        "docker cp in": () => run("docker", ["cp", source, `${container}:/home/pod_user/cp.bin`]),
+        "API download": () => apiDownload("api.bin"),
+        "docker cp out": () => run("docker", ["cp", `${container}:/home/pod_user/cp.bin`, fromCp]),
+      },
+      COPIES,
+      1,
+    );
+    const mbps = (xs: number[]) => SIZE_MB / (median(xs) / 1000);
+    console.log(`\n2. ${SIZE_MB} MB transfers, ${COPIES} repetitions after 1 warm-up (MB/s from the p50)`);
+    for (const [name, xs] of Object.entries(transfer)) console.log(`   ${name}: ${fmt(mbps(xs), 1)} MB/s`);
+    const up = { "API upload": transfer["API upload"] ?? [], "docker cp in": transfer["docker cp in"] ?? [] };
+    const down = {
+      "API download": transfer["API download"] ?? [],
+      "docker cp out": transfer["docker cp out"] ?? [],
+    };
+    verdicts.push(report("2a. upload", up, "API upload", "docker cp in", TARGET.transfer));
+    verdicts.push(report("2b. download", down, "API download", "docker cp out", TARGET.transfer));
+
+    // 3. listing a directory of FILES files
+    const listDir = "/home/pod_user/app/many";
+    await execInContainer(docker, container, [
+      "sh",
+      "-c",
+      'mkdir -p "$1" && cd "$1" && i=0; while [ $i -lt "$2" ]; do : > "file-$i.txt"; i=$((i+1)); done',
+      "sh",
+      listDir,
+      String(FILES),
+    ]);
+    const listing = await interleaved(
+      {
+        "API list": async () => {
+          const res = await must("list", await fetch(`${api("/files")}?path=${listDir}`, { headers: auth }));
+          const body = (await res.json()) as { files: unknown[] };
+          if (body.files.length !== FILES) throw new Error(`list: ${body.files.length} entries`);
+        },
+        "docker exec <c> ls -la": () => run("docker", ["exec", container, "ls", "-la", listDir]),
+      },
+      REPS,
+      WARMUP,
+    );
+    verdicts.push(
+      report(
+        `3. listing ${FILES} files, ${REPS} repetitions after ${WARMUP} warm-up`,
+        listing,
+        "API list",
+        "docker exec <c> ls -la",
+        TARGET.list,
+      ),
+    );
+
+    console.log("\nsummary\n");
+    console.log(
+      formatTable(
+        ["target", "measured", "met"],
+        verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
+      ),
+    );
+    console.log(`\nat end: ${load()}`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exit(1);
+});

@@ -1,0 +1,88 @@
+import { z } from "zod";
+
+/**
+ * The Files endpoints' ops: everything runs as pod_user (uid 1000) inside the running pod, so what
+ * a path resolves to (symlinks included) is only ever what that user may touch in the pod's own
+ * view of the filesystem. Paths are checked again by the agent (shared/pod-paths.ts).
+ *
+ * Bytes never travel in these messages: `download` streams a file into a staged blob the Worker
+ * named, `upload` streams a staged blob into a file (see worker/services/blobs/staging.ts). Both
+ * the JSON `content` routes and the multipart/raw-byte routes use them.
+ *
+ * A path that does not exist is a result (`found: false`), not an error: the agent's `not_found`
+ * means the pod has no container, which the API reports differently from a missing file.
+ */
+
+// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
+const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
+const PodPath = z.string().min(1).max(4096);
+/** a staged blob's key (staging/{hostId}/{uuid}); the agent only passes it to the control plane */
+const StagingKey = z.string().min(1).max(200);
+
+export const FileEntry = z.object({
+  name: z.string(),
+  /** ls style: `-rw-r--r--`, `drwxr-xr-x`, `lrwxrwxrwx` */
+  permissions: z.string(),
+  /** bytes (of the link itself for a symlink) */
+  size: z.number().int(),
+  /** a directory, or a symlink to one */
+  isDir: z.boolean(),
+});
+export type FileEntry = z.infer<typeof FileEntry>;
+
+/** the JSON `content` routes refuse files larger than this (use the download route) */
+export const FILE_CONTENT_MAX_BYTES = 5 * 1024 * 1024;
+/** a directory listing travels in one result; more entries than this is a 400 (list with exec) */
+export const FILE_LIST_MAX_ENTRIES = 10_000;
+
+const Found = z.object({ found: z.boolean() });
+
+export const fileOps = {
+  /** the directory's entries, directories first then by name; `found` false when it is missing */
+  "pod.files.list": {
+    params: z.object({ name: PodName, path: PodPath }),
+    result: Found.extend({ entries: z.array(FileEntry) }),
+  },
+  /**
+   * Stream a regular file (symlinks followed, as pod_user) into the staged blob `key`. A file larger
+   * than `maxBytes` is not staged (`staged: false`, `size` says how large it is).
+   */
+  "pod.files.download": {
+    params: z.object({
+      name: PodName,
+      path: PodPath,
+      key: StagingKey,
+      maxBytes: z.number().int().positive(),
+    }),
+    result: Found.extend({ size: z.number().int(), staged: z.boolean() }),
+  },
+  /**
+   * Stream the staged blob `key` (exactly `size` bytes) into the file `path`: parents created, a
+   * temp file beside it renamed over it (readers see the old or the new file, never half; a symlink
+   * at `path` is replaced, never written through; an existing file's mode is kept).
+   */
+  "pod.files.upload": {
+    params: z.object({ name: PodName, path: PodPath, key: StagingKey, size: z.number().int().min(0) }),
+    result: z.object({ path: z.string() }),
+  },
+  /** `rm -rf`; `found` false when nothing was there */
+  "pod.files.delete": {
+    params: z.object({ name: PodName, path: PodPath }),
+    result: Found,
+  },
+  /** `mv` to a destination that must not exist (its parents are created); `found` is the source's */
+  "pod.files.rename": {
+    params: z.object({ name: PodName, from: PodPath, to: PodPath }),
+    result: Found,
+  },
+  /** recursive copy (symlinks copied as links, modes and times kept) to a destination that must not exist */
+  "pod.files.copy": {
+    params: z.object({ name: PodName, from: PodPath, to: PodPath }),
+    result: Found,
+  },
+  /** `mkdir -p`: an existing directory is fine */
+  "pod.files.mkdir": {
+    params: z.object({ name: PodName, path: PodPath }),
+    result: z.object({ path: z.string() }),
+  },
+} as const;

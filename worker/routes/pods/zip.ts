@@ -1,0 +1,116 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { PRESET_SLUGS } from "../../../shared/catalog";
+import { ZIP_UPLOAD_MAX_BYTES } from "../../../shared/limits";
+import { ZIP_MAX_ENTRIES, ZIP_MAX_UNCOMPRESSED_BYTES } from "../../../shared/zip/policy";
+import { unwrap } from "../../http/errors";
+import { requireAuth } from "../../http/middleware";
+import { rateLimit } from "../../http/rate-limit";
+import { authenticated, createRouter, errors, jsonResponse, serviceContext } from "../../http/router";
+import { createPodFromZip } from "../../services/pods/zip/from-zip";
+import { uploadZipToPod } from "../../services/pods/zip/reupload";
+import { Pod, PodNameSchema, PodParams } from "./schemas";
+
+/**
+ * ZIP archives, mounted at /api/pods beside the pods router: a new pod from an archive, and an
+ * archive replacing an existing pod's app. `from-zip` cannot be taken for a pod name here: no
+ * `POST /api/pods/{name}` route exists, and the re-upload is `POST /api/pods/{name}/zip`.
+ */
+
+const common = { tags: ["ZIP archives"], security: authenticated };
+
+const RULES = `Top level must hold \`package.json\` or \`index.html\` (a single wrapping folder is refused, not stripped). Refused with 400: names with \`..\`, absolute or drive paths, backslashes, symlinks and device files, encrypted entries, methods other than stored/deflate, duplicate paths, more than ${ZIP_MAX_ENTRIES} entries, more than ${ZIP_MAX_UNCOMPRESSED_BYTES / 1024 / 1024} MiB unpacked, entries inflating over 1000:1. Over ${ZIP_UPLOAD_MAX_BYTES / 1024 / 1024} MiB: 413.`;
+
+/** The `zip` part: "zip: is required" when absent, "must be a file" when sent as a plain field. */
+const ZipPart = z
+  .any()
+  .superRefine((value, ctx) => {
+    if (value === undefined) ctx.addIssue({ code: "custom", message: "is required" });
+    else if (!(value instanceof File))
+      ctx.addIssue({ code: "custom", message: "must be a file (a ZIP archive)" });
+  })
+  .transform((value) => value as File)
+  .openapi({ type: "string", format: "binary", description: `the ZIP archive. ${RULES}` });
+
+const multipart = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { "multipart/form-data": { schema } },
+});
+
+const FromZipForm = z.object({
+  zip: ZipPart,
+  name: PodNameSchema.optional().openapi({
+    description: "default: from the file's name plus a random tail (`my-site.zip` → `my-site-k3x9qa`)",
+  }),
+  preset: z.enum(PRESET_SLUGS).optional().openapi({
+    description:
+      "detected when omitted: `package.json` nodejs, `requirements.txt` python, `composer.json` or `index.php` php, else static. A preset the archive does not fit is 400",
+  }),
+  plan_slug: z.string().max(40).default("launch"),
+  region: z.string().max(40).optional(),
+  server_id: z
+    .string()
+    .max(64)
+    .optional()
+    .openapi({ description: "as for POST /api/pods: overrides region" }),
+});
+
+const Uploaded = z
+  .object({
+    status: z.literal("uploaded"),
+    files: z.number().int().openapi({ description: "regular files unpacked into ~/app" }),
+  })
+  .openapi("ZipUploaded");
+
+const DepsFailure = z
+  .object({ error: z.string(), deps_output: z.string() })
+  .openapi({ description: "the files are in place but the dependency install or build failed" });
+
+export const podZipRouter = createRouter()
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/from-zip",
+      summary:
+        "Create a pod from a ZIP archive (202, status `creating`; the archive is in ~/app once it runs)",
+      middleware: [rateLimit("createPod"), requireAuth],
+      request: { body: multipart(FromZipForm) },
+      responses: {
+        202: jsonResponse(Pod, "Accepted"),
+        ...errors(400, 401, 402, 409, 413, 429, 503),
+      },
+    }),
+    async (c) => {
+      const country = (c.req.raw as { cf?: { country?: string } }).cf?.country;
+      const view = unwrap(
+        await createPodFromZip(serviceContext(c), c.get("caller"), c.req.valid("form"), { country }, (work) =>
+          c.executionCtx.waitUntil(work),
+        ),
+      );
+      return c.json(view, 202);
+    },
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/{name}/zip",
+      summary:
+        "Replace the pod's app with a ZIP archive (a stopped pod is started first; its .env is kept unless the archive has one), then reload",
+      middleware: [requireAuth],
+      request: {
+        params: PodParams,
+        body: multipart(z.object({ zip: ZipPart })),
+      },
+      responses: {
+        200: jsonResponse(Uploaded, "Unpacked and reloaded"),
+        500: jsonResponse(DepsFailure, "Unpacked, but installing dependencies failed"),
+        ...errors(400, 401, 404, 409, 413, 503),
+      },
+    }),
+    async (c) => {
+      const { name } = c.req.valid("param");
+      const { zip } = c.req.valid("form");
+      return c.json(unwrap(await uploadZipToPod(serviceContext(c), c.get("caller").teamId, name, zip)), 200);
+    },
+  );

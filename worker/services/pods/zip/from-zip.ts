@@ -1,0 +1,103 @@
+import type { PresetSlug } from "../../../../shared/catalog";
+import { fail, type Result } from "../../../../shared/errors";
+import type { Caller } from "../../auth/caller";
+import { discardStagedBlob, stageBlob } from "../../blobs/staging";
+import type { ServiceContext } from "../../context";
+import { type Background, createPod } from "../create";
+import { recordEventStatement } from "../events";
+import { reloadPodApp } from "../inside/reload";
+import type { PodView } from "../view";
+import { readZipUpload, runtimeMismatch, type ZipUpload } from "./archive";
+
+export interface FromZipInput {
+  zip: File;
+  name?: string;
+  preset?: PresetSlug;
+  plan_slug: string;
+  region?: string;
+  server_id?: string;
+}
+
+/** the host fetches, checks and unpacks up to 1 GiB before answering `pod.create` */
+const UNPACK_TIMEOUT_MS = 660_000;
+
+/** "My Site.zip" → "my-site-k3x9qa": the file's name when it makes one, always with a random tail. */
+export function nameFromFile(filename: string): string {
+  const base = filename
+    .replace(/\.zip$/i, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .slice(0, 33)
+    .replace(/-+$/, "");
+  const tail = [...crypto.getRandomValues(new Uint8Array(6))].map((b) => (b % 36).toString(36)).join("");
+  return `${base.length >= 2 ? base : "site"}-${tail}`;
+}
+
+/**
+ * `POST /api/pods/from-zip`: the archive is checked before anything is created, the pod is admitted
+ * like any other (202, `creating`), and the background creation stages the archive for the host,
+ * which unpacks it into ~/app right after the first start and before the pod counts as running.
+ * Then the blob goes, a `zip_uploaded` event is written, and a reload installs dependencies and
+ * restarts the services (its own `reloaded` event, or an `error` event saying what failed).
+ */
+export async function createPodFromZip(
+  ctx: ServiceContext,
+  caller: Caller,
+  input: FromZipInput,
+  client: { country?: string },
+  background: Background,
+): Promise<Result<PodView>> {
+  const upload = await readZipUpload(input.zip);
+  if (!upload.ok) return upload;
+  const preset = input.preset ?? upload.value.detected;
+  const mismatch = runtimeMismatch(preset, upload.value);
+  if (mismatch) return fail("bad_request", `preset: ${mismatch}; leave preset out to have it detected`);
+  const name = input.name ?? nameFromFile(upload.value.filename);
+
+  let blobKey: string | undefined;
+  return createPod(
+    ctx,
+    caller,
+    { name, preset, plan_slug: input.plan_slug, region: input.region, server_id: input.server_id },
+    client,
+    background,
+    {
+      extraTimeoutMs: UNPACK_TIMEOUT_MS,
+      async prepare(hostId) {
+        blobKey = await stageBlob(ctx.env, hostId, input.zip);
+        return { seed: { blobKey } };
+      },
+      async finish({ ok, podId }) {
+        if (blobKey) await discardStagedBlob(ctx.env, blobKey);
+        if (ok) await afterUnpack(ctx, caller.teamId, podId, name, upload.value);
+      },
+    },
+  );
+}
+
+async function afterUnpack(
+  ctx: ServiceContext,
+  teamId: string,
+  podId: string,
+  name: string,
+  upload: ZipUpload,
+) {
+  const { files, bytes } = upload.manifest;
+  await recordEventStatement(
+    ctx.db,
+    podId,
+    "zip_uploaded",
+    `${upload.filename} unpacked into ~/app (${files} files)`,
+    { files, bytes, archive: upload.filename },
+  );
+  const reloaded = await reloadPodApp(ctx, teamId, name);
+  if (!reloaded.ok) {
+    await recordEventStatement(
+      ctx.db,
+      podId,
+      "error",
+      `reload after unpacking the archive failed: ${reloaded.message}`,
+    );
+  }
+}
