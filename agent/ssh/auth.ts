@@ -1,5 +1,6 @@
 import type { AuthContext } from "ssh2";
-import { type AuthorizedKey, findKey } from "./authorized-keys";
+import type { AuthorizedKey } from "./authorized-keys";
+import { type KeyOptions, keyPermits } from "./key-options";
 
 export const POD_USER = "pod_user";
 /** rejected attempts one connection may make before it is dropped (OpenSSH's MaxAuthTries) */
@@ -8,6 +9,8 @@ export const MAX_AUTH_TRIES = 6;
 const KEYS_FRESH_MS = 5_000;
 
 export interface ConnectionAuthOptions {
+  /** the client's address, for `from=` */
+  ip: string;
   /** the pod's authorized keys, read from the pod on each call */
   loadKeys(): Promise<AuthorizedKey[]>;
   onTooManyTries(): void;
@@ -19,12 +22,16 @@ export interface ConnectionAuthOptions {
  * passwords, keyboard-interactive and host-based are refused; a key is accepted only if it is in
  * the pod's authorized_keys. OpenSSH first probes with the bare key (answered "this key would do"
  * without proof), then sends a signature over the session id, which is verified with the listed
- * key itself — never with what the client sent.
+ * key itself — never with what the client sent. As in sshd, the first line holding the key whose
+ * options let this client in (`from=`, `expiry-time=`) is the one that counts, and its options
+ * hold for the whole connection.
  */
 export class ConnectionAuth {
   /** a method other than `none` was tried: ending without success is a failed login */
   attempted = false;
   succeeded = false;
+  /** the options of the line the client logged in with (once `succeeded`) */
+  options: KeyOptions | null = null;
   private rejected = 0;
   private keys: { at: number; keys: Promise<AuthorizedKey[]> } | null = null;
 
@@ -43,13 +50,16 @@ export class ConnectionAuth {
     const { key, signature, blob, hashAlgo } = ctx;
     this.authorizedKeys()
       .then((keys) => {
-        const listed = findKey(keys, key.data);
-        if (!listed) this.reject(ctx);
+        const listed = keys.find(
+          (k) => k.blob.equals(key.data) && k.options !== null && keyPermits(k.options, this.opts.ip),
+        );
+        if (!listed?.options) this.reject(ctx);
         else if (!signature)
           ctx.accept(); // the probe: "would this key do?"
         else if (!blob || listed.parsed.verify(blob, signature, hashAlgo) !== true) this.reject(ctx);
         else {
           this.succeeded = true;
+          this.options = listed.options;
           ctx.accept();
         }
       })

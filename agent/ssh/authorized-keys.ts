@@ -1,4 +1,5 @@
 import ssh2, { type ParsedKey } from "ssh2";
+import { type KeyOptions, NO_OPTIONS, parseKeyOptions } from "./key-options";
 
 // ssh2 is CommonJS and Node sees only some of its exports by name: `utils` comes off the default.
 const { utils } = ssh2;
@@ -8,9 +9,9 @@ const { utils } = ssh2;
  * `[options] keytype base64 [comment]`; options may hold quoted strings with spaces
  * (`command="echo hi"`), so a line that does not start with a key is retried after them. Anything
  * that does not parse (blank lines, `#` comments, garbage, key types ssh2 cannot verify) is skipped,
- * never an error: the file is the pod user's to edit.
- *
- * Options are parsed past, not enforced: a `from=` or `command=` restriction has no effect here.
+ * never an error: the file is the pod user's to edit. The options field is read by key-options.ts;
+ * a line whose options sshd would refuse still names its key (the API can remove it) but
+ * authorizes nothing.
  */
 
 export interface AuthorizedKey {
@@ -21,6 +22,8 @@ export interface AuthorizedKey {
   /** the public key in SSH wire format: what a client sends, what two lines are compared by */
   blob: Buffer;
   parsed: ParsedKey;
+  /** what the line's options allow; null when they do not parse (the line lets nobody in) */
+  options: KeyOptions | null;
 }
 
 /** the file sizes the agent reads and writes; a bigger file is someone else's problem */
@@ -28,7 +31,7 @@ export const MAX_AUTHORIZED_KEYS_BYTES = 256 * 1024;
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
-function keyAt(text: string): Omit<AuthorizedKey, "line"> | null {
+function keyAt(text: string): Omit<AuthorizedKey, "line" | "options"> | null {
   const [type, data] = text.split(/[ \t]+/, 2);
   if (!type || !data || !BASE64.test(data)) return null;
   const parsed = utils.parseKey(`${type} ${data}`);
@@ -39,14 +42,14 @@ function keyAt(text: string): Omit<AuthorizedKey, "line"> | null {
   return { type, blob, parsed };
 }
 
-/** What follows the options field: up to the first blank outside double quotes (`\"` escapes). */
-function afterOptions(line: string): string | null {
+/** Where the options field ends: at the first blank outside double quotes (`\"` escapes). */
+function optionsEnd(line: string): number | null {
   let quoted = false;
   for (let i = 0; i < line.length; i++) {
     const c = line[i];
     if (quoted && c === "\\" && line[i + 1] === '"') i++;
     else if (c === '"') quoted = !quoted;
-    else if (!quoted && (c === " " || c === "\t")) return line.slice(i).trimStart();
+    else if (!quoted && (c === " " || c === "\t")) return i;
   }
   return null;
 }
@@ -56,10 +59,12 @@ export function parseAuthorizedKeyLine(raw: string): AuthorizedKey | null {
   const line = raw.trim();
   if (!line || line.startsWith("#")) return null;
   const direct = keyAt(line);
-  if (direct) return { line, ...direct };
-  const rest = afterOptions(line);
-  const optioned = rest ? keyAt(rest) : null;
-  return optioned ? { line, ...optioned } : null;
+  if (direct) return { line, ...direct, options: NO_OPTIONS };
+  const end = optionsEnd(line);
+  const optioned = end === null ? null : keyAt(line.slice(end).trimStart());
+  return optioned && end !== null
+    ? { line, ...optioned, options: parseKeyOptions(line.slice(0, end)) }
+    : null;
 }
 
 export function parseAuthorizedKeys(text: string): AuthorizedKey[] {

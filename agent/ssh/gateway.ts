@@ -58,7 +58,7 @@ interface PodListener {
  * session as pod_user inside that pod's container (shell, exec, scp, sftp). One host key for all
  * pods (see host-key.ts). Authentication is public-key only, against the pod's own
  * `~/.ssh/authorized_keys`, read from the pod at every login so keys the user adds inside the pod
- * work at once. No forwarding of any kind.
+ * work at once, with the options of the key's line applied (key-options.ts). No forwarding of any kind.
  *
  * Sockets are accepted here and handed to ssh2 (`injectSocket`), so that an address blocked for
  * failed logins is dropped before any key exchange, and Nagle is off for interactive use.
@@ -89,7 +89,7 @@ export class SshGateway implements PodSshListeners {
 
     const ssh = new ssh2.Server(
       { hostKeys: [this.opts.hostKey.privateKey], ident: "podhost", algorithms: { cipher: [...CIPHERS] } },
-      (client, info) => this.serveClient(pod, l, client, info.ip),
+      (client, info) => this.serveClient(pod, l, client, info),
     );
     const server = createServer((socket) => this.accept(l, socket));
     server.maxConnections = this.opts.maxConnections ?? 64;
@@ -188,15 +188,46 @@ export class SshGateway implements PodSshListeners {
     l.ssh.injectSocket(socket);
   }
 
-  private serveClient(pod: string, l: PodListener, client: Connection, ip: string) {
+  private serveClient(pod: string, l: PodListener, client: Connection, peer: { ip: string; port: number }) {
+    const { ip } = peer;
     const log = this.log.child({ pod, ip });
     const container = podNames(this.opts.namePrefix, pod).container;
     l.clients.add(client);
     const idleMs = this.opts.idleTimeoutMs ?? 30 * 60_000;
     const grace = setTimeout(() => client.end(), this.opts.loginGraceMs ?? 60_000);
     let idle: NodeJS.Timeout | undefined;
+    // Data marks the time; the timer looks at it only when it fires (a bulk copy moves thousands of
+    // chunks a second, and re-arming a timer for each is work for nothing).
+    let lastData = Date.now();
+    const touch = () => {
+      lastData = Date.now();
+    };
+    const checkIdle = () => {
+      const quiet = Date.now() - lastData;
+      if (quiet < idleMs) {
+        idle = setTimeout(checkIdle, idleMs - quiet);
+        return;
+      }
+      log.info("ssh: idle connection closed", { idleMs });
+      client.end();
+    };
+    const socket = [...l.sockets].find((s) => s.remoteAddress === ip && s.remotePort === peer.port);
+    let corked = false;
+    // Nagle is off, so every SSH packet would be a TCP segment and a syscall of its own: output
+    // produced in one turn of the event loop (an sftp-server's many small replies read from the
+    // engine at once) is written to the client in one go instead.
+    const coalesceOutput = () => {
+      if (corked || !socket) return;
+      corked = true;
+      socket.cork();
+      process.nextTick(() => {
+        corked = false;
+        socket.uncork();
+      });
+    };
 
     const auth = new ConnectionAuth({
+      ip,
       loadKeys: async () =>
         parseAuthorizedKeys((await readKeyFile(this.opts.docker, this.opts.namePrefix, pod)).text),
       onTooManyTries: () => client.end(),
@@ -210,16 +241,24 @@ export class SshGateway implements PodSshListeners {
     client.on("authentication", (ctx) => auth.handle(ctx));
     client.on("ready", () => {
       clearTimeout(grace);
-      idle = setTimeout(() => {
-        log.info("ssh: idle connection closed", { idleMs });
-        client.end();
-      }, idleMs);
+      touch();
+      idle = setTimeout(checkIdle, idleMs);
     });
-    const touch = () => idle?.refresh();
 
-    client.on("session", (accept) =>
-      serveSession(accept(), { docker: this.opts.docker, pod, container, log, touch }),
-    );
+    client.on("session", (accept, reject) => {
+      // ssh2 opens no channel before authentication, so there are options: checked all the same
+      const options = auth.options;
+      if (!options) return reject();
+      serveSession(accept(), {
+        docker: this.opts.docker,
+        pod,
+        container,
+        log,
+        touch,
+        coalesceOutput,
+        options,
+      });
+    });
     // No forwarding: not to the pod's network, not back from it, not to sockets, not X11 or agents.
     client.on("tcpip", (_accept, reject) => reject());
     client.on("openssh.streamlocal", (_accept, reject) => reject());

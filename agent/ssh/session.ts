@@ -2,6 +2,7 @@ import { constants } from "node:os";
 import type { ServerChannel, Session } from "ssh2";
 import { type DockerClient, dockerMessage, dockerStatus } from "../docker/client";
 import type { Logger } from "../logger";
+import type { KeyOptions } from "./key-options";
 import { PodProcess, type TerminalSize } from "./pod-process";
 import { demux, flushed, pump } from "./streams";
 
@@ -14,6 +15,10 @@ export interface SessionContext {
   log: Logger;
   /** data moved in either direction: the connection is not idle */
   touch(): void;
+  /** output for the client follows in this turn of the event loop: send it in one write */
+  coalesceOutput(): void;
+  /** the options of the authorized_keys line the client logged in with */
+  options: KeyOptions;
 }
 
 /** Client environment passed on, as OpenSSH's default `AcceptEnv LANG LC_*`. */
@@ -40,7 +45,9 @@ function signalName(name: string): NodeJS.Signals | null {
  * One SSH session channel: a terminal request, window changes, environment and signals, then one
  * of shell (`bash -l`), exec (`bash -c <command>`) or the sftp subsystem, run as pod_user in the
  * pod's container. The process's exit status (or the signal that ended it) goes back to the client.
- * Agent and X11 forwarding are refused.
+ * Agent and X11 forwarding are refused. The key's options apply as in sshd: `no-pty` refuses the
+ * terminal request; a forced `command=` runs instead of the shell, the command or the subsystem,
+ * with what the client asked for in SSH_ORIGINAL_COMMAND.
  */
 export function serveSession(session: Session, ctx: SessionContext): void {
   let terminal: Terminal | null = null;
@@ -50,7 +57,7 @@ export function serveSession(session: Session, ctx: SessionContext): void {
   let forwarded: NodeJS.Signals | null = null;
 
   session.on("pty", (accept, reject, info) => {
-    if (!SAFE_TERM.test(info.term || "xterm")) return reject?.();
+    if (ctx.options.noPty || !SAFE_TERM.test(info.term || "xterm")) return reject?.();
     terminal = { term: info.term || "xterm", cols: clampSize(info.cols, 80), rows: clampSize(info.rows, 24) };
     accept?.();
   });
@@ -81,7 +88,7 @@ export function serveSession(session: Session, ctx: SessionContext): void {
   session.on("x11", (_accept, reject) => reject?.());
   session.on("auth-agent", (_accept, reject) => reject?.());
 
-  const run = async (channel: ServerChannel, argv: string[], withTerminal: boolean) => {
+  const run = async (channel: ServerChannel, argv: string[], withTerminal: boolean, extraEnv: string[]) => {
     const tty = withTerminal ? terminal : null;
     const nl = tty ? "\r\n" : "\n";
     let closed = false;
@@ -98,7 +105,7 @@ export function serveSession(session: Session, ctx: SessionContext): void {
     try {
       proc = await PodProcess.start(ctx.docker, ctx.container, {
         argv,
-        env: tty ? [`TERM=${tty.term}`, ...env] : env,
+        env: [...(tty ? [`TERM=${tty.term}`] : []), ...env, ...extraEnv],
         tty: tty ?? undefined,
       });
     } catch (err) {
@@ -116,14 +123,18 @@ export function serveSession(session: Session, ctx: SessionContext): void {
     }
     const p = proc;
     if (closed) return hangUp(p); // the client left while the process was being started
+    const onOutput = () => {
+      ctx.touch();
+      ctx.coalesceOutput();
+    };
     const output = p.tty
       ? new Promise<void>((resolve) => {
-          pump(p.stream, channel, ctx.touch, false);
+          pump(p.stream, channel, onOutput, false);
           p.stream.once("end", resolve);
           p.stream.once("close", resolve);
           p.stream.once("error", () => resolve());
         })
-      : demux(p.stream, channel, channel.stderr, ctx.touch);
+      : demux(p.stream, channel, channel.stderr, onOutput);
     // Client EOF → the process's stdin is closed (scp and sftp-server rely on it). Not with a
     // terminal: closing it would hang the session up (`ssh -tt host cmd </dev/null` must run to its
     // end), and sshd keeps its pty open then too.
@@ -145,20 +156,32 @@ export function serveSession(session: Session, ctx: SessionContext): void {
     channel.end();
   };
 
-  const start = (channel: ServerChannel, argv: string[], withTerminal: boolean) => {
-    run(channel, argv, withTerminal).catch((err: unknown) => {
+  /** `original`: the client's command (null for a shell), what a forced command sees of it */
+  const start = (channel: ServerChannel, argv: string[], withTerminal: boolean, original: string | null) => {
+    const forced = ctx.options.command;
+    const launch =
+      forced === undefined
+        ? run(channel, argv, withTerminal, [])
+        : run(
+            channel,
+            ["bash", "-c", forced],
+            withTerminal,
+            original === null ? [] : [`SSH_ORIGINAL_COMMAND=${original}`],
+          );
+    launch.catch((err: unknown) => {
       ctx.log.error("ssh session failed", { error: String(err) });
       channel.destroy();
     });
   };
 
-  session.on("shell", (accept) => start(accept(), ["bash", "-l"], true));
+  session.on("shell", (accept) => start(accept(), ["bash", "-l"], true, null));
   session.on("exec", (accept, _reject, info) => {
-    start(accept(), info.command.trim() ? ["bash", "-c", info.command] : ["bash", "-l"], true);
+    const argv = info.command.trim() ? ["bash", "-c", info.command] : ["bash", "-l"];
+    start(accept(), argv, true, info.command);
   });
   // Not the "sftp" event: that one hands over ssh2's own SFTP parser; the raw channel goes to sftp-server.
   session.on("subsystem", (accept, reject, info) => {
     if (info.name !== "sftp") return reject();
-    start(accept(), [SFTP_SERVER], false);
+    start(accept(), [SFTP_SERVER], false, SFTP_SERVER);
   });
 }

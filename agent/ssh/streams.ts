@@ -36,11 +36,15 @@ export function pump(from: Readable, to: Writable, onData: () => void, end: bool
 }
 
 const HEADER = 8;
+/** Small payloads for one target that arrive together are joined up to this size (one SSH packet). */
+const JOIN_LIMIT = 32 * 1024;
 
 /**
  * The engine's multiplexed output (no terminal): frames of an 8-byte header — stream type (1
  * stdout, 2 stderr), 3 zero bytes, a big-endian length — and the payload. Payloads are forwarded as
  * they arrive, without waiting for whole frames, and the source is paused while a target is full.
+ * Consecutive small frames read at once (sftp-server answers each 32 KiB write with a few bytes)
+ * leave as one write, so as one SSH packet rather than one each.
  */
 export function demux(from: Readable, stdout: Writable, stderr: Writable, onData: () => void): Promise<void> {
   let header = Buffer.alloc(0);
@@ -49,6 +53,16 @@ export function demux(from: Readable, stdout: Writable, stderr: Writable, onData
   from.on("data", (chunk: Buffer) => {
     onData();
     const full = new Set<Writable>();
+    let parts: Buffer[] = [];
+    let size = 0;
+    let partsTarget: Writable = stdout;
+    const flush = () => {
+      if (parts.length === 0) return;
+      const data = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
+      if (!partsTarget.write(data)) full.add(partsTarget);
+      parts = [];
+      size = 0;
+    };
     let off = 0;
     while (off < chunk.length) {
       if (remaining === 0) {
@@ -62,10 +76,14 @@ export function demux(from: Readable, stdout: Writable, stderr: Writable, onData
         continue;
       }
       const take = Math.min(remaining, chunk.length - off);
-      if (!target.write(chunk.subarray(off, off + take))) full.add(target);
+      if (target !== partsTarget || size + take > JOIN_LIMIT) flush();
+      partsTarget = target;
+      parts.push(chunk.subarray(off, off + take));
+      size += take;
       off += take;
       remaining -= take;
     }
+    flush();
     if (full.size > 0) {
       from.pause();
       let waiting = full.size;

@@ -118,8 +118,8 @@ describe("pod.keys", () => {
       `no-pty,command="echo \\"hi there\\"" ${keys.c.publicKey}`,
       keys.a.publicKey,
     ]);
-    // the key behind options authenticates too (options are not enforced)
-    expect((await ssh(ports.alpha, keys.c, ["whoami"])).stdout.toString()).toBe("pod_user\n");
+    // the key behind options authenticates too, and its options apply: the forced command answers
+    expect((await ssh(ports.alpha, keys.c, ["whoami"])).stdout.toString()).toBe("hi there\n");
     await agent.handlers["pod.keys.remove"]({ name: "alpha", key: keys.c.publicKey }, agent.ctx);
     const after = await asPodUser("alpha", ["cat", "/home/pod_user/.ssh/authorized_keys"]);
     expect(after.stdout).toBe(["# my keys", "garbage line", keys.a.publicKey, ""].join("\n"));
@@ -358,6 +358,85 @@ describe("ssh", () => {
     const r = await ssh(ports.alpha, keys.inside, ["true"]);
     expect(r.code).toBe(255);
     expect(r.stderr).toContain("Permission denied (publickey)");
+  });
+
+  it("applies the options of the key's line: from=, expiry-time=, no-pty, restrict, command=", async () => {
+    const file = "/home/pod_user/.ssh/authorized_keys";
+    const before = (await asPodUser("alpha", ["cat", file])).stdout;
+    // key c's lines, after alpha's own (written as pod_user, as the user would)
+    const lines = (...ls: string[]) =>
+      asPodUser(
+        "alpha",
+        ["sh", "-c", `umask 077; cat > ${file}.new && mv ${file}.new ${file}`],
+        `${before}${ls.map((l) => `${l}\n`).join("")}`,
+      );
+    const c = keys.c.publicKey;
+    // from 127.0.0.2: its failed logins are counted apart from the other tests' 127.0.0.1
+    const asC = (args: string[]) =>
+      run("ssh", [
+        ...clientOptions(knownHosts, keys.c, { BindAddress: "127.0.0.2" }),
+        "-p",
+        String(ports.alpha),
+        target,
+        ...args,
+      ]);
+    const denied = async () => {
+      const r = await asC(["true"]);
+      expect(r.code).toBe(255);
+      expect(r.stderr).toContain("Permission denied (publickey)");
+    };
+    try {
+      await lines(`from="127.0.0.1" ${c}`);
+      await denied();
+      await lines(`from="127.0.0.0/8,!127.0.0.2" ${c}`);
+      await denied();
+      await lines(`expiry-time="20000101" ${c}`);
+      await denied();
+      await lines(`no-such-option ${c}`);
+      await denied();
+      await lines(`from="127.0.0.2,::1",expiry-time="29991231" ${c}`);
+      expect((await asC(["whoami"])).stdout.toString()).toBe("pod_user\n");
+
+      // The first line that lets the client in counts: here the second one, without a terminal.
+      // OpenSSH gives up when a terminal it insisted on (-tt) is refused; without one all is well.
+      const refusesTerminal = async () => {
+        const r = await asC(["-tt", "tty"]);
+        expect(r.stderr).toContain("PTY allocation request failed");
+        expect(r.stdout.toString()).toBe("");
+        expect((await asC(["whoami"])).stdout.toString()).toBe("pod_user\n");
+      };
+      await lines(`from="127.0.0.1" ${c}`, `no-pty ${c}`);
+      await refusesTerminal();
+      await lines(`restrict ${c}`);
+      await refusesTerminal();
+      await lines(`restrict,pty ${c}`);
+      expect((await asC(["-tt", "tty"])).stdout.toString()).toMatch(/^\/dev\/pts\/\d+\r\n$/);
+
+      await lines(`command="echo \\"forced: $SSH_ORIGINAL_COMMAND\\"; exit 3" ${c}`);
+      const forced = await asC(["whoami"]);
+      expect(forced.stdout.toString()).toBe("forced: whoami\n");
+      expect(forced.code).toBe(3);
+      expect((await asC([])).stdout.toString()).toBe("forced: \n"); // a shell, without a command
+      const sftp = await run(
+        "sftp",
+        [
+          ...clientOptions(knownHosts, keys.c, { BindAddress: "127.0.0.2" }),
+          "-b",
+          "-",
+          "-P",
+          String(ports.alpha),
+          target,
+        ],
+        {
+          input: "ls\n",
+        },
+      );
+      expect(sftp.code).not.toBe(0); // the forced command answers instead of sftp-server
+      // alpha's own key has no options: unaffected
+      expect((await ssh(ports.alpha, keys.a, ["-tt", "tty"])).stdout.toString()).toMatch(/^\/dev\/pts\//);
+    } finally {
+      await lines();
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import {
   withKey,
   withoutKey,
 } from "../../agent/ssh/authorized-keys";
+import { fromMatches, keyPermits, NO_OPTIONS, parseKeyOptions } from "../../agent/ssh/key-options";
 
 /** The pure halves of the gateway: reading authorized_keys like sshd, and counting failed logins. */
 
@@ -45,6 +46,81 @@ describe("authorized_keys", () => {
     const removed = withoutKey(both, again);
     expect(removed).toEqual({ text: `${start}\n${ED2}\n`, removed: true });
     expect(withoutKey(removed.text, a)).toEqual({ text: removed.text, removed: false });
+  });
+});
+
+describe("authorized_keys options", () => {
+  it("reads what sshd reads and refuses what sshd refuses", () => {
+    expect(parseKeyOptions("no-pty")).toEqual({ noPty: true });
+    expect(parseKeyOptions("restrict")).toEqual({ noPty: true });
+    expect(parseKeyOptions("restrict,pty")).toEqual({ noPty: false }); // later options win
+    expect(parseKeyOptions("pty,restrict")).toEqual({ noPty: true });
+    expect(parseKeyOptions('command="echo \\"a, b\\"",No-Port-Forwarding,environment="A=b"')).toEqual({
+      noPty: false,
+      command: 'echo "a, b"',
+    });
+    expect(parseKeyOptions('from="10.0.0.0/8,!10.1.*"')).toEqual({
+      noPty: false,
+      from: "10.0.0.0/8,!10.1.*",
+    });
+    expect(parseKeyOptions('expiry-time="20300102Z"')).toEqual({
+      noPty: false,
+      expiresAt: Date.UTC(2030, 0, 2),
+    });
+    for (const bad of [
+      "bogus",
+      "cert-authority", // a CA, not a login key: certificates are not accepted
+      'command="a",command="b"',
+      'from="a",from="b"',
+      'from="10.0.0.1/8"', // bits past the mask
+      'from="1.2.3.4,"',
+      'expiry-time="20250231"',
+      "command=unquoted",
+      'command="unterminated',
+      "no-pty,",
+      'command="a"x',
+    ]) {
+      expect(parseKeyOptions(bad), bad).toBeNull();
+    }
+  });
+
+  it("a line with options sshd refuses still names its key, but lets nobody in", () => {
+    const line = parseAuthorizedKeyLine(`bogus-option ${ED}`);
+    expect(line?.options).toBeNull();
+    expect(parseAuthorizedKeyLine(ED)?.options).toEqual(NO_OPTIONS);
+    expect(parseAuthorizedKeyLine(`no-pty,from="127.0.0.1" ${ED} c`)?.options).toEqual({
+      noPty: true,
+      from: "127.0.0.1",
+    });
+  });
+
+  it("matches from= like sshd: addresses, networks, wildcards, negation", () => {
+    const cases: [string, string, boolean][] = [
+      ["127.0.0.1", "127.0.0.1", true],
+      ["127.0.0.0/8", "127.0.0.1", true],
+      ["10.0.0.0/8", "127.0.0.1", false],
+      ["127.0.0.?", "127.0.0.1", true],
+      ["*,!127.0.0.1", "127.0.0.1", false], // a negated match denies whatever else matches
+      ["!10.*,*", "127.0.0.1", true],
+      ["10.0.0.1", "::ffff:10.0.0.1", true], // an IPv4 client of a dual-stack listener
+      ["2001:db8::/32", "2001:db8:0:0:1::5", true],
+      ["2001:db8::/32", "2001:db9::1", false],
+      ["::1", "0:0:0:0:0:0:0:1", true],
+      ["0.0.0.0/0", "192.0.2.1", true],
+      ["192.0.2.0/24", "::1", false],
+      ["10.0.0.1/8", "10.0.0.1", false], // an error denies
+      ["", "10.0.0.1", false],
+    ];
+    for (const [patterns, ip, want] of cases)
+      expect(fromMatches(patterns, ip), `${patterns} ${ip}`).toBe(want);
+  });
+
+  it("applies expiry-time and from= together", () => {
+    const opts = parseKeyOptions('from="192.0.2.0/24",expiry-time="20300101Z"');
+    if (!opts) throw new Error("must parse");
+    expect(keyPermits(opts, "192.0.2.7", Date.UTC(2029, 11, 31))).toBe(true);
+    expect(keyPermits(opts, "192.0.2.7", Date.UTC(2030, 0, 1))).toBe(false);
+    expect(keyPermits(opts, "198.51.100.1", Date.UTC(2029, 0, 1))).toBe(false);
   });
 });
 
