@@ -55,6 +55,13 @@ export const serviceOf = (pod: { preset: PresetSlug | null }): "app" | "web" =>
  * reconnect: the control plane may hold anything) makes the next report cover every pod, and
  * `forget` (after a fix) makes a pod's next verdict go out even if it is the same as before.
  */
+/**
+ * What makes a verdict news: its class, title and fix. The detail (a start count, the log's last
+ * lines) changes from tick to tick while the app stays broken the same way: not worth a report.
+ */
+const verdictKey = (d: Diagnosis | null): string =>
+  d === null ? "null" : JSON.stringify([d.class, d.title, d.auto_fixable, d.fix_action ?? null]);
+
 export class HealthMonitor {
   private readonly reported = new Map<string, string>();
   private readonly failures = new Map<string, number>();
@@ -100,7 +107,7 @@ export class HealthMonitor {
     running.forEach((pod, i) => {
       const diagnosis = verdicts[i];
       if (diagnosis === undefined) return;
-      if (this.everything || this.reported.get(pod.name) !== JSON.stringify(diagnosis)) {
+      if (this.everything || this.reported.get(pod.name) !== verdictKey(diagnosis)) {
         reports.push({ name: pod.name, diagnosis });
       }
     });
@@ -120,7 +127,7 @@ export class HealthMonitor {
   commit(reports: readonly HealthReport[]): void {
     if (this.checkedGeneration !== this.generation) return;
     this.everything = false;
-    for (const r of reports) this.reported.set(r.name, JSON.stringify(r.diagnosis));
+    for (const r of reports) this.reported.set(r.name, verdictKey(r.diagnosis));
   }
 
   /** null: healthy; a Diagnosis: what is wrong; undefined: not decided this tick. */
