@@ -3,26 +3,30 @@
  * workerd + registered host + agent process + Docker engine), each beside Docker's own way of doing
  * the same thing, measured in the same run.
  *
- *   tsx bench/inside.ts [--reps 25] [--warmup 3] [--copies 7] [--size-mb 32] [--files 1000]
+ *   tsx bench/inside.ts [--reps 25] [--warmup 3] [--copies 7] [--size-mb 32] [--files 1000] [--via proxy|direct]
+ *
+ * `--via direct` sends the API calls and the agent's traffic to the Worker's own workerd rather than
+ * through wrangler's dev proxy in front of it (see bench/support/worker.ts): production has no such hop.
  *
  * 1. exec of `true`: POST /api/pods/{name}/exec {"command": ["true"]} (auth, D1, the host's Durable
  *    Object, the agent, a dockerode exec under `timeout` in the pod) beside `docker exec <c> true`
  *    (the CLI). For context: a dockerode exec of `true` from this process. Target: p50 ≤ 1.3x.
- * 2. a `--size-mb` MB file of random bytes uploaded (multipart POST …/files/upload: staged in R2,
- *    fetched by the agent, streamed into the pod as pod_user) and downloaded (GET …/files/download:
- *    streamed by the agent into R2, then to the client, written to disk) beside `docker cp` into
- *    and out of the same container. Target: p50 ≤ 2x each way. The round trip is checked byte for
- *    byte once.
+ * 2. a `--size-mb` MB file of random bytes uploaded (multipart POST …/files/upload: parsed by the
+ *    Worker, streamed through a TransferRelay to the agent's GET and into the pod as pod_user) and
+ *    downloaded (GET …/files/download: the agent's PUT streamed through the relay to the client,
+ *    written to disk) beside `docker cp` into and out of the same container. Target: p50 ≤ 2x each
+ *    way. The round trip is checked byte for byte once.
  * 3. listing a directory of `--files` files: GET …/files?path=… beside `docker exec <c> ls -la <dir>`.
  *    Target: p50 ≤ 1.5x.
  *
  * Where a transfer's time goes locally (32 MB, timed inside the Worker and from the agent's "command
- * done" lines, busy 2-core machine): upload = the body arriving through wrangler's dev proxy and being
- * parsed (~0.7-1.1 s) + the R2 put of the staged file in miniflare (~1.0 s) + the agent's R2 read and
- * `cat` into the pod (~0.6 s); download = the agent's `cat` and R2 put (~1.5 s) + R2 to the client
- * (~0.4 s). `docker cp` takes ~0.35 s; the local R2 writes alone are ~3x that. The agent's own part
- * (exec stdin/stdout streaming) is at the floor: a 32 MB upload into the pod from a local file takes
- * ~0.35-0.6 s.
+ * done" lines, busy 2-core machine): upload = the client sending the multipart body (~0.3 s from
+ * Node's fetch even to a bare node:http server) arriving in the Worker and being parsed (~0.55-0.8 s
+ * direct, 0.6-0.9 s more through wrangler's dev proxy), then the relay into the pod (~0.4-0.5 s, the
+ * agent's `docker exec` stdin being most of it). The two cannot overlap: the form's `path` may come
+ * after the file, and the agent needs the target and the size before it writes. Download = the
+ * agent's `cat` streamed through the relay to the client (~0.5-0.7 s direct). `docker cp` takes
+ * ~0.2-0.4 s.
  *
  * Variants take turns inside each repetition (in rotating order), so drift on a busy machine spreads
  * over all of them. Everything is removed at the end, also on failure or Ctrl-C.
@@ -53,6 +57,7 @@ const { values: args } = parseArgs({
     copies: { type: "string", default: "7" },
     "size-mb": { type: "string", default: "32" },
     files: { type: "string", default: "1000" },
+    via: { type: "string", default: "proxy" },
   },
 });
 const positiveInt = (name: string, v: string) => {
@@ -65,6 +70,8 @@ const WARMUP = positiveInt("warmup", args.warmup);
 const COPIES = positiveInt("copies", args.copies);
 const SIZE_MB = positiveInt("size-mb", args["size-mb"]);
 const FILES = positiveInt("files", args.files);
+if (args.via !== "proxy" && args.via !== "direct") throw new Error(`--via: proxy or direct, got ${args.via}`);
+const DIRECT = args.via === "direct";
 
 const run = promisify(execFile);
 const docker = createDockerClient("/var/run/docker.sock");
@@ -130,7 +137,8 @@ function report(
 
 async function main() {
   console.log(`at start: ${load()}`);
-  const stack: Stack = await startStack("inbench");
+  console.log(`via: ${DIRECT ? "the Worker's own workerd (no dev proxy)" : "wrangler's dev proxy"}`);
+  const stack: Stack = await startStack("inbench", { direct: DIRECT });
   const dir = await mkdtemp(path.join(tmpdir(), "podhost-inside-bench-"));
   let cleaned: Promise<void> | undefined;
   const cleanup = () => {

@@ -12,6 +12,7 @@ import { requestContext } from "./http/middleware";
 import { createRouter } from "./http/router";
 import { agentBlobsRouter } from "./routes/agent-blobs";
 import { agentConnectRouter } from "./routes/agent-connect";
+import { agentRelayRouter } from "./routes/agent-relay";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
 import { catalogRouter } from "./routes/catalog";
@@ -66,6 +67,7 @@ export function createApp() {
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);
+  app.route("/agent/relay", agentRelayRouter);
   app.route("/agent", agentConnectRouter);
 
   // A route that does no work: the floor the API benchmark compares against, and a liveness probe.

@@ -1,13 +1,13 @@
 import { Transform, type TransformCallback } from "node:stream";
 import type { DockerClient } from "../docker/client";
 import { AgentError } from "../errors";
-import type { BlobStore } from "../transfer/blobs";
+import type { RelayClient } from "../transfer/relay";
 import { EXIT, fileFailure, streamFileScript } from "./run";
 
 /**
- * File bytes between a pod and the control plane's staged blobs, streamed end to end with
- * backpressure: nothing here holds a whole file in memory, and nothing of it crosses the control
- * WebSocket.
+ * File bytes between a pod and the control plane's relay (../transfer/relay.ts), streamed end to end
+ * with backpressure: nothing here holds a whole file in memory, and nothing of it crosses the
+ * control WebSocket. A transfer that breaks off on either side tears down the `docker exec` too.
  */
 
 const TRANSFER_TIMEOUT_S = 280;
@@ -16,7 +16,7 @@ const TRANSFER_TIMEOUT_S = 280;
  * `-f` after following links refuses directories, FIFOs (a read would hang), devices and sockets.
  * The file is opened once; its size is taken from that open file and printed as a header line,
  * then exactly that many bytes follow (a file growing meanwhile is cut there, one shrinking makes
- * the transfer fail rather than stage a short file).
+ * the transfer fail rather than send a short file).
  */
 const DOWNLOAD = `f=$1 max=$2
 [ -e "$f" ] || exit ${EXIT.missing}
@@ -45,28 +45,31 @@ if [ -f "$f" ] && [ ! -L "$f" ]; then chmod --reference="$f" -- "$t"; else chmod
 mv -fT -- "$t" "$f" || exit 1
 trap - EXIT`;
 
-const needBlobs = (blobs: BlobStore | undefined): BlobStore => {
-  if (!blobs)
-    throw new AgentError("unavailable", "this agent has no connection to the control plane's blobs");
-  return blobs;
+const needRelay = (client: RelayClient | undefined): RelayClient => {
+  if (!client)
+    throw new AgentError("unavailable", "this agent has no connection to the control plane's relay");
+  return client;
 };
 
 export interface Download {
   found: boolean;
   size: number;
-  /** false when the file is larger than allowed: nothing was staged */
-  staged: boolean;
+  /** false when the file is larger than allowed: nothing was sent */
+  sent: boolean;
 }
 
-/** Stream the file at `path` into the staged blob `key`, unless it is larger than `maxBytes`. */
+/**
+ * Stream the file at `path` into the relay `relay`, unless it is larger than `maxBytes`; resolves
+ * once the caller at the other end took every byte.
+ */
 export async function downloadFile(
   docker: DockerClient,
   prefix: string,
   pod: string,
-  q: { path: string; key: string; maxBytes: number; blobs: BlobStore | undefined },
+  q: { path: string; relay: string; maxBytes: number; client: RelayClient | undefined },
   signal: AbortSignal,
 ): Promise<Download> {
-  const blobs = needBlobs(q.blobs);
+  const client = needRelay(q.client);
   const run = await streamFileScript(docker, prefix, pod, DOWNLOAD, [q.path, String(q.maxBytes)], {
     timeoutS: TRANSFER_TIMEOUT_S,
     signal,
@@ -79,20 +82,20 @@ export async function downloadFile(
   try {
     const size = await body.size;
     if (size !== null && size <= q.maxBytes) {
-      await blobs.upload(q.key, body, size, signal);
+      await client.upload(q.relay, body, size, signal);
     } else {
       body.resume();
     }
     const { exitCode, stderr } = await run.done;
     const what = `reading ${q.path}`;
-    if (exitCode === EXIT.missing) return { found: false, size: 0, staged: false };
+    if (exitCode === EXIT.missing) return { found: false, size: 0, sent: false };
     if (exitCode === EXIT.isDir)
       throw new AgentError("bad_request", `path: ${q.path} is a directory; only files can be read`);
     if (exitCode === EXIT.notRegular)
       throw new AgentError("bad_request", `path: ${q.path} is not a regular file`);
-    if (exitCode === EXIT.tooLarge && size !== null) return { found: true, size, staged: false };
+    if (exitCode === EXIT.tooLarge && size !== null) return { found: true, size, sent: false };
     if (exitCode !== 0 || size === null) throw fileFailure(what, exitCode, stderr);
-    return { found: true, size, staged: true };
+    return { found: true, size, sent: true };
   } catch (err) {
     run.abort();
     if (err instanceof ChangedWhileRead)
@@ -101,29 +104,34 @@ export async function downloadFile(
   }
 }
 
-/** Stream the staged blob `key` (exactly `size` bytes) into the file at `path`, atomically. */
+/** Stream the relay's bytes (exactly `size`) into the file at `path`, atomically. */
 export async function uploadFile(
   docker: DockerClient,
   prefix: string,
   pod: string,
-  q: { path: string; parent: string; key: string; size: number; blobs: BlobStore | undefined },
+  q: { path: string; parent: string; relay: string; size: number; client: RelayClient | undefined },
   signal: AbortSignal,
 ): Promise<void> {
-  const blob = await needBlobs(q.blobs).fetch(q.key, signal);
-  if (blob.size !== q.size) {
-    blob.body.destroy();
-    throw new AgentError("internal", `staged blob ${q.key} holds ${blob.size} bytes, expected ${q.size}`);
+  const incoming = await needRelay(q.client).fetch(q.relay, signal);
+  if (incoming.size !== q.size) {
+    incoming.body.destroy();
+    throw new AgentError(
+      "internal",
+      `transfer ${q.relay} carries ${incoming.size} bytes, expected ${q.size}`,
+    );
   }
   const run = await streamFileScript(docker, prefix, pod, UPLOAD, [q.path, q.parent, String(q.size)], {
     timeoutS: TRANSFER_TIMEOUT_S,
     signal,
-    stdin: blob.body,
+    stdin: incoming.body,
   }).catch((err: unknown) => {
-    blob.body.destroy(); // nothing will read it: let the connection go
+    incoming.body.destroy(); // nothing will read it: let the connection go
     throw err;
   });
   run.stdout.resume();
-  const { exitCode, stderr } = await run.done;
+  // A script that stopped early (a directory at the path) left bytes unread: hang up on the relay,
+  // so the caller's side learns of it rather than waits.
+  const { exitCode, stderr } = await run.done.finally(() => incoming.body.destroy());
   const what = `writing ${q.path}`;
   if (exitCode === EXIT.isDir) throw new AgentError("bad_request", `path: ${q.path} is a directory`);
   if (exitCode === EXIT.notDir)
@@ -137,7 +145,7 @@ export async function uploadFile(
  * The download script's output: a decimal size and a newline, then the file (nothing when the size
  * is over `max`). `size` resolves with that size (null when the script printed nothing); the
  * readable side is exactly the file's bytes, and ends with an error if fewer or more than `size`
- * arrive, so a short file is never staged.
+ * arrive, so a short file is never passed off as whole.
  */
 class ChangedWhileRead extends Error {}
 

@@ -3,6 +3,7 @@ import type { DockerClient } from "../docker/client";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
 import type { BlobStore } from "../transfer/blobs";
+import type { RelayClient } from "../transfer/relay";
 import type { KeyedLock } from "./keyed-lock";
 
 /** The SSH gateway as the handlers see it: one listener per pod, on the pod's own port. */
@@ -23,8 +24,10 @@ export interface HandlerDeps {
   locks?: KeyedLock;
   /** absent where no gateway runs (most handler tests) */
   ssh?: PodSshListeners;
-  /** the control plane's staged blobs (bulk bytes of files and archives); absent without a connection */
+  /** the control plane's staged blobs (ZIP archives); absent without a connection */
   blobs?: BlobStore;
+  /** the control plane's streamed transfers (file bytes); absent without a connection */
+  relay?: RelayClient;
   /** the periodic health watch (agent/health/monitor.ts); absent where none runs */
   health?: { forget(pod: string): void };
 }

@@ -29,23 +29,23 @@ export function fileHandlers(deps: HandlerDeps): Pick<HandlerTable, FileOps> {
       listDirectory(docker, prefix, name, podPath("path", path), ctx.signal),
     ),
 
-    "pod.files.download": guard("pod.files.download", ({ name, path, key, maxBytes }, ctx) =>
+    "pod.files.download": guard("pod.files.download", ({ name, path, relay, maxBytes }, ctx) =>
       downloadFile(
         docker,
         prefix,
         name,
-        { path: podPath("path", path), key, maxBytes, blobs: deps.blobs },
+        { path: podPath("path", path), relay, maxBytes, client: deps.relay },
         ctx.signal,
       ),
     ),
 
-    "pod.files.upload": guard("pod.files.upload", async ({ name, path, key, size }, ctx) => {
+    "pod.files.upload": guard("pod.files.upload", async ({ name, path, relay, size }, ctx) => {
       const file = podPath("path", path);
       await uploadFile(
         docker,
         prefix,
         name,
-        { path: file, parent: parentOf(file), key, size, blobs: deps.blobs },
+        { path: file, parent: parentOf(file), relay, size, client: deps.relay },
         ctx.signal,
       );
       return { path: file };

@@ -5,9 +5,10 @@ import { z } from "zod";
  * a path resolves to (symlinks included) is only ever what that user may touch in the pod's own
  * view of the filesystem. Paths are checked again by the agent (shared/pod-paths.ts).
  *
- * Bytes never travel in these messages: `download` streams a file into a staged blob the Worker
- * named, `upload` streams a staged blob into a file (see worker/services/blobs/staging.ts). Both
- * the JSON `content` routes and the multipart/raw-byte routes use them.
+ * Bytes never travel in these messages: `download` streams a file to the Worker through the relay
+ * the Worker named, `upload` streams a relay's bytes into a file (the agent's PUT and GET of
+ * `/agent/relay/{id}`, see worker/durable-objects/transfer-relay.ts). Both the JSON `content` routes
+ * and the multipart/raw-byte routes use them.
  *
  * A path that does not exist is a result (`found: false`), not an error: the agent's `not_found`
  * means the pod has no container, which the API reports differently from a missing file.
@@ -16,8 +17,8 @@ import { z } from "zod";
 // The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
 const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
 const PodPath = z.string().min(1).max(4096);
-/** a staged blob's key (staging/{hostId}/{uuid}); the agent only passes it to the control plane */
-const StagingKey = z.string().min(1).max(200);
+/** a relay's id (`{hostId}/{uuid}`); the agent only passes it to the control plane */
+const RelayId = z.string().min(1).max(200);
 
 export const FileEntry = z.object({
   name: z.string(),
@@ -44,25 +45,26 @@ export const fileOps = {
     result: Found.extend({ entries: z.array(FileEntry) }),
   },
   /**
-   * Stream a regular file (symlinks followed, as pod_user) into the staged blob `key`. A file larger
-   * than `maxBytes` is not staged (`staged: false`, `size` says how large it is).
+   * Stream a regular file (symlinks followed, as pod_user) into the relay `relay`; answered once the
+   * caller took every byte. A file larger than `maxBytes` is not sent (`sent: false`, `size` says
+   * how large it is).
    */
   "pod.files.download": {
     params: z.object({
       name: PodName,
       path: PodPath,
-      key: StagingKey,
+      relay: RelayId,
       maxBytes: z.number().int().positive(),
     }),
-    result: Found.extend({ size: z.number().int(), staged: z.boolean() }),
+    result: Found.extend({ size: z.number().int(), sent: z.boolean() }),
   },
   /**
-   * Stream the staged blob `key` (exactly `size` bytes) into the file `path`: parents created, a
-   * temp file beside it renamed over it (readers see the old or the new file, never half; a symlink
-   * at `path` is replaced, never written through; an existing file's mode is kept).
+   * Stream the relay `relay`'s bytes (exactly `size`) into the file `path`: parents created, a temp
+   * file beside it renamed over it (readers see the old or the new file, never half; a symlink at
+   * `path` is replaced, never written through; an existing file's mode is kept).
    */
   "pod.files.upload": {
-    params: z.object({ name: PodName, path: PodPath, key: StagingKey, size: z.number().int().min(0) }),
+    params: z.object({ name: PodName, path: PodPath, relay: RelayId, size: z.number().int().min(0) }),
     result: z.object({ path: z.string() }),
   },
   /** `rm -rf`; `found` false when nothing was there */

@@ -4,7 +4,7 @@ import { FILE_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { signUp } from "./support/api";
 import { dockerExec, dockerInspect } from "./support/docker";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
-import { type Stack, startStack } from "./support/stack";
+import { type Stack, startStack, waitFor } from "./support/stack";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -12,7 +12,7 @@ const APP = "/home/pod_user/app";
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 /**
- * The Files endpoints end to end (Worker + agent + Docker): bytes through staged blobs, every
+ * The Files endpoints end to end (Worker + agent + Docker): bytes streamed through a relay, every
  * operation as pod_user inside the pod, and the ways a caller or the pod's own code could try to
  * reach outside it.
  */
@@ -141,6 +141,32 @@ describe("files: list, read, write, upload, download, delete, rename, copy, fold
     const none = new FormData();
     none.set("path", "/tmp");
     expect(await upload(alice, none)).toMatchObject({ status: 400, body: { error: /^file: / } });
+  });
+
+  it("a caller leaving mid-download ends the agent's read in the pod", async () => {
+    await inPod("sh", "-c", "head -c 100000000 /dev/zero > /tmp/huge.bin");
+    const abort = new AbortController();
+    const res = await fetch(`${stack.api}${files("/download")}${q("/tmp/huge.bin")}`, {
+      headers: { authorization: `Bearer ${alice.token}` },
+      signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-length")).toBe("100000000");
+    const readers = () =>
+      inPod("sh", "-c", 'for c in /proc/[0-9]*/cmdline; do tr "\\0" " " < "$c"; echo; done 2>/dev/null');
+    const reader = res.body?.getReader();
+    await reader?.read();
+    expect(await readers()).toContain("huge.bin"); // held back by the caller's pace
+    abort.abort();
+    await reader?.cancel().catch(() => undefined);
+    // The relay's pipe breaks, the agent's PUT fails, and it tears down the `docker exec` reading
+    // the file: nothing of the download script is left in the pod.
+    await waitFor(
+      "the download's reader to go",
+      async () => ((await readers()).includes("huge.bin") ? undefined : true),
+      20_000,
+    );
+    await inPod("rm", "-f", "/tmp/huge.bin");
   });
 
   it("creates trees, renames, copies recursively and deletes recursively", async () => {

@@ -7,7 +7,7 @@ import { call, freshIp, registerUser, sharedUser, type TestUser } from "./suppor
 /**
  * The Files endpoints through the Worker, with a FakeAgent playing the host: what the Worker
  * refuses before asking the host (paths, sizes, names), what it sends, how it shapes the answers,
- * and the staged blobs that carry the bytes both ways.
+ * and the relays that stream the bytes both ways.
  */
 
 afterEach(() => FakeAgent.closeAll());
@@ -30,12 +30,22 @@ const bytes = (n: number) => {
   return out;
 };
 
-/** the agent's side of a staged blob */
-const blobOf = (host: TestHost, key: string, init: RequestInit = {}) =>
-  exports.default.fetch(`http://localhost/agent/blobs/${key}`, {
+/** the agent's side of a relay */
+const relayOf = (host: TestHost, id: string, init: RequestInit = {}) =>
+  exports.default.fetch(`http://localhost/agent/relay/${id}`, {
     ...init,
     headers: { authorization: `Bearer ${host.token}`, ...(init.headers ?? {}) },
   });
+
+/** the agent sending `data` for the relay `id`: answered once the caller took it all */
+const sendTo = (host: TestHost, id: string, data: Uint8Array) =>
+  relayOf(host, id, { method: "PUT", headers: { "content-length": String(data.length) }, body: data });
+
+const relayIdOf = (sent: { params: unknown }) => (sent.params as { relay: string }).relay;
+
+/** nothing of a transfer was stored on the way */
+const nothingStaged = async (host: TestHost) =>
+  (await env.BLOBS.list({ prefix: `staging/${host.id}/` })).objects.length === 0;
 
 async function upload(user: TestUser, pod: string, form: FormData) {
   const res = await exports.default.fetch(`http://localhost/api/pods/${pod}/files/upload`, {
@@ -162,11 +172,11 @@ describe("missing files", () => {
     const cases: [() => ReturnType<typeof call>, unknown][] = [
       [
         () => call("GET", `/api/pods/${pod.name}/files/content?path=${p}`, undefined, as(user)),
-        { size: 0, staged: false },
+        { size: 0, sent: false },
       ],
       [
         () => call("GET", `/api/pods/${pod.name}/files/download?path=${p}`, undefined, as(user)),
-        { size: 0, staged: false },
+        { size: 0, sent: false },
       ],
       [() => call("DELETE", `/api/pods/${pod.name}/files?path=${p}`, undefined, as(user)), {}],
       [
@@ -191,8 +201,8 @@ describe("missing files", () => {
   });
 });
 
-describe("file bytes travel as staged blobs", () => {
-  it("upload: the file is staged, the host fetches it by key, the blob is gone afterwards", async () => {
+describe("file bytes stream through a relay", () => {
+  it("upload: the host fetches the file by relay id, with its length; nothing is stored", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
     const data = bytes(200_001);
@@ -205,15 +215,33 @@ describe("file bytes travel as staged blobs", () => {
       op: "pod.files.upload",
       params: { name: pod.name, path: "/home/pod_user/app/img/logo.png", size: data.length },
     });
-    const key = (sent.params as { key: string }).key;
-    const fetched = await blobOf(host, key);
+    expect(relayIdOf(sent)).toMatch(new RegExp(`^${host.id}/[0-9a-f-]{36}$`));
+    const fetched = await relayOf(host, relayIdOf(sent));
+    expect(fetched.headers.get("content-length")).toBe(String(data.length));
     expect(new Uint8Array(await fetched.arrayBuffer())).toEqual(data);
     agent.ok(sent, { path: "/home/pod_user/app/img/logo.png" });
     expect(await reply).toEqual({
       status: 200,
       body: { status: "uploaded", path: "/home/pod_user/app/img/logo.png" },
     });
-    expect(await env.BLOBS.head(key)).toBeNull();
+    expect(await nothingStaged(host)).toBe(true);
+  });
+
+  it("upload: the host's refusal is the answer, and the relay is called off", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const form = new FormData();
+    form.set("file", new File([bytes(1000)], "x.bin"));
+    form.set("path", "/home/pod_user/app/dir");
+    const reply = upload(user, pod.name, form);
+    const sent = await agent.next("control:call", 10_000);
+    agent.fail(sent, "bad_request", "path: /home/pod_user/app/dir/x.bin is a directory");
+    expect(await reply).toEqual({
+      status: 400,
+      body: { error: "path: /home/pod_user/app/dir/x.bin is a directory" },
+    });
+    const late = await relayOf(host, relayIdOf(sent));
+    expect(late.status).toBe(503);
   });
 
   it("upload: 413 past 32 MiB, 400 without a file or with a bad file name", async () => {
@@ -244,7 +272,7 @@ describe("file bytes travel as staged blobs", () => {
     expect(await upload(user, pod.name, outside)).toMatchObject({ status: 400, body: { error: /^path: / } });
   });
 
-  it("download: the host stages the file, the caller gets its raw bytes as an attachment", async () => {
+  it("download: the host streams the file, the caller gets its raw bytes as an attachment", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
     const data = bytes(123_457);
@@ -254,14 +282,7 @@ describe("file bytes travel as staged blobs", () => {
     );
     const sent = await agent.next("control:call");
     expect(sent).toMatchObject({ op: "pod.files.download", params: { path: '/tmp/résumé "1".pdf' } });
-    const key = (sent.params as { key: string }).key;
-    const put = await blobOf(host, key, {
-      method: "PUT",
-      headers: { "content-length": String(data.length) },
-      body: data,
-    });
-    expect(put.status).toBe(201);
-    agent.ok(sent, { found: true, size: data.length, staged: true });
+    const put = sendTo(host, relayIdOf(sent), data);
     const res = await reply;
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/octet-stream");
@@ -270,23 +291,50 @@ describe("file bytes travel as staged blobs", () => {
       `attachment; filename="r_sum_ _1_.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%221%22.pdf`,
     );
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(data);
+    expect((await put).status).toBe(201);
+    agent.ok(sent, { found: true, size: data.length, sent: true });
+    expect(await nothingStaged(host)).toBe(true);
+  });
+
+  it("download: a refusal before any byte keeps its status; a caller going away fails the agent's PUT", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const get = () =>
+      exports.default.fetch(`http://localhost/api/pods/${pod.name}/files/download?path=/var/www/secret`, {
+        headers: { authorization: `Bearer ${user.token}`, "cf-connecting-ip": freshIp() },
+      });
+    const denied = get();
+    agent.fail(await agent.next("control:call"), "forbidden", "reading /var/www/secret: permission denied");
+    const refused = await denied;
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toEqual({ error: "reading /var/www/secret: permission denied" });
+
+    const tooBig = get();
+    agent.ok(await agent.next("control:call"), { found: true, size: 600 * 1024 * 1024, sent: false });
+    expect((await tooBig).status).toBe(413);
+
+    const reply = get();
+    const sent = await agent.next("control:call");
+    const put = sendTo(host, relayIdOf(sent), bytes(4 * 1024 * 1024));
+    const res = await reply;
+    expect(res.status).toBe(200);
+    const reader = res.body?.getReader();
+    await reader?.read();
+    await reader?.cancel();
+    const broken = await put;
+    expect(broken.status).toBe(503);
+    expect(((await broken.json()) as { error: string }).error).toMatch(/broke off/);
+    agent.fail(sent, "unavailable", "the transfer broke off");
   });
 
   it("content: UTF-8 text comes back as a string; other bytes and big files are 400", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
-    const read = async (staged: Uint8Array | null, size = staged?.length ?? 0) => {
+    const read = async (file: Uint8Array | null, size = file?.length ?? 0) => {
       const reply = call("GET", `/api/pods/${pod.name}/files/content?path=/tmp/f`, undefined, as(user));
       const sent = await agent.next("control:call");
-      const key = (sent.params as { key: string }).key;
-      if (staged) {
-        await blobOf(host, key, {
-          method: "PUT",
-          headers: { "content-length": String(staged.length) },
-          body: staged,
-        });
-      }
-      agent.ok(sent, { found: true, size, staged: staged !== null });
+      if (file) expect((await sendTo(host, relayIdOf(sent), file)).status).toBe(201);
+      agent.ok(sent, { found: true, size, sent: file !== null });
       return reply;
     };
     const text = "\uFEFFhéllo\n\u0000wörld 🌍";
@@ -301,7 +349,7 @@ describe("file bytes travel as staged blobs", () => {
     expect(big).toMatchObject({ status: 400, body: { error: expect.stringContaining("5 MiB") } });
   });
 
-  it("write: the content is staged and written through the upload op", async () => {
+  it("write: the content streams through the upload op", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
     const content = "<h1>héllo</h1>\n";
@@ -319,7 +367,7 @@ describe("file bytes travel as staged blobs", () => {
         size: new TextEncoder().encode(content).length,
       },
     });
-    const fetched = await blobOf(host, (sent.params as { key: string }).key);
+    const fetched = await relayOf(host, relayIdOf(sent));
     expect(await fetched.text()).toBe(content);
     agent.ok(sent, { path: "/home/pod_user/app/new/dir/index.html" });
     expect(await reply).toMatchObject({

@@ -9,7 +9,7 @@ import {
 } from "../../worker/services/blobs/staging";
 import { insertHost } from "./support/agent";
 
-/** The agent-facing staged-blob routes: the only way bulk bytes travel between Worker and host. */
+/** The agent-facing staged-blob routes: bulk bytes that must outlive a request (ZIP archives). */
 
 const blobUrl = (key: string) => `http://localhost/agent/blobs/${key}`;
 const asHost = (token: string, extra: Record<string, string> = {}) => ({

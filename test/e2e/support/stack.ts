@@ -79,7 +79,15 @@ export function spawnAgent(env: Record<string, string>): AgentProcess {
  * Worker (workerd, local D1/DO) + a registered host + the agent as its own process against the real
  * Docker engine and nginx. Names carry a unique prefix so a run never touches other containers.
  */
-export async function startStack(label: string): Promise<Stack> {
+export interface StackOptions {
+  /**
+   * Talk to the Worker's own workerd rather than through wrangler's dev proxy (LocalWorker.directUrl):
+   * the API and the agent both. Its address changes on a restart, so `restartWorker` is refused then.
+   */
+  direct?: boolean;
+}
+
+export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
   const prefix = `e2e${label}${Date.now().toString(36).slice(-4)}`;
   const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-e2e-"));
   const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
@@ -104,9 +112,10 @@ export async function startStack(label: string): Promise<Stack> {
     logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : ("none" as const),
   };
   const worker = await startLocalWorker(workerOptions);
+  const api = options.direct ? worker.directUrl : worker.url;
   const ingressPort = await freePort();
   const agentEnv = {
-    PODHOST_API_URL: worker.url,
+    PODHOST_API_URL: api,
     PODHOST_AGENT_TOKEN: host.token,
     PODHOST_STATE_DIR: stateDir,
     PODHOST_NAME_PREFIX: prefix,
@@ -115,13 +124,14 @@ export async function startStack(label: string): Promise<Stack> {
   };
   const stack: Stack = {
     worker,
-    api: worker.url,
+    api,
     hostId: host.hostId,
     prefix,
     ingressPort,
     agentEnv,
     agent: spawnAgent(agentEnv),
     async restartWorker() {
+      if (options.direct) throw new Error("restartWorker needs the proxy's stable address (direct: false)");
       const port = Number(new URL(stack.worker.url).port);
       await stack.worker.stop();
       stack.worker = await startLocalWorker({ ...workerOptions, port });

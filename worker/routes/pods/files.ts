@@ -27,8 +27,8 @@ import { PodParams } from "./schemas";
 
 /**
  * The Files endpoints, mounted at /api/pods beside the pods router. Everything runs as pod_user in
- * the running pod (a stopped pod is 400); file bytes travel as staged blobs, never through the
- * host's Durable Object (see services/pods/files/transfer.ts).
+ * the running pod (a stopped pod is 400); file bytes stream through a TransferRelay, never through
+ * the host's Durable Object (see services/pods/files/transfer.ts).
  */
 
 const tags = ["Files"];

@@ -1,10 +1,12 @@
 import type { Bindings } from "../../env";
 
 /**
- * Bytes in transit between an API caller and a host agent (uploads, downloads, ZIP archives) are
- * staged in R2 under `staging/{hostId}/{id}`: the Worker writes what a caller sent and the agent
- * fetches it, or the agent uploads what it read and the Worker streams it to the caller. Only keys
- * travel over the control WebSocket, so no payload of megabytes sits in a Durable Object's memory.
+ * Bytes that must outlive the request that brought them (ZIP archives: from-zip answers 202 before
+ * the agent unpacks) are staged in R2 under `staging/{hostId}/{id}`: the Worker writes what a caller
+ * sent and the agent fetches it, or the agent uploads what it read and the Worker streams it to the
+ * caller. Only keys travel over the control WebSocket, so no payload of megabytes sits in a Durable
+ * Object's memory. File uploads and downloads, which live and die with one request, skip storage
+ * and stream through a relay instead (./relay.ts).
  *
  * A staged blob lives for one operation; whoever started the operation discards it, and
  * `sweepStagedBlobs` (cron) removes what a crash left behind.

@@ -1,13 +1,7 @@
 import { fail, ok, type Result } from "../../../../shared/errors";
 import { FILE_UPLOAD_MAX_BYTES } from "../../../../shared/limits";
 import { FILE_CONTENT_MAX_BYTES } from "../../../../shared/protocol/file-ops";
-import {
-  discardStagedBlob,
-  MAX_STAGED_BLOB_BYTES,
-  newStagingKey,
-  stageBlob,
-  streamStagedBlob,
-} from "../../blobs/staging";
+import { cancelRelay, MAX_RELAY_BYTES, newRelayId, relayStub } from "../../blobs/relay";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { podTarget } from "../inside/target";
@@ -15,11 +9,13 @@ import { hostFailure } from "../power";
 import { APP_ROOT, podPathOf, uploadNameOf } from "./paths";
 
 /**
- * File bytes in and out of a running pod. They travel as staged blobs in R2 (see
- * ../../blobs/staging.ts): the Worker stages what the caller sent and the agent streams it into the
- * pod, or the agent streams a file into a blob and the Worker hands it to the caller. Only keys
- * cross the host's Durable Object. The JSON `content` routes take the same way, so a text edit and
- * an upload are written alike: a temp file renamed over the target, parents created.
+ * File bytes in and out of a running pod, streamed through a TransferRelay Durable Object (see
+ * ../../../durable-objects/transfer-relay.ts) rather than stored on the way: the Worker offers what
+ * the caller sent and the agent GETs it straight into `docker exec`, or the agent PUTs a file as it
+ * reads it and the Worker hands that stream to the caller. Only the relay's id crosses the host's
+ * Durable Object, and no side ever holds a whole file. The JSON `content` routes take the same way,
+ * so a text edit and an upload are written alike: a temp file renamed over the target, parents
+ * created.
  */
 
 /** the agent's own limit is 280 s; this leaves room to reach it and answer */
@@ -28,58 +24,94 @@ const MiB = 1024 * 1024;
 
 type Background = (work: Promise<unknown>) => void;
 
-/** Stage `blob`, have the host write it to `path`, discard the blob whatever happened. */
+/** Stream `size` bytes of `body` to the host, which writes them to `path`. */
 async function putFile(
   ctx: ServiceContext,
   teamId: string,
   name: string,
   path: string,
-  blob: Blob,
+  body: ReadableStream<Uint8Array>,
+  size: number,
 ): Promise<Result<string>> {
   const target = await podTarget(ctx, teamId, name, { running: true });
-  if (!target.ok) return target;
-  const { hostId } = target.value;
-  const key = await stageBlob(ctx.env, hostId, blob);
-  try {
-    const r = await callHost(
-      ctx.env,
-      hostId,
-      "pod.files.upload",
-      { name, path, key, size: blob.size },
-      { timeoutMs: TRANSFER_TIMEOUT_MS },
-    );
-    return r.ok ? ok(r.value.path) : hostFailure(r, name);
-  } finally {
-    await discardStagedBlob(ctx.env, key);
+  if (!target.ok) {
+    await body.cancel();
+    return target;
   }
+  const { hostId } = target.value;
+  const relay = newRelayId(hostId);
+  // Offered first, so the bytes are waiting when the agent asks; the offer settles once the agent
+  // read them all, or when the transfer is called off below.
+  const offered = Promise.resolve(relayStub(ctx.env, relay).produce(body, size)).catch((error: unknown) =>
+    fail("unavailable", String(error)),
+  );
+  const r = await callHost(
+    ctx.env,
+    hostId,
+    "pod.files.upload",
+    { name, path, relay, size },
+    { timeoutMs: TRANSFER_TIMEOUT_MS },
+  );
+  if (!r.ok) await cancelRelay(ctx.env, relay, `the host did not take the file: ${r.message}`);
+  await offered;
+  return r.ok ? ok(r.value.path) : hostFailure(r, name);
 }
 
+type Incoming =
+  | {
+      sent: true;
+      body: ReadableStream<Uint8Array>;
+      size: number;
+      /** the host's answer, once the bytes were all taken (a failure there breaks `body` off) */
+      done: Promise<Result<unknown>>;
+    }
+  | { sent: false; size: number };
+
 /**
- * Have the host stream the file at `path` into a fresh staged blob (unless it is over `maxBytes`).
- * On success the caller owns the blob's key; on failure it is already discarded.
+ * Have the host stream the file at `path` through a relay (unless it is over `maxBytes`). Resolves
+ * as soon as the bytes start to flow, or with the host's refusal (missing file, permission, too
+ * large) before any byte was sent, so the caller still gets the proper status.
  */
-async function stageFile(
+async function getFile(
   ctx: ServiceContext,
   teamId: string,
   name: string,
   path: string,
   maxBytes: number,
-): Promise<Result<{ key: string; size: number; staged: boolean }>> {
+): Promise<Result<Incoming>> {
   const target = await podTarget(ctx, teamId, name, { running: true });
   if (!target.ok) return target;
   const { hostId } = target.value;
-  const key = newStagingKey(hostId);
-  const r = await callHost(
+  const relay = newRelayId(hostId);
+  const answer = callHost(
     ctx.env,
     hostId,
     "pod.files.download",
-    { name, path, key, maxBytes },
+    { name, path, relay, maxBytes },
     { timeoutMs: TRANSFER_TIMEOUT_MS },
   );
-  if (!r.ok || !r.value.found || !r.value.staged) await discardStagedBlob(ctx.env, key);
-  if (!r.ok) return hostFailure(r, name);
-  if (!r.value.found) return fail("not_found", `${path}: no such file or directory`);
-  return ok({ key, size: r.value.size, staged: r.value.staged });
+  const bytes = Promise.resolve(relayStub(ctx.env, relay).consume()).catch((error: unknown) =>
+    fail("unavailable", String(error)),
+  );
+  const first = await Promise.race([bytes.then((b) => ({ bytes: b })), answer.then((a) => ({ answer: a }))]);
+  if ("bytes" in first) {
+    if (first.bytes.ok) return ok({ sent: true, ...first.bytes.value, done: answer });
+    // The host never started sending (the relay waited RELAY_WAIT_MS): its answer may come much
+    // later, the caller is not kept waiting for it.
+    return fail("unavailable", `the pod's host did not send ${path}: ${first.bytes.message}; try again`);
+  }
+  const r = first.answer;
+  if (!r.ok || !r.value.found || !r.value.sent) {
+    await cancelRelay(ctx.env, relay, "the host sent nothing");
+    await bytes;
+    if (!r.ok) return hostFailure(r, name);
+    if (!r.value.found) return fail("not_found", `${path}: no such file or directory`);
+    return ok({ sent: false, size: r.value.size });
+  }
+  // Sent already (a small file fits in the pipes' buffers): the bytes were taken before the answer.
+  const taken = await bytes;
+  if (!taken.ok) return fail("unavailable", `the file's bytes went missing in transit: ${taken.message}`);
+  return ok({ sent: true, ...taken.value, done: answer });
 }
 
 /** Multipart upload: `file` into the directory `dir` (default app root), under the part's name. */
@@ -101,7 +133,7 @@ export async function uploadPodFile(
       `file: ${input.file.size} bytes is over the upload limit of ${FILE_UPLOAD_MAX_BYTES} bytes (32 MiB); copy larger files over SSH (scp, sftp, rsync)`,
     );
   }
-  const written = await putFile(ctx, teamId, name, path.value, input.file);
+  const written = await putFile(ctx, teamId, name, path.value, input.file.stream(), input.file.size);
   return written.ok ? ok({ status: "uploaded", path: written.value }) : written;
 }
 
@@ -114,7 +146,8 @@ export async function writePodFile(
 ): Promise<Result<{ status: "saved"; path: string }>> {
   const path = podPathOf("path", input.path);
   if (!path.ok) return path;
-  const written = await putFile(ctx, teamId, name, path.value, new Blob([input.content]));
+  const bytes = new TextEncoder().encode(input.content);
+  const written = await putFile(ctx, teamId, name, path.value, new Blob([bytes]).stream(), bytes.length);
   return written.ok ? ok({ status: "saved", path: written.value }) : written;
 }
 
@@ -130,28 +163,28 @@ export async function readPodFile(
 ): Promise<Result<{ path: string; content: string }>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const staged = await stageFile(ctx, teamId, name, path.value, FILE_CONTENT_MAX_BYTES);
-  if (!staged.ok) return staged;
-  const { key, size } = staged.value;
+  const incoming = await getFile(ctx, teamId, name, path.value, FILE_CONTENT_MAX_BYTES);
+  if (!incoming.ok) return incoming;
   const useDownload = "use GET /api/pods/{name}/files/download for this file";
-  if (!staged.value.staged) {
+  if (!incoming.value.sent) {
     return fail(
       "bad_request",
-      `path: ${path.value} is ${size} bytes; content reads are limited to ${FILE_CONTENT_MAX_BYTES / MiB} MiB: ${useDownload}`,
+      `path: ${path.value} is ${incoming.value.size} bytes; content reads are limited to ${FILE_CONTENT_MAX_BYTES / MiB} MiB: ${useDownload}`,
     );
   }
+  // At most 5 MiB, read here in the Worker (never in a Durable Object); whole only if the host says so.
+  const read = await new Response(incoming.value.body).arrayBuffer().then(
+    (b) => ok(b),
+    (error: unknown) => fail("unavailable", `the file's bytes broke off in transit: ${String(error)}`),
+  );
+  const done = await incoming.value.done;
+  if (!done.ok) return hostFailure(done, name);
+  if (!read.ok) return read;
   try {
-    const object = await ctx.env.BLOBS.get(key);
-    if (!object) return fail("unavailable", "the file's bytes went missing in transit; try again");
-    const bytes = await object.arrayBuffer();
-    try {
-      const content = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
-      return ok({ path: path.value, content });
-    } catch {
-      return fail("bad_request", `path: ${path.value} is not UTF-8 text; ${useDownload}`);
-    }
-  } finally {
-    await discardStagedBlob(ctx.env, key);
+    const content = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(read.value);
+    return ok({ path: path.value, content });
+  } catch {
+    return fail("bad_request", `path: ${path.value} is not UTF-8 text; ${useDownload}`);
   }
 }
 
@@ -161,7 +194,11 @@ export interface DownloadView {
   filename: string;
 }
 
-/** `GET …/files/download`: the raw bytes as a stream; the staged blob goes once it was read. */
+/**
+ * `GET …/files/download`: the raw bytes as a stream of known length, straight from the agent. The
+ * host's answer comes once the caller read everything (or went away); `background` keeps the Worker
+ * for it.
+ */
 export async function downloadPodFile(
   ctx: ServiceContext,
   teamId: string,
@@ -171,17 +208,21 @@ export async function downloadPodFile(
 ): Promise<Result<DownloadView>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const staged = await stageFile(ctx, teamId, name, path.value, MAX_STAGED_BLOB_BYTES);
-  if (!staged.ok) return staged;
-  if (!staged.value.staged) {
+  const incoming = await getFile(ctx, teamId, name, path.value, MAX_RELAY_BYTES);
+  if (!incoming.ok) return incoming;
+  if (!incoming.value.sent) {
     return fail(
       "payload_too_large",
-      `path: ${path.value} is ${staged.value.size} bytes; downloads are limited to ${MAX_STAGED_BLOB_BYTES / MiB} MiB: copy it over SSH (scp, sftp, rsync)`,
+      `path: ${path.value} is ${incoming.value.size} bytes; downloads are limited to ${MAX_RELAY_BYTES / MiB} MiB: copy it over SSH (scp, sftp, rsync)`,
     );
   }
-  const stream = await streamStagedBlob(ctx.env, staged.value.key, background);
-  if (!stream) return fail("unavailable", "the file's bytes went missing in transit; try again");
-  return ok({ ...stream, filename: path.value.slice(path.value.lastIndexOf("/") + 1) });
+  const { body, size, done } = incoming.value;
+  background(
+    done.then((r) => {
+      if (!r.ok) console.warn(JSON.stringify({ msg: "download broke off", pod: name, error: r.message }));
+    }),
+  );
+  return ok({ body, size, filename: path.value.slice(path.value.lastIndexOf("/") + 1) });
 }
 
 /**

@@ -1,0 +1,44 @@
+import { Hono } from "hono";
+import { ApiError } from "../http/errors";
+import { type HostEnv, requireHostToken } from "../http/host-auth";
+import { hostOwnsRelay, MAX_RELAY_BYTES, relayStub } from "../services/blobs/relay";
+
+/**
+ * Streamed transfers as the host agent sees them (see durable-objects/transfer-relay.ts),
+ * authenticated with the host's agent token; a host reaches only relays named after its own id,
+ * anything else is 404.
+ * - `GET /agent/relay/{id}`: the bytes a caller is uploading, as they arrive (with Content-Length).
+ * - `PUT /agent/relay/{id}`: a file the agent reads on the host (Content-Length required), handed to
+ *   the caller waiting for it. Answered once every byte went through.
+ */
+export const agentRelayRouter = new Hono<HostEnv>()
+  .use("*", requireHostToken)
+  .get("/:id{.+}", async (c) => {
+    const id = ownedRelay(c.get("host").id, c.req.param("id"));
+    const bytes = await relayStub(c.env, id).consume();
+    if (!bytes.ok) throw new ApiError(bytes.code, bytes.message);
+    return new Response(bytes.value.body, {
+      headers: {
+        "content-length": String(bytes.value.size),
+        "content-type": "application/octet-stream",
+      },
+    });
+  })
+  .put("/:id{.+}", async (c) => {
+    const id = ownedRelay(c.get("host").id, c.req.param("id"));
+    const length = Number(c.req.header("content-length") ?? Number.NaN);
+    if (!Number.isSafeInteger(length) || length < 0)
+      throw new ApiError("bad_request", "Content-Length required");
+    if (length > MAX_RELAY_BYTES)
+      throw new ApiError("payload_too_large", `a relayed file is at most ${MAX_RELAY_BYTES} bytes`);
+    const body = c.req.raw.body ?? new Response(new Uint8Array()).body;
+    if (!body) throw new ApiError("internal", "no request body");
+    const sent = await relayStub(c.env, id).produce(body, length);
+    if (!sent.ok) throw new ApiError(sent.code, sent.message);
+    return c.json({ id, size: sent.value.size }, 201);
+  });
+
+function ownedRelay(hostId: string, id: string): string {
+  if (!hostOwnsRelay(hostId, id)) throw new ApiError("not_found", "no such transfer");
+  return id;
+}
