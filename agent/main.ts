@@ -16,6 +16,7 @@ import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
 import { startSshGateway } from "./ssh/gateway";
 import { createBlobStore } from "./transfer/blobs";
+import { createRelayClient } from "./transfer/relay";
 import { AGENT_VERSION } from "./version";
 
 const SHUTDOWN_DRAIN_MS = 20_000;
@@ -38,8 +39,9 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     return undefined;
   });
   const blobs = createBlobStore(config.apiUrl, config.agentToken);
+  const relay = createRelayClient(config.apiUrl, config.agentToken);
   const health = new HealthMonitor({ docker, log });
-  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh, blobs, health };
+  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh, blobs, relay, health };
   const handlers = createHandlers(deps);
   const dispatcher = new Dispatcher(handlers, log);
 
