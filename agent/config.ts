@@ -24,6 +24,11 @@ const Env = z.object({
     .string()
     .regex(/^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]+)$/, "must be an IPv4 or IPv6 address")
     .default("0.0.0.0"),
+  /**
+   * runc's state root of the engine's containers: SSH sessions without a terminal (scp, sftp,
+   * rsync) run through `runc exec` there, skipping the engine's copy of every byte; empty: never
+   */
+  PODHOST_RUNC_ROOT: z.string().default("/run/docker/runtime-runc/moby"),
   /** an SSH connection with no data in either direction for this long is closed */
   PODHOST_SSH_IDLE_TIMEOUT_S: z.coerce.number().int().positive().default(1800),
   /** how often running pods are sampled (metrics) and their apps checked (health diagnosis) */
@@ -45,6 +50,8 @@ export interface AgentConfig {
   namePrefix: string;
   sshListenHost: string;
   sshIdleTimeoutMs: number;
+  /** null: SSH sessions always through the engine's exec */
+  runcRoot: string | null;
   metricsIntervalMs: number;
 }
 
@@ -71,6 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     namePrefix: e.PODHOST_NAME_PREFIX,
     sshListenHost: e.PODHOST_SSH_LISTEN_HOST,
     sshIdleTimeoutMs: e.PODHOST_SSH_IDLE_TIMEOUT_S * 1000,
+    runcRoot: e.PODHOST_RUNC_ROOT || null,
     metricsIntervalMs: e.PODHOST_METRICS_INTERVAL_S * 1000,
   };
 }

@@ -32,6 +32,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     namePrefix: config.namePrefix,
     listenHost: config.sshListenHost,
     idleTimeoutMs: config.sshIdleTimeoutMs,
+    runcRoot: config.runcRoot,
     stateDir: config.stateDir,
     log,
   }).catch((error: unknown) => {

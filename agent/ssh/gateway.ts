@@ -9,6 +9,7 @@ import { AuthFailureLimiter, type AuthLimitOptions, DEFAULT_AUTH_LIMIT } from ".
 import { parseAuthorizedKeys } from "./authorized-keys";
 import { type HostKey, loadOrCreateHostKey } from "./host-key";
 import { readKeyFile } from "./key-file";
+import { PodProcessLauncher } from "./pod-process";
 import { serveSession } from "./session";
 
 export interface SshGatewayOptions {
@@ -27,7 +28,14 @@ export interface SshGatewayOptions {
   maxConnections?: number;
   /** while a pod's port cannot be bound, how often to try again */
   retryBindMs?: number;
+  /**
+   * runc's state root of the engine's containers, for sessions without a terminal (pod-process.ts);
+   * default the Docker engine's; null: every session through the engine's exec
+   */
+  runcRoot?: string | null;
 }
+
+export const DOCKER_RUNC_ROOT = "/run/docker/runtime-runc/moby";
 
 /**
  * ssh2's ciphers without chacha20-poly1305. The client's order decides, and OpenSSH lists chacha20
@@ -67,10 +75,15 @@ export class SshGateway implements PodSshListeners {
   private readonly listeners = new Map<string, PodListener>();
   private readonly limiter: AuthFailureLimiter;
   private readonly log: Logger;
+  private readonly processes: PodProcessLauncher;
   private stopped = false;
 
   constructor(private readonly opts: SshGatewayOptions) {
     this.limiter = new AuthFailureLimiter(opts.authLimit ?? DEFAULT_AUTH_LIMIT);
+    this.processes = new PodProcessLauncher(
+      opts.docker,
+      opts.runcRoot === undefined ? DOCKER_RUNC_ROOT : opts.runcRoot,
+    );
     this.log = opts.log.child({ component: "ssh" });
   }
 
@@ -250,7 +263,7 @@ export class SshGateway implements PodSshListeners {
       const options = auth.options;
       if (!options) return reject();
       serveSession(accept(), {
-        docker: this.opts.docker,
+        processes: this.processes,
         pod,
         container,
         log,

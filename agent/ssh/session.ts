@@ -1,15 +1,15 @@
 import { constants } from "node:os";
 import type { ServerChannel, Session } from "ssh2";
-import { type DockerClient, dockerMessage, dockerStatus } from "../docker/client";
+import { dockerMessage, dockerStatus } from "../docker/client";
 import type { Logger } from "../logger";
 import type { KeyOptions } from "./key-options";
-import { PodProcess, type TerminalSize } from "./pod-process";
-import { demux, flushed, pump } from "./streams";
+import type { PodProcess, PodProcessLauncher, TerminalSize } from "./pod-process";
+import { flushed } from "./streams";
 
 export const SFTP_SERVER = "/usr/lib/openssh/sftp-server";
 
 export interface SessionContext {
-  docker: DockerClient;
+  processes: PodProcessLauncher;
   pod: string;
   container: string;
   log: Logger;
@@ -93,17 +93,13 @@ export function serveSession(session: Session, ctx: SessionContext): void {
     const nl = tty ? "\r\n" : "\n";
     let closed = false;
     let exited = false;
-    const hangUp = (p: PodProcess) => {
-      // The engine leaves an exec running when its client goes: hang it up like a terminal would,
-      // then drop the engine connection (its output may be paused on the gone channel).
-      void p.signal("SIGHUP").finally(() => p.stream.destroy());
-    };
+    const hangUp = (p: PodProcess) => p.hangUp();
     channel.once("close", () => {
       closed = true;
       if (proc && !exited) hangUp(proc);
     });
     try {
-      proc = await PodProcess.start(ctx.docker, ctx.container, {
+      proc = await ctx.processes.start(ctx.container, {
         argv,
         env: [...(tty ? [`TERM=${tty.term}`] : []), ...env, ...extraEnv],
         tty: tty ?? undefined,
@@ -127,18 +123,11 @@ export function serveSession(session: Session, ctx: SessionContext): void {
       ctx.touch();
       ctx.coalesceOutput();
     };
-    const output = p.tty
-      ? new Promise<void>((resolve) => {
-          pump(p.stream, channel, onOutput, false);
-          p.stream.once("end", resolve);
-          p.stream.once("close", resolve);
-          p.stream.once("error", () => resolve());
-        })
-      : demux(p.stream, channel, channel.stderr, onOutput);
+    const output = p.pipeOutput(channel, channel.stderr, onOutput);
     // Client EOF → the process's stdin is closed (scp and sftp-server rely on it). Not with a
     // terminal: closing it would hang the session up (`ssh -tt host cmd </dev/null` must run to its
     // end), and sshd keeps its pty open then too.
-    pump(channel, p.stream, ctx.touch, !p.tty);
+    p.pipeInput(channel, ctx.touch, !p.tty);
     await output;
     if (closed) return;
     let code: number;

@@ -140,6 +140,26 @@ describe("ssh", () => {
     expect(sum.stdout.toString().split(" ")[0]).toBe(createHash("sha256").update(data).digest("hex"));
   });
 
+  it("runs a command without a terminal with the container's own isolation (the runc fast path)", async () => {
+    const status = await ssh(ports.alpha, keys.a, [
+      "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/cgroup; cat /proc/1/cgroup",
+    ]);
+    expect(status.code).toBe(0);
+    const out = status.stdout.toString();
+    expect(out).toMatch(/^CapEff:\s+0{16}$/m);
+    expect(out).toMatch(/^CapBnd:\s+0{16}$/m);
+    expect(out).toMatch(/^NoNewPrivs:\s+1$/m);
+    expect(out).toMatch(/^Seccomp:\s+2$/m);
+    // the same cgroups as the container's init: its memory, CPU and pids limits hold
+    const lines = out.split("\n").filter((l) => /^\d+:/.test(l));
+    const half = lines.length / 2;
+    expect(lines.slice(0, half)).toEqual(lines.slice(half));
+    const info = await agent.docker.getContainer(container("alpha")).inspect();
+    expect(lines.some((l) => l.includes(info.Id))).toBe(true);
+    // and it really went around the engine: the engine knows no exec of it
+    expect(info.ExecIDs ?? []).toHaveLength(0);
+  });
+
   it("gives an interactive shell a real terminal that follows the window size", async () => {
     const socket = `podhost-test-${process.pid}`;
     const tmux = (...args: string[]) => run("tmux", ["-L", socket, "-f", "/dev/null", ...args]);
