@@ -3,8 +3,7 @@ import type { Bindings } from "../../env";
 /**
  * Bytes that must outlive the request that brought them (ZIP archives: from-zip answers 202 before
  * the agent unpacks) are staged in R2 under `staging/{hostId}/{id}`: the Worker writes what a caller
- * sent and the agent fetches it, or the agent uploads what it read and the Worker streams it to the
- * caller. Only keys travel over the control WebSocket, so no payload of megabytes sits in a Durable
+ * sent and the agent fetches it. Only keys travel over the control WebSocket, so no payload of megabytes sits in a Durable
  * Object's memory. File uploads and downloads, which live and die with one request, skip storage
  * and stream through a relay instead (./relay.ts).
  *
@@ -15,11 +14,9 @@ import type { Bindings } from "../../env";
 const PREFIX = "staging/";
 /** older than this, a staged blob belongs to no running operation */
 export const STAGED_BLOB_TTL_MS = 60 * 60 * 1000;
-/** what an agent may upload in one blob (the largest payload any op produces) */
-export const MAX_STAGED_BLOB_BYTES = 512 * 1024 * 1024;
 
-/** A fresh key owned by `hostId`: only that host's agent can read or write it. */
-export const newStagingKey = (hostId: string): string => `${PREFIX}${hostId}/${crypto.randomUUID()}`;
+/** A fresh key owned by `hostId`: only that host's agent can read it. */
+const newStagingKey = (hostId: string): string => `${PREFIX}${hostId}/${crypto.randomUUID()}`;
 
 /** Whether `key` is a staging key of `hostId` (the agent-facing routes check every key). */
 export function hostOwnsStagingKey(hostId: string, key: string): boolean {
@@ -41,30 +38,6 @@ export async function discardStagedBlob(env: Bindings, key: string): Promise<voi
   } catch (error) {
     console.warn(JSON.stringify({ key, msg: "could not discard staged blob", error: String(error) }));
   }
-}
-
-/**
- * A staged blob as a download the caller reads once; the blob is discarded when the stream ends
- * (or the caller goes away), via `background` so the Worker lives until then.
- */
-export async function streamStagedBlob(
-  env: Bindings,
-  key: string,
-  background: (work: Promise<unknown>) => void,
-): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null> {
-  const object = await env.BLOBS.get(key);
-  if (!object) return null;
-  // A native stream of known length: workerd pipes R2 into it without JavaScript per chunk (a JS
-  // TransformStream here made a 32 MB download ~6x slower), and a response keeps its
-  // Content-Length. The pipe ends when the caller read everything or went away.
-  const relay = new FixedLengthStream(object.size);
-  background(
-    object.body
-      .pipeTo(relay.writable)
-      .catch(() => undefined)
-      .then(() => discardStagedBlob(env, key)),
-  );
-  return { body: relay.readable, size: object.size };
 }
 
 /** Remove staged blobs older than the TTL, a page at a time (cron). Returns how many went. */

@@ -1,8 +1,6 @@
 import { ok, type Result } from "../../../../shared/errors";
 import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { podTarget } from "../inside/target";
-import { hostFailure } from "../power";
+import { callRunningPod } from "../inside/target";
 import { podPathOf } from "./paths";
 
 const LIST_TIMEOUT_MS = 45_000;
@@ -27,16 +25,15 @@ export async function listPodFiles(
 ): Promise<Result<{ path: string; files: FileEntryView[] }>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const target = await podTarget(ctx, teamId, name, { running: true });
-  if (!target.ok) return target;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callRunningPod(
+    ctx,
+    teamId,
+    name,
     "pod.files.list",
     { name, path: path.value },
-    { timeoutMs: LIST_TIMEOUT_MS },
+    LIST_TIMEOUT_MS,
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   return ok({
     path: path.value,
     files: r.value.entries.map((e) => ({

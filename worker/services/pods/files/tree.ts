@@ -1,8 +1,6 @@
 import { fail, ok, type Result } from "../../../../shared/errors";
 import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { podTarget } from "../inside/target";
-import { hostFailure } from "../power";
+import { callRunningPod } from "../inside/target";
 import { podPathOf } from "./paths";
 
 /** a recursive copy or delete of a large tree takes time; the host gives up at 120 s */
@@ -20,16 +18,15 @@ export async function deletePodPath(
 ): Promise<Result<{ status: "deleted"; path: string }>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const target = await podTarget(ctx, teamId, name, { running: true });
-  if (!target.ok) return target;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callRunningPod(
+    ctx,
+    teamId,
+    name,
     "pod.files.delete",
     { name, path: path.value },
-    { timeoutMs: TREE_TIMEOUT_MS },
+    TREE_TIMEOUT_MS,
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.found) return missing(path.value);
   return ok({ status: "deleted", path: path.value });
 }
@@ -50,16 +47,15 @@ export async function movePodPath(
   if (!from.ok) return from;
   const to = podPathOf(toField, input.to);
   if (!to.ok) return to;
-  const target = await podTarget(ctx, teamId, name, { running: true });
-  if (!target.ok) return target;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callRunningPod(
+    ctx,
+    teamId,
+    name,
     mode === "rename" ? "pod.files.rename" : "pod.files.copy",
     { name, from: from.value, to: to.value },
-    { timeoutMs: TREE_TIMEOUT_MS },
+    TREE_TIMEOUT_MS,
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.found) return missing(from.value);
   return ok({ from: from.value, to: to.value });
 }
@@ -73,15 +69,14 @@ export async function createPodFolder(
 ): Promise<Result<{ status: "created"; path: string }>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const target = await podTarget(ctx, teamId, name, { running: true });
-  if (!target.ok) return target;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callRunningPod(
+    ctx,
+    teamId,
+    name,
     "pod.files.mkdir",
     { name, path: path.value },
-    { timeoutMs: MKDIR_TIMEOUT_MS },
+    MKDIR_TIMEOUT_MS,
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   return ok({ status: "created", path: r.value.path });
 }

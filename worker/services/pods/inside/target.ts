@@ -1,7 +1,9 @@
 import { fail, ok, type Result } from "../../../../shared/errors";
+import type { Op, OpParams, OpResult } from "../../../../shared/protocol";
 import type { ServiceContext } from "../../context";
+import { callHost } from "../../hosts/host-client";
 import { findTeamPod, type PodWithHost } from "../lookup";
-import { hostOf } from "../power";
+import { hostFailure, hostOf } from "../power";
 
 export interface PodTarget {
   found: PodWithHost;
@@ -27,4 +29,22 @@ export async function podTarget(
   const hostId = hostOf(found.value);
   if (!hostId.ok) return hostId;
   return ok({ found: found.value, hostId: hostId.value });
+}
+
+/**
+ * One op on the host of the team's running pod: the lookup, the "not running" 400, the call, and
+ * the host's failure in the pod's words — what each simple inside-the-pod verb is made of.
+ */
+export async function callRunningPod<O extends Op>(
+  ctx: ServiceContext,
+  teamId: string,
+  name: string,
+  op: O,
+  params: OpParams<O>,
+  timeoutMs: number,
+): Promise<Result<OpResult<O>>> {
+  const target = await podTarget(ctx, teamId, name, { running: true });
+  if (!target.ok) return target;
+  const r = await callHost(ctx.env, target.value.hostId, op, params, { timeoutMs });
+  return r.ok ? r : hostFailure(r, name);
 }
