@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { PresetSlug } from "../shared/catalog";
+import { DOCKER_RUNC_ROOT } from "./docker/runc";
 
 /**
  * The agent's configuration, read once from the environment at the entry point. Everything has a
@@ -25,10 +26,11 @@ const Env = z.object({
     .regex(/^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]+)$/, "must be an IPv4 or IPv6 address")
     .default("0.0.0.0"),
   /**
-   * runc's state root of the engine's containers: SSH sessions without a terminal (scp, sftp,
-   * rsync) run through `runc exec` there, skipping the engine's copy of every byte; empty: never
+   * runc's state root of the engine's containers: file operations and SSH sessions without a
+   * terminal (scp, sftp, rsync) run through `runc exec` there, skipping the engine's copy of every
+   * byte; empty: never
    */
-  PODHOST_RUNC_ROOT: z.string().default("/run/docker/runtime-runc/moby"),
+  PODHOST_RUNC_ROOT: z.string().default(DOCKER_RUNC_ROOT),
   /** an SSH connection with no data in either direction for this long is closed */
   PODHOST_SSH_IDLE_TIMEOUT_S: z.coerce.number().int().positive().default(1800),
   /** how often running pods are sampled (metrics) and their apps checked (health diagnosis) */

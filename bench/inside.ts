@@ -3,43 +3,36 @@
  * workerd + registered host + agent process + Docker engine), each beside Docker's own way of doing
  * the same thing, measured in the same run.
  *
- *   tsx bench/inside.ts [--reps 25] [--warmup 3] [--copies 7] [--size-mb 32] [--files 1000] [--via proxy|direct]
+ *   tsx bench/inside.ts [--reps 25] [--warmup 3] [--copies 7] [--size-mb 32] [--files 1000] [--via direct|proxy]
  *
- * `--via direct` sends the API calls and the agent's traffic to the Worker's own workerd rather than
- * through wrangler's dev proxy in front of it (see bench/support/worker.ts): production has no such hop.
+ * The API calls and the agent's traffic go to the Worker's own workerd; `--via proxy` sends them
+ * through wrangler's dev proxy in front of it instead (see bench/support/worker.ts), a Node hop
+ * that production does not have.
  *
  * 1. exec of `true`: POST /api/pods/{name}/exec {"command": ["true"]} (auth, D1, the host's Durable
- *    Object, the agent, a dockerode exec under `timeout` in the pod) beside `docker exec <c> true`
- *    (the CLI). For context: a dockerode exec of `true` from this process. Target: p50 ≤ 1.3x.
- * 2. a `--size-mb` MB file of random bytes uploaded (multipart POST …/files/upload: parsed by the
- *    Worker, streamed through a TransferRelay to the agent's GET and into the pod as pod_user) and
- *    downloaded (GET …/files/download: the agent's PUT streamed through the relay to the client,
- *    written to disk) beside `docker cp` into and out of the same container. Target: p50 ≤ 2x each
- *    way. The round trip is checked byte for byte once.
+ *    Object, the agent, an exec under `timeout` in the pod) beside `docker exec <c> true` (the CLI).
+ *    For context: a dockerode exec of `true` from this process. Target: p50 ≤ 1.3x.
+ * 2. a `--size-mb` MB file of random bytes uploaded with curl (multipart POST …/files/upload: the
+ *    form read by the Worker as it arrives, the file part streamed through a TransferRelay to the
+ *    agent's GET and into the pod as pod_user, then committed) and downloaded with curl (GET
+ *    …/files/download: the agent's PUT streamed through the relay to the client, written to disk)
+ *    beside `docker cp` into and out of the same container. Target: p50 ≤ 2x each way. The round
+ *    trip is checked byte for byte once.
  * 3. listing a directory of `--files` files: GET …/files?path=… beside `docker exec <c> ls -la <dir>`.
  *    Target: p50 ≤ 1.5x.
  *
- * Where a transfer's time goes locally (32 MB, timed inside the Worker and from the agent's "command
- * done" lines, busy 2-core machine): upload = the client sending the multipart body (~0.3 s from
- * Node's fetch even to a bare node:http server) arriving in the Worker and being parsed (~0.55-0.8 s
- * direct, 0.6-0.9 s more through wrangler's dev proxy), then the relay into the pod (~0.4-0.5 s, the
- * agent's `docker exec` stdin being most of it). The two cannot overlap: the form's `path` may come
- * after the file, and the agent needs the target and the size before it writes. Download = the
- * agent's `cat` streamed through the relay to the client (~0.5-0.7 s direct). `docker cp` takes
- * ~0.2-0.4 s.
+ * Where an upload's time goes (32 MB, timed inside the Worker): ~0.35 s for the file part to flow
+ * from curl through the Worker's form reader and the relay into `cat` in the pod, ~30 ms for the
+ * commit, a few ms for the rest; through the dev proxy 0.1-0.15 s more. `docker cp` takes ~0.2 s.
  *
  * Variants take turns inside each repetition (in rotating order), so drift on a busy machine spreads
  * over all of them. Everything is removed at the end, also on failure or Ctrl-C.
  */
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream, openAsBlob } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { parseArgs, promisify } from "node:util";
 import { createDockerClient } from "../agent/docker/client";
 import { execInContainer } from "../agent/docker/exec";
@@ -57,7 +50,7 @@ const { values: args } = parseArgs({
     copies: { type: "string", default: "7" },
     "size-mb": { type: "string", default: "32" },
     files: { type: "string", default: "1000" },
-    via: { type: "string", default: "proxy" },
+    via: { type: "string", default: "direct" },
   },
 });
 const positiveInt = (name: string, v: string) => {
@@ -205,20 +198,25 @@ async function main() {
     const fromApi = path.join(dir, "from-api.bin");
     const fromCp = path.join(dir, "from-cp.bin");
     await writeFile(source, data);
-    const apiUpload = async (name: string) => {
-      const form = new FormData();
-      form.set("file", new File([await openAsBlob(source)], name));
-      form.set("path", "/home/pod_user");
-      await must("upload", await fetch(api("/files/upload"), { method: "POST", headers: auth, body: form }));
-    };
-    const apiDownload = async (name: string) => {
-      const res = await must(
-        "download",
-        await fetch(`${api("/files/download")}?path=/home/pod_user/${name}`, { headers: auth }),
+    // curl, as a user would run it (and as `docker cp` is the CLI): Node's own fetch spends ~0.3 s
+    // just sending a 32 MB form. `Expect:` off: curl would wait 1 s for a 100 Continue that wrangler
+    // dev's workerd never sends (Cloudflare's edge does).
+    const curl = (...argv: string[]) =>
+      run("curl", ["-sS", "--fail-with-body", "-H", `authorization: Bearer ${user.token}`, ...argv]);
+    const apiUpload = (name: string) =>
+      curl(
+        "-o",
+        "/dev/null",
+        "-H",
+        "Expect:",
+        "-F",
+        "path=/home/pod_user",
+        "-F",
+        `file=@${source};filename=${name}`,
+        api("/files/upload"),
       );
-      if (!res.body) throw new Error("download: no body");
-      await pipeline(Readable.fromWeb(res.body as WebReadableStream), createWriteStream(fromApi));
-    };
+    const apiDownload = (name: string) =>
+      curl("-o", fromApi, `${api("/files/download")}?path=/home/pod_user/${name}`);
     await apiUpload("api.bin");
     await run("docker", ["cp", source, `${container}:/home/pod_user/cp.bin`]);
     await apiDownload("api.bin");

@@ -1,11 +1,14 @@
+import { constants } from "node:os";
 import type { Duplex, Readable } from "node:stream";
 import { Transform, type TransformCallback } from "node:stream";
 import type { DockerClient } from "./client";
+import { HOME } from "./naming";
+import type { RuncContainers } from "./runc";
 
 /**
- * `docker exec` for payloads too large to hold in memory (file uploads and downloads): stdin is
- * piped from a Readable and stdout comes back as a Readable, both with backpressure end to end
- * (a slow reader pauses the engine's socket, which blocks the process's writes). Only stderr is
+ * A process in a pod's container for payloads too large to hold in memory (file uploads and
+ * downloads, ZIP deploys): stdin is piped from a Readable and stdout comes back as a Readable, both
+ * with backpressure end to end (a slow reader blocks the process's writes). Only stderr is
  * collected, capped. execInContainer (./exec.ts) stays the simpler choice for small outputs.
  */
 
@@ -28,6 +31,25 @@ export interface StreamedExec {
   abort(reason?: Error): void;
 }
 
+/** Starts a streamed process in a container, by whichever way this host has (see `streamExecutor`). */
+export type StreamExecutor = (
+  containerName: string,
+  argv: string[],
+  opts?: StreamExecOptions,
+) => Promise<StreamedExec>;
+
+/**
+ * `runc exec` when runc knows the container on this host (./runc.ts: the bytes skip the engine's
+ * copies), else `docker exec`. A container that is not running fails as the engine's exec does (409).
+ */
+export function streamExecutor(docker: DockerClient, runc: RuncContainers | null): StreamExecutor {
+  return async (containerName, argv, opts = {}) => {
+    const id = runc ? await runc.idOf(containerName) : null;
+    return id && runc ? runcExecStream(runc, id, argv, opts) : execStream(docker, containerName, argv, opts);
+  };
+}
+
+/** The engine's exec: stdin and stdout travel the hijacked connection, multiplexed. */
 export async function execStream(
   docker: DockerClient,
   containerName: string,
@@ -89,6 +111,73 @@ export async function execStream(
   return { stdout: demux, done, abort: (reason) => socket.destroy(reason) };
 }
 
+/** `runc exec`: the process's stdio are this agent's pipes. */
+function runcExecStream(
+  runc: RuncContainers,
+  id: string,
+  argv: string[],
+  opts: StreamExecOptions,
+): StreamedExec {
+  const child = runc.spawn(id, argv, { user: opts.user ?? "1000:1000", cwd: opts.workingDir ?? HOME });
+  const stdout = child.stdout as Readable;
+  const stderr = new CappedText(opts.maxStderrBytes ?? 64 * 1024);
+  child.stderr?.on("data", (b: Buffer) => stderr.add(b));
+  // runc forwards the signals it gets to the process (under `timeout`, to its whole group); its
+  // pipes are closed too, so nothing waits on a reader or writer that is gone.
+  const abort = (reason?: Error) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    child.stdin?.destroy();
+    stdout.destroy(reason);
+  };
+  child.stdin?.on("error", () => undefined); // the process may exit without reading everything
+  if (opts.stdin) {
+    const stdin = opts.stdin;
+    // A failed source must not look like an end (EOF): the process is stopped instead.
+    stdin.once("error", (err) => abort(err));
+    stdin.pipe(child.stdin as NodeJS.WritableStream);
+  } else {
+    child.stdin?.end();
+  }
+  const onAbort = () => {
+    const reason = opts.signal?.reason;
+    abort(reason instanceof Error ? reason : new Error(String(reason ?? "aborted")));
+  };
+  if (opts.signal?.aborted) onAbort();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  const done = new Promise<{ exitCode: number; stderr: string }>((resolve, reject) => {
+    child.once("error", reject);
+    // "close": the exit status and every byte of stderr are in
+    child.once("close", (code, signal) => {
+      opts.signal?.removeEventListener("abort", onAbort);
+      resolve({
+        exitCode: code ?? 128 + (signal ? constants.signals[signal] : 0),
+        stderr: stderr.text(),
+      });
+    });
+  });
+  done.catch(() => undefined);
+  return { stdout, done, abort };
+}
+
+class CappedText {
+  private readonly chunks: Buffer[] = [];
+  private length = 0;
+
+  constructor(private readonly max: number) {}
+
+  add(b: Buffer): void {
+    const room = this.max - this.length;
+    if (room <= 0) return;
+    const part = b.length > room ? b.subarray(0, room) : b;
+    this.chunks.push(Buffer.from(part));
+    this.length += part.length;
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString("utf8");
+  }
+}
+
 /**
  * The engine's multiplexed stream (8-byte header: stream type, 3 zero bytes, big-endian length;
  * then the payload) split into stdout, passed on as it comes, and stderr, kept up to a cap.
@@ -99,15 +188,15 @@ class Demux extends Transform {
   private headLength = 0;
   private remaining = 0;
   private type = 0;
-  private readonly errChunks: Buffer[] = [];
-  private errLength = 0;
+  private readonly errors: CappedText;
 
-  constructor(private readonly maxStderr: number) {
+  constructor(maxStderr: number) {
     super();
+    this.errors = new CappedText(maxStderr);
   }
 
   stderr(): string {
-    return Buffer.concat(this.errChunks).toString("utf8");
+    return this.errors.text();
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -129,16 +218,8 @@ class Demux extends Transform {
       offset += n;
       this.remaining -= n;
       if (this.type === 1) this.push(payload);
-      else if (this.type === 2) this.keepStderr(payload);
+      else if (this.type === 2) this.errors.add(payload);
     }
     callback();
-  }
-
-  private keepStderr(b: Buffer): void {
-    const room = this.maxStderr - this.errLength;
-    if (room <= 0) return;
-    const part = b.length > room ? b.subarray(0, room) : b;
-    this.errChunks.push(Buffer.from(part));
-    this.errLength += part.length;
   }
 }

@@ -1,5 +1,5 @@
 import { FILE_LIST_MAX_ENTRIES, type FileEntry } from "../../shared/protocol/file-ops";
-import type { DockerClient } from "../docker/client";
+import type { StreamExecutor } from "../docker/exec-stream";
 import { AgentError } from "../errors";
 import { RESULT_BUDGET_BYTES } from "../inside/budget";
 import { EXIT, fileFailure, runFileScript } from "./run";
@@ -19,13 +19,13 @@ exec find -H "$d" -mindepth 1 -maxdepth 1 -printf '%M\\t%s\\t%Y\\t%f\\0'`;
 const LIST_TIMEOUT_S = 30;
 
 export async function listDirectory(
-  docker: DockerClient,
+  exec: StreamExecutor,
   prefix: string,
   pod: string,
   path: string,
   signal?: AbortSignal,
 ): Promise<{ found: boolean; entries: FileEntry[] }> {
-  const r = await runFileScript(docker, prefix, pod, LIST, [path], { timeoutS: LIST_TIMEOUT_S, signal });
+  const r = await runFileScript(exec, prefix, pod, LIST, [path], { timeoutS: LIST_TIMEOUT_S, signal });
   if (r.exitCode === EXIT.missing) return { found: false, entries: [] };
   if (r.exitCode === EXIT.notDir) throw new AgentError("bad_request", `path: ${path} is not a directory`);
   if (r.exitCode !== 0) throw fileFailure(`listing ${path}`, r.exitCode, r.stderr);

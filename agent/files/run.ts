@@ -1,14 +1,14 @@
 import type { Readable } from "node:stream";
-import type { DockerClient } from "../docker/client";
+import { finished } from "node:stream/promises";
 import { dockerStatus } from "../docker/client";
-import { execInContainer } from "../docker/exec";
-import { execStream, type StreamedExec } from "../docker/exec-stream";
+import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
 import { HOME, podNames } from "../docker/naming";
 import { AgentError } from "../errors";
 
 /**
- * How every file operation reaches the pod: a fixed `sh` script run by `docker exec` as pod_user
- * (uid 1000) in the pod's running container, the caller's paths passed as positional arguments
+ * How every file operation reaches the pod: a fixed `sh` script run as pod_user (uid 1000) in the
+ * pod's running container (by `runc exec` where this host can, else `docker exec`: see
+ * ../docker/exec-stream.ts), the caller's paths passed as positional arguments
  * (never parsed by a shell), under coreutils `timeout` so nothing outlives its op. Whatever a path
  * resolves to, symlinks included, is resolved by the kernel inside the pod for that user: a link
  * to /etc/shadow is "permission denied", a link to another pod's volume path names a path in this
@@ -58,34 +58,33 @@ export interface ScriptRun {
 
 /** Run `script` with `args` ($1, $2, …) as pod_user; small outputs only. */
 export async function runFileScript(
-  docker: DockerClient,
+  exec: StreamExecutor,
   prefix: string,
   pod: string,
   script: string,
   args: string[],
   opts: { timeoutS: number; signal?: AbortSignal },
 ): Promise<ScriptRun> {
-  try {
-    const r = await execInContainer(
-      docker,
-      podNames(prefix, pod).container,
-      timeoutArgv(opts.timeoutS, script, args),
-      {
-        workingDir: HOME,
-        maxOutputBytes: MAX_OUTPUT_BYTES,
-        signal: opts.signal,
-      },
-    );
-    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, omitted: r.omitted?.stdout ?? 0 };
-  } catch (err) {
-    if (notRunning(err)) throw new AgentError("bad_request", NOT_RUNNING);
-    throw err;
-  }
+  const run = await streamFileScript(exec, prefix, pod, script, args, opts);
+  const kept: Buffer[] = [];
+  let length = 0;
+  let omitted = 0;
+  run.stdout.on("data", (b: Buffer) => {
+    const room = Math.max(0, MAX_OUTPUT_BYTES - length);
+    if (room < b.length) omitted += b.length - room;
+    if (room > 0) kept.push(b.length > room ? b.subarray(0, room) : b);
+    length += Math.min(room, b.length);
+  });
+  // Every byte of stdout is in once it ended; a broken stream is reported by `done`.
+  const drained = finished(run.stdout).catch(() => undefined);
+  const { exitCode, stderr } = await run.done;
+  await drained;
+  return { exitCode, stdout: Buffer.concat(kept).toString("utf8"), stderr, omitted };
 }
 
 /** Run `script` as pod_user with a streamed stdin and/or stdout (see ../docker/exec-stream.ts). */
 export async function streamFileScript(
-  docker: DockerClient,
+  exec: StreamExecutor,
   prefix: string,
   pod: string,
   script: string,
@@ -93,16 +92,11 @@ export async function streamFileScript(
   opts: { timeoutS: number; signal?: AbortSignal; stdin?: Readable },
 ): Promise<StreamedExec> {
   try {
-    return await execStream(
-      docker,
-      podNames(prefix, pod).container,
-      timeoutArgv(opts.timeoutS, script, args),
-      {
-        workingDir: HOME,
-        stdin: opts.stdin,
-        signal: opts.signal,
-      },
-    );
+    return await exec(podNames(prefix, pod).container, timeoutArgv(opts.timeoutS, script, args), {
+      workingDir: HOME,
+      stdin: opts.stdin,
+      signal: opts.signal,
+    });
   } catch (err) {
     if (notRunning(err)) throw new AgentError("bad_request", NOT_RUNNING);
     throw err;

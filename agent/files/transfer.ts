@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from "node:stream";
-import type { DockerClient } from "../docker/client";
+import type { StreamExecutor } from "../docker/exec-stream";
 import { AgentError } from "../errors";
 import type { RelayClient } from "../transfer/relay";
 import { EXIT, fileFailure, streamFileScript } from "./run";
@@ -7,10 +7,10 @@ import { EXIT, fileFailure, streamFileScript } from "./run";
 /**
  * File bytes between a pod and the control plane's relay (../transfer/relay.ts), streamed end to end
  * with backpressure: nothing here holds a whole file in memory, and nothing of it crosses the
- * control WebSocket. A transfer that breaks off on either side tears down the `docker exec` too.
+ * control WebSocket. A transfer that breaks off on either side tears down the pod's process too.
  */
 
-const TRANSFER_TIMEOUT_S = 280;
+export const TRANSFER_TIMEOUT_S = 280;
 
 /**
  * `-f` after following links refuses directories, FIFOs (a read would hang), devices and sockets.
@@ -28,24 +28,7 @@ printf '%s\\n' "$s"
 [ "$s" -le "$max" ] || exit ${EXIT.tooLarge}
 exec head -c "$s" <&3`;
 
-/**
- * A temp file beside the target, filled from stdin, checked for the expected size, then renamed
- * over the target (\`mv -T\`: a symlink at the path is replaced, never written through; a directory
- * there is refused). An existing file's mode is kept; a new file is 644.
- */
-const UPLOAD = `f=$1 d=$2 n=$3
-if [ -d "$f" ] && [ ! -L "$f" ]; then exit ${EXIT.isDir}; fi
-if [ -e "$d" ] && [ ! -d "$d" ]; then exit ${EXIT.notDir}; fi
-mkdir -p -- "$d" || exit 1
-t=$(mktemp -- "$d/.upload-XXXXXX") || exit 1
-trap 'rm -f -- "$t"' EXIT
-cat >"$t" || exit 1
-[ "$(stat -c %s -- "$t")" = "$n" ] || exit ${EXIT.shortWrite}
-if [ -f "$f" ] && [ ! -L "$f" ]; then chmod --reference="$f" -- "$t"; else chmod 644 -- "$t"; fi || exit 1
-mv -fT -- "$t" "$f" || exit 1
-trap - EXIT`;
-
-const needRelay = (client: RelayClient | undefined): RelayClient => {
+export const needRelay = (client: RelayClient | undefined): RelayClient => {
   if (!client)
     throw new AgentError("unavailable", "this agent has no connection to the control plane's relay");
   return client;
@@ -63,14 +46,14 @@ export interface Download {
  * once the caller at the other end took every byte.
  */
 export async function downloadFile(
-  docker: DockerClient,
+  exec: StreamExecutor,
   prefix: string,
   pod: string,
   q: { path: string; relay: string; maxBytes: number; client: RelayClient | undefined },
   signal: AbortSignal,
 ): Promise<Download> {
   const client = needRelay(q.client);
-  const run = await streamFileScript(docker, prefix, pod, DOWNLOAD, [q.path, String(q.maxBytes)], {
+  const run = await streamFileScript(exec, prefix, pod, DOWNLOAD, [q.path, String(q.maxBytes)], {
     timeoutS: TRANSFER_TIMEOUT_S,
     signal,
   });
@@ -102,43 +85,6 @@ export async function downloadFile(
       throw new AgentError("conflict", `path: ${q.path} changed while it was read; try again`);
     throw err;
   }
-}
-
-/** Stream the relay's bytes (exactly `size`) into the file at `path`, atomically. */
-export async function uploadFile(
-  docker: DockerClient,
-  prefix: string,
-  pod: string,
-  q: { path: string; parent: string; relay: string; size: number; client: RelayClient | undefined },
-  signal: AbortSignal,
-): Promise<void> {
-  const incoming = await needRelay(q.client).fetch(q.relay, signal);
-  if (incoming.size !== q.size) {
-    incoming.body.destroy();
-    throw new AgentError(
-      "internal",
-      `transfer ${q.relay} carries ${incoming.size} bytes, expected ${q.size}`,
-    );
-  }
-  const run = await streamFileScript(docker, prefix, pod, UPLOAD, [q.path, q.parent, String(q.size)], {
-    timeoutS: TRANSFER_TIMEOUT_S,
-    signal,
-    stdin: incoming.body,
-  }).catch((err: unknown) => {
-    incoming.body.destroy(); // nothing will read it: let the connection go
-    throw err;
-  });
-  run.stdout.resume();
-  // A script that stopped early (a directory at the path) left bytes unread: hang up on the relay,
-  // so the caller's side learns of it rather than waits.
-  const { exitCode, stderr } = await run.done.finally(() => incoming.body.destroy());
-  const what = `writing ${q.path}`;
-  if (exitCode === EXIT.isDir) throw new AgentError("bad_request", `path: ${q.path} is a directory`);
-  if (exitCode === EXIT.notDir)
-    throw new AgentError("bad_request", `path: ${q.parent} exists and is not a directory`);
-  if (exitCode === EXIT.shortWrite)
-    throw new AgentError("unavailable", `${what}: the upload was cut short; nothing was written`);
-  if (exitCode !== 0) throw fileFailure(what, exitCode, stderr);
 }
 
 /**

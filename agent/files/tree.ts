@@ -1,4 +1,4 @@
-import type { DockerClient } from "../docker/client";
+import type { StreamExecutor } from "../docker/exec-stream";
 import { AgentError } from "../errors";
 import { EXIT, fileFailure, runFileScript } from "./run";
 
@@ -40,9 +40,9 @@ export interface Move {
 
 type Run = (script: string, args: string[]) => ReturnType<typeof runFileScript>;
 
-export function treeOps(docker: DockerClient, prefix: string, pod: string, signal?: AbortSignal) {
+export function treeOps(exec: StreamExecutor, prefix: string, pod: string, signal?: AbortSignal) {
   const run: Run = (script, args) =>
-    runFileScript(docker, prefix, pod, script, args, { timeoutS: TREE_TIMEOUT_S, signal });
+    runFileScript(exec, prefix, pod, script, args, { timeoutS: TREE_TIMEOUT_S, signal });
 
   const moveOrCopy = async (verb: "renaming" | "copying", q: Move) => {
     const r = await run(verb === "renaming" ? RENAME : COPY, [q.from, q.to, q.parent]);

@@ -1,6 +1,10 @@
+import { streamExecutor } from "../docker/exec-stream";
+import { RuncContainers } from "../docker/runc";
+import { AgentError } from "../errors";
 import { listDirectory } from "../files/list";
 import { parentOf, podPath, refuseInside, refuseProtected } from "../files/paths";
-import { downloadFile, uploadFile } from "../files/transfer";
+import { FileReceiver, TEMP_PREFIX } from "../files/receive";
+import { downloadFile } from "../files/transfer";
 import { treeOps } from "../files/tree";
 import type { HandlerDeps } from "./deps";
 import { guard } from "./guard";
@@ -9,7 +13,9 @@ import type { HandlerTable } from "./types";
 type FileOps =
   | "pod.files.list"
   | "pod.files.download"
-  | "pod.files.upload"
+  | "pod.files.receive"
+  | "pod.files.commit"
+  | "pod.files.discard"
   | "pod.files.delete"
   | "pod.files.rename"
   | "pod.files.copy"
@@ -23,15 +29,18 @@ type FileOps =
 export function fileHandlers(deps: HandlerDeps): Pick<HandlerTable, FileOps> {
   const { docker } = deps;
   const prefix = deps.config.namePrefix;
+  const runcRoot = deps.config.runcRoot;
+  const exec = streamExecutor(docker, runcRoot ? new RuncContainers(docker, runcRoot) : null);
+  const writes = new FileReceiver(exec, prefix);
 
   return {
     "pod.files.list": guard("pod.files.list", ({ name, path }, ctx) =>
-      listDirectory(docker, prefix, name, podPath("path", path), ctx.signal),
+      listDirectory(exec, prefix, name, podPath("path", path), ctx.signal),
     ),
 
     "pod.files.download": guard("pod.files.download", ({ name, path, relay, maxBytes }, ctx) =>
       downloadFile(
-        docker,
+        exec,
         prefix,
         name,
         { path: podPath("path", path), relay, maxBytes, client: deps.relay },
@@ -39,22 +48,29 @@ export function fileHandlers(deps: HandlerDeps): Pick<HandlerTable, FileOps> {
       ),
     ),
 
-    "pod.files.upload": guard("pod.files.upload", async ({ name, path, relay, size }, ctx) => {
+    "pod.files.receive": guard("pod.files.receive", ({ name, dir, relay }, ctx) =>
+      writes.receive(name, { dir: podPath("path", dir), relay, client: deps.relay }, ctx.signal),
+    ),
+
+    "pod.files.commit": guard("pod.files.commit", async ({ name, temp, path, size }, ctx) => {
       const file = podPath("path", path);
-      await uploadFile(
-        docker,
-        prefix,
+      await writes.commit(
         name,
-        { path: file, parent: parentOf(file), relay, size, client: deps.relay },
+        { temp: receivedTemp(temp), path: file, parent: parentOf(file), size },
         ctx.signal,
       );
       return { path: file };
     }),
 
+    "pod.files.discard": guard("pod.files.discard", async ({ name, temp }) => {
+      await writes.discard(name, receivedTemp(temp));
+      return {};
+    }),
+
     "pod.files.delete": guard("pod.files.delete", ({ name, path }, ctx) => {
       const target = podPath("path", path);
       refuseProtected("path", target);
-      return treeOps(docker, prefix, name, ctx.signal).remove(target);
+      return treeOps(exec, prefix, name, ctx.signal).remove(target);
     }),
 
     "pod.files.rename": guard("pod.files.rename", ({ name, from, to }, ctx) => {
@@ -62,7 +78,7 @@ export function fileHandlers(deps: HandlerDeps): Pick<HandlerTable, FileOps> {
       const dest = podPath("new_path", to);
       refuseProtected("old_path", source);
       refuseInside("new_path", source, dest);
-      return treeOps(docker, prefix, name, ctx.signal).rename({
+      return treeOps(exec, prefix, name, ctx.signal).rename({
         from: source,
         to: dest,
         parent: parentOf(dest),
@@ -74,7 +90,7 @@ export function fileHandlers(deps: HandlerDeps): Pick<HandlerTable, FileOps> {
       const source = podPath("source_path", from);
       const dest = podPath("dest_path", to);
       refuseInside("dest_path", source, dest);
-      return treeOps(docker, prefix, name, ctx.signal).copy({
+      return treeOps(exec, prefix, name, ctx.signal).copy({
         from: source,
         to: dest,
         parent: parentOf(dest),
@@ -84,8 +100,16 @@ export function fileHandlers(deps: HandlerDeps): Pick<HandlerTable, FileOps> {
 
     "pod.files.mkdir": guard("pod.files.mkdir", async ({ name, path }, ctx) => {
       const dir = podPath("path", path);
-      await treeOps(docker, prefix, name, ctx.signal).mkdir(dir);
+      await treeOps(exec, prefix, name, ctx.signal).mkdir(dir);
       return { path: dir };
     }),
   };
+}
+
+/** Only what `receive` made may be committed or discarded: a checked path named `.upload-*`. */
+function receivedTemp(temp: string): string {
+  const path = podPath("temp", temp);
+  if (!path.slice(path.lastIndexOf("/") + 1).startsWith(TEMP_PREFIX))
+    throw new AgentError("bad_request", `temp: ${temp} is not a received upload`);
+  return path;
 }

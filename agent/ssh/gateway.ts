@@ -2,6 +2,7 @@ import { createServer, type Server as NetServer, type Socket } from "node:net";
 import ssh2, { type Connection } from "ssh2";
 import type { DockerClient } from "../docker/client";
 import { LABEL_POD, LABEL_SSH_PORT, podNames, prefixFilter } from "../docker/naming";
+import { DOCKER_RUNC_ROOT, RuncContainers } from "../docker/runc";
 import type { PodSshListeners } from "../handlers/deps";
 import type { Logger } from "../logger";
 import { ConnectionAuth } from "./auth";
@@ -34,8 +35,6 @@ export interface SshGatewayOptions {
    */
   runcRoot?: string | null;
 }
-
-export const DOCKER_RUNC_ROOT = "/run/docker/runtime-runc/moby";
 
 /**
  * ssh2's ciphers without chacha20-poly1305. The client's order decides, and OpenSSH lists chacha20
@@ -80,9 +79,10 @@ export class SshGateway implements PodSshListeners {
 
   constructor(private readonly opts: SshGatewayOptions) {
     this.limiter = new AuthFailureLimiter(opts.authLimit ?? DEFAULT_AUTH_LIMIT);
+    const runcRoot = opts.runcRoot === undefined ? DOCKER_RUNC_ROOT : opts.runcRoot;
     this.processes = new PodProcessLauncher(
       opts.docker,
-      opts.runcRoot === undefined ? DOCKER_RUNC_ROOT : opts.runcRoot,
+      runcRoot ? new RuncContainers(opts.docker, runcRoot) : null,
     );
     this.log = opts.log.child({ component: "ssh" });
   }

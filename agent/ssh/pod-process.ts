@@ -1,10 +1,11 @@
-import { spawn } from "node:child_process";
-import { access, readFile } from "node:fs/promises";
+import type { ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { constants } from "node:os";
 import type { Duplex, Readable, Writable } from "node:stream";
 import type { Exec } from "dockerode";
 import type { DockerClient } from "../docker/client";
 import { HOME } from "../docker/naming";
+import type { RuncContainers } from "../docker/runc";
 import { demux, pump } from "./streams";
 
 export interface TerminalSize {
@@ -40,47 +41,22 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * How sessions start processes in a pod's container. A terminal session is a `docker exec` (the
  * engine allocates the pty inside the container). Without a terminal (scp, rsync, sftp, `ssh host
- * cmd`) the bulk bytes are the point: when the engine's runc state is on this host, the process is
- * started with `runc exec` on the container, whose stdin and stdout are then this agent's pipes —
- * the engine and its shim no longer copy every byte (measured: 100 MB into `cat` 0.22–0.3 s against
- * 0.55–0.6 s through the engine). Isolation is the container's own either way: runc exec joins its
- * namespaces and cgroups and applies its capabilities (none), no_new_privs and seccomp profile, as
- * the engine's exec does (which is runc exec underneath).
+ * cmd`) the bulk bytes are the point: the process is started with `runc exec` when runc knows the
+ * container on this host (../docker/runc.ts), its stdin and stdout then this agent's own pipes.
  */
 export class PodProcessLauncher {
-  private readonly ids = new Map<string, string>();
-
   constructor(
     private readonly docker: DockerClient,
-    /** runc's state root of the engine's containers (`/run/docker/runtime-runc/moby`); null: engine only */
-    private readonly runcRoot: string | null,
-    private readonly runc = "runc",
+    /** null: the engine only */
+    private readonly runc: RuncContainers | null,
   ) {}
 
   async start(container: string, opts: PodProcessOptions): Promise<PodProcess> {
-    if (!opts.tty && this.runcRoot) {
-      const id = await this.runcContainerId(container);
-      if (id) return RuncProcess.start(this.runc, this.runcRoot, id, opts);
+    if (!opts.tty && this.runc) {
+      const id = await this.runc.idOf(container);
+      if (id) return RuncProcess.start(this.runc, id, opts);
     }
     return DockerExecProcess.start(this.docker, container, opts);
-  }
-
-  /** The container's full id when runc knows it on this host (else null: use the engine). */
-  private async runcContainerId(container: string): Promise<string | null> {
-    let id = this.ids.get(container);
-    if (!id) {
-      const info = await this.docker.getContainer(container).inspect();
-      if (!info.State.Running) return null; // the engine's exec gives the usual "not running" error
-      id = info.Id;
-    }
-    // A restarted container keeps its id; a re-created one has a new id (and no state under the old).
-    const known = await access(`${this.runcRoot}/${id}/state.json`).then(
-      () => true,
-      () => false,
-    );
-    if (known) this.ids.set(container, id);
-    else this.ids.delete(container);
-    return known ? id : null;
   }
 }
 
@@ -88,21 +64,15 @@ class RuncProcess implements PodProcess {
   readonly tty = false;
   private readonly exited: Promise<number>;
 
-  private constructor(private readonly child: ReturnType<typeof spawn>) {
+  private constructor(private readonly child: ChildProcess) {
     this.exited = new Promise((resolve) => {
       child.once("exit", (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)));
       child.once("error", () => resolve(255));
     });
   }
 
-  static start(runc: string, root: string, id: string, opts: PodProcessOptions): PodProcess {
-    const env = (opts.env ?? []).flatMap((e) => ["--env", e]);
-    const child = spawn(
-      runc,
-      ["--root", root, "exec", "--user", "1000:1000", "--cwd", HOME, ...env, id, ...opts.argv],
-      { stdio: ["pipe", "pipe", "pipe"] },
-    );
-    return new RuncProcess(child);
+  static start(runc: RuncContainers, id: string, opts: PodProcessOptions): PodProcess {
+    return new RuncProcess(runc.spawn(id, opts.argv, { user: "1000:1000", cwd: HOME, env: opts.env }));
   }
 
   pipeOutput(stdout: Writable, stderr: Writable, onData: () => void): Promise<void> {

@@ -6,9 +6,11 @@ import { z } from "zod";
  * view of the filesystem. Paths are checked again by the agent (shared/pod-paths.ts).
  *
  * Bytes never travel in these messages: `download` streams a file to the Worker through the relay
- * the Worker named, `upload` streams a relay's bytes into a file (the agent's PUT and GET of
- * `/agent/relay/{id}`, see worker/durable-objects/transfer-relay.ts). Both the JSON `content` routes
- * and the multipart/raw-byte routes use them.
+ * the Worker named, `receive` streams a relay's bytes into a temp file (the agent's PUT and GET of
+ * `/agent/relay/{id}`, see worker/durable-objects/transfer-relay.ts), which `commit` then puts in
+ * place (or `discard` removes). Writing in two steps lets the Worker stream a multipart upload
+ * while it arrives, before it knows the whole form (a `path` may come after the file) or the size.
+ * Both the JSON `content` routes and the multipart routes use them.
  *
  * A path that does not exist is a result (`found: false`), not an error: the agent's `not_found`
  * means the pod has no container, which the API reports differently from a missing file.
@@ -59,13 +61,28 @@ export const fileOps = {
     result: Found.extend({ size: z.number().int(), sent: z.boolean() }),
   },
   /**
-   * Stream the relay `relay`'s bytes (exactly `size`) into the file `path`: parents created, a temp
-   * file beside it renamed over it (readers see the old or the new file, never half; a symlink at
-   * `path` is replaced, never written through; an existing file's mode is kept).
+   * Stream the relay `relay`'s bytes into a new temp file (`.upload-*`) in the directory `dir`
+   * (created if missing); answered with its path and size once the relay's stream ended whole. A
+   * broken-off stream leaves nothing behind.
    */
-  "pod.files.upload": {
-    params: z.object({ name: PodName, path: PodPath, relay: RelayId, size: z.number().int().min(0) }),
+  "pod.files.receive": {
+    params: z.object({ name: PodName, dir: PodPath, relay: RelayId }),
+    result: z.object({ temp: z.string(), size: z.number().int() }),
+  },
+  /**
+   * Put a received temp file (which must hold exactly `size` bytes) in place as `path`: parents
+   * created, renamed over the target (readers see the old or the new file, never half; a symlink at
+   * `path` is replaced, never written through; an existing file's mode is kept). From another
+   * directory it is first moved beside the target, so the last step is one rename.
+   */
+  "pod.files.commit": {
+    params: z.object({ name: PodName, temp: PodPath, path: PodPath, size: z.number().int().min(0) }),
     result: z.object({ path: z.string() }),
+  },
+  /** remove a received temp file that will not be committed (gone already is fine) */
+  "pod.files.discard": {
+    params: z.object({ name: PodName, temp: PodPath }),
+    result: z.object({}),
   },
   /** `rm -rf`; `found` false when nothing was there */
   "pod.files.delete": {

@@ -7,7 +7,11 @@ import { OpName, PodName, PodState } from "./ops";
  * The wire between a HostAgent Durable Object and its agent, one JSON message per WebSocket frame.
  * The sender is in the type: `control:*` goes to the agent, `agent:*` comes from it.
  */
-export const PROTOCOL_VERSION = 1;
+/**
+ * Raised when an op is removed or changes incompatibly, so an agent of another version is refused
+ * at its hello rather than failing op by op. 2: file writes became receive/commit/discard.
+ */
+export const PROTOCOL_VERSION = 2;
 
 export const WireError = z.object({ code: ErrorCode, message: z.string() });
 export type WireError = z.infer<typeof WireError>;

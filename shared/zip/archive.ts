@@ -20,7 +20,8 @@ export interface ZipReader {
   read(offset: number, length: number): Uint8Array;
 }
 
-export interface ZipEntry {
+/** An entry as its central header describes it (where its data starts is in its local header). */
+export interface CentralEntry {
   /** the name as stored (decoded, not yet checked: see ./policy.ts) */
   name: string;
   /** a name ending in `/`, or a directory by its unix mode */
@@ -33,10 +34,21 @@ export interface ZipEntry {
   crc32: number;
   compressedSize: number;
   uncompressedSize: number;
-  /** where the compressed bytes start */
-  dataOffset: number;
+  /** where the entry's local header starts */
+  localOffset: number;
   /** seconds since the epoch, from the DOS date and time (read as UTC) */
   mtime: number;
+}
+
+export interface ZipEntry extends CentralEntry {
+  /** where the compressed bytes start */
+  dataOffset: number;
+}
+
+/** The central directory's entries, and where it starts (every entry's data ends before that). */
+export interface ZipDirectory {
+  entries: CentralEntry[];
+  offset: number;
 }
 
 export const FLAG_ENCRYPTED = 0x0001;
@@ -50,7 +62,8 @@ const SIG_CENTRAL = 0x02014b50;
 const SIG_LOCAL = 0x04034b50;
 const EOCD_SIZE = 22;
 const CENTRAL_SIZE = 46;
-const LOCAL_SIZE = 30;
+/** a local header's fixed part: what `locateEntries` reads of each entry */
+export const LOCAL_HEADER_BYTES = 30;
 const MAX_COMMENT = 0xffff;
 
 const corrupt = (why: string) => fail("bad_request", `zip: the archive is corrupt (${why})`);
@@ -134,6 +147,12 @@ function dosTime(time: number, date: number): number {
  * before any header is read, so a directory claiming millions of entries costs nothing).
  */
 export function readZipEntries(reader: ZipReader, opts: { maxEntries: number }): Result<ZipEntry[]> {
+  const directory = readZipDirectory(reader, opts);
+  return directory.ok ? locateEntries(reader, directory.value) : directory;
+}
+
+/** The central directory: the first half of `readZipEntries`, reading only the archive's end. */
+export function readZipDirectory(reader: ZipReader, opts: { maxEntries: number }): Result<ZipDirectory> {
   const dir = findDirectory(reader);
   if (!dir.ok) return dir;
   const { entries: count, offset, size } = dir.value;
@@ -147,8 +166,7 @@ export function readZipEntries(reader: ZipReader, opts: { maxEntries: number }):
   if (count * CENTRAL_SIZE > size) return corrupt("entry count does not fit the central directory");
   const cd = reader.read(offset, size);
   const dv = view(cd);
-  const entries: ZipEntry[] = [];
-  const spans: Span[] = [];
+  const entries: CentralEntry[] = [];
   let p = 0;
   for (let i = 0; i < count; i++) {
     if (p + CENTRAL_SIZE > size || dv.getUint32(p, true) !== SIG_CENTRAL) {
@@ -191,11 +209,6 @@ export function readZipEntries(reader: ZipReader, opts: { maxEntries: number }):
     const dosDirectory = (madeBy >>> 8 === 0 || madeBy >>> 8 === 11) && (external & 0x10) !== 0;
     const isDirectory = name.endsWith("/") || (unixMode & 0o170000) === 0o040000 || dosDirectory;
 
-    const dataOffset = localDataOffset(reader, localOffset, offset);
-    if (dataOffset === null) return corrupt(`entry ${JSON.stringify(name)} has no local header`);
-    if (dataOffset + compressedSize > offset) {
-      return corrupt(`entry ${JSON.stringify(name)} runs into the central directory`);
-    }
     entries.push({
       name,
       isDirectory,
@@ -205,11 +218,30 @@ export function readZipEntries(reader: ZipReader, opts: { maxEntries: number }):
       crc32,
       compressedSize,
       uncompressedSize,
-      dataOffset,
+      localOffset,
       mtime: dosTime(time, date),
     });
-    spans.push({ name, start: localOffset, end: dataOffset + compressedSize });
     p = next;
+  }
+  return ok({ entries, offset });
+}
+
+/**
+ * The second half of `readZipEntries`: each entry's local header, only to learn where its data
+ * starts; entries running into the directory or sharing bytes are refused.
+ */
+export function locateEntries(reader: ZipReader, directory: ZipDirectory): Result<ZipEntry[]> {
+  const { offset } = directory;
+  const entries: ZipEntry[] = [];
+  const spans: Span[] = [];
+  for (const e of directory.entries) {
+    const dataOffset = localDataOffset(reader, e.localOffset, offset);
+    if (dataOffset === null) return corrupt(`entry ${JSON.stringify(e.name)} has no local header`);
+    if (dataOffset + e.compressedSize > offset) {
+      return corrupt(`entry ${JSON.stringify(e.name)} runs into the central directory`);
+    }
+    entries.push({ ...e, dataOffset });
+    spans.push({ name: e.name, start: e.localOffset, end: dataOffset + e.compressedSize });
   }
   const overlap = overlapping(spans);
   if (overlap) {
@@ -253,10 +285,10 @@ function zip64Sizes(
 
 /** Where an entry's data begins: after its local header's own name and extra field. */
 function localDataOffset(reader: ZipReader, at: number, directoryOffset: number): number | null {
-  if (at + LOCAL_SIZE > directoryOffset) return null;
-  const dv = view(reader.read(at, LOCAL_SIZE));
+  if (at + LOCAL_HEADER_BYTES > directoryOffset) return null;
+  const dv = view(reader.read(at, LOCAL_HEADER_BYTES));
   if (dv.getUint32(0, true) !== SIG_LOCAL) return null;
-  return at + LOCAL_SIZE + dv.getUint16(26, true) + dv.getUint16(28, true);
+  return at + LOCAL_HEADER_BYTES + dv.getUint16(26, true) + dv.getUint16(28, true);
 }
 
 interface Span {

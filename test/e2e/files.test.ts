@@ -9,6 +9,7 @@ import { type Stack, startStack, waitFor } from "./support/stack";
 type User = Awaited<ReturnType<typeof signUp>>;
 
 const APP = "/home/pod_user/app";
+const STAGING = "/home/pod_user/.pod/uploads";
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 /**
@@ -132,12 +133,29 @@ describe("files: list, read, write, upload, download, delete, rename, copy, fold
     expect(await inPod("sh", "-c", `ls -A ${APP} | grep -c '^.upload-' || true`)).toBe("0\n");
   });
 
+  it("takes the form's fields in any order: a file before its path waits in staging, then moves in place", async () => {
+    for (const dir of ["/tmp/late", `${APP}/late`]) {
+      const form = new FormData();
+      form.append("file", new File([`into ${dir}\n`], "order.txt"));
+      form.append("path", dir);
+      const up = await upload(alice, form);
+      expect(up, dir).toEqual({ status: 200, body: { status: "uploaded", path: `${dir}/order.txt` } });
+      expect(await inPod("sh", "-c", `cat ${dir}/order.txt; ls -A ${dir}; ls -A ${STAGING}`)).toBe(
+        `into ${dir}\norder.txt\n`,
+      );
+    }
+  });
+
   it("refuses uploads over 32 MiB with 413 and a missing file part with 400", async () => {
     const form = new FormData();
     form.set("file", new File([new Uint8Array(FILE_UPLOAD_MAX_BYTES + 1)], "too-big.bin"));
     const big = await upload(alice, form);
     expect(big.status).toBe(413);
     expect(big.body.error).toMatch(/32 MiB/);
+    // cut off while it streamed: nothing of it is left in the pod
+    expect(await inPod("sh", "-c", `ls -A ${STAGING} ${APP} | grep -c 'too-big\\|^.upload-' || true`)).toBe(
+      "0\n",
+    );
     const none = new FormData();
     none.set("path", "/tmp");
     expect(await upload(alice, none)).toMatchObject({ status: 400, body: { error: /^file: / } });

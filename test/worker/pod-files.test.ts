@@ -202,24 +202,33 @@ describe("missing files", () => {
 });
 
 describe("file bytes stream through a relay", () => {
-  it("upload: the host fetches the file by relay id, with its length; nothing is stored", async () => {
+  /** the host's side of a receive: the relay's bytes, answered with a temp file in `dir` */
+  const receive = async (host: TestHost, agent: FakeAgent, dir: string) => {
+    const sent = await agent.next("control:call", 10_000);
+    expect(sent).toMatchObject({ op: "pod.files.receive", params: { dir } });
+    expect(relayIdOf(sent)).toMatch(new RegExp(`^${host.id}/[0-9a-f-]{36}$`));
+    const fetched = await relayOf(host, relayIdOf(sent));
+    return { sent, fetched, temp: `${dir}/.upload-a1b2c3` };
+  };
+
+  it("upload: the file streams to the host before the form is read, then is committed; nothing is stored", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
     const data = bytes(200_001);
     const form = new FormData();
-    form.set("file", new File([data], "logo.png"));
     form.set("path", "/home/pod_user/app/img");
+    form.set("file", new File([data], "logo.png"));
     const reply = upload(user, pod.name, form);
-    const sent = await agent.next("control:call", 10_000);
-    expect(sent).toMatchObject({
-      op: "pod.files.upload",
-      params: { name: pod.name, path: "/home/pod_user/app/img/logo.png", size: data.length },
-    });
-    expect(relayIdOf(sent)).toMatch(new RegExp(`^${host.id}/[0-9a-f-]{36}$`));
-    const fetched = await relayOf(host, relayIdOf(sent));
-    expect(fetched.headers.get("content-length")).toBe(String(data.length));
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/app/img");
+    expect(fetched.headers.get("content-length")).toBeNull(); // the part's size is not known up front
     expect(new Uint8Array(await fetched.arrayBuffer())).toEqual(data);
-    agent.ok(sent, { path: "/home/pod_user/app/img/logo.png" });
+    agent.ok(sent, { temp, size: data.length });
+    const commit = await agent.next("control:call", 10_000);
+    expect(commit).toMatchObject({
+      op: "pod.files.commit",
+      params: { name: pod.name, temp, path: "/home/pod_user/app/img/logo.png", size: data.length },
+    });
+    agent.ok(commit, { path: "/home/pod_user/app/img/logo.png" });
     expect(await reply).toEqual({
       status: 200,
       body: { status: "uploaded", path: "/home/pod_user/app/img/logo.png" },
@@ -227,31 +236,118 @@ describe("file bytes stream through a relay", () => {
     expect(await nothingStaged(host)).toBe(true);
   });
 
+  it("upload: a file before its path waits in the pod's staging directory, then moves in place", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const form = new FormData();
+    form.set("file", new File(["late path"], "notes.txt"));
+    form.set("path", "/tmp/later");
+    const reply = upload(user, pod.name, form);
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/.pod/uploads");
+    expect(await fetched.text()).toBe("late path");
+    agent.ok(sent, { temp, size: 9 });
+    const commit = await agent.next("control:call", 10_000);
+    expect(commit).toMatchObject({ op: "pod.files.commit", params: { temp, path: "/tmp/later/notes.txt" } });
+    agent.ok(commit, { path: "/tmp/later/notes.txt" });
+    expect(await reply).toMatchObject({ status: 200, body: { path: "/tmp/later/notes.txt" } });
+  });
+
+  it("upload: a bad path after the file is 400 and the received file is discarded", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const form = new FormData();
+    form.set("file", new File(["x"], "x.txt"));
+    form.set("path", "/etc");
+    const reply = upload(user, pod.name, form);
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/.pod/uploads");
+    await fetched.arrayBuffer();
+    agent.ok(sent, { temp, size: 1 });
+    const discard = await agent.next("control:call", 10_000);
+    expect(discard).toMatchObject({ op: "pod.files.discard", params: { name: pod.name, temp } });
+    agent.ok(discard, {});
+    expect(await reply).toMatchObject({ status: 400, body: { error: /^path: .*inside/ } });
+  });
+
   it("upload: the host's refusal is the answer, and the relay is called off", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
     const form = new FormData();
+    form.set("path", "/home/pod_user/app/file");
     form.set("file", new File([bytes(1000)], "x.bin"));
-    form.set("path", "/home/pod_user/app/dir");
     const reply = upload(user, pod.name, form);
     const sent = await agent.next("control:call", 10_000);
-    agent.fail(sent, "bad_request", "path: /home/pod_user/app/dir/x.bin is a directory");
+    agent.fail(sent, "bad_request", "path: /home/pod_user/app/file exists and is not a directory");
     expect(await reply).toEqual({
       status: 400,
-      body: { error: "path: /home/pod_user/app/dir/x.bin is a directory" },
+      body: { error: "path: /home/pod_user/app/file exists and is not a directory" },
     });
     const late = await relayOf(host, relayIdOf(sent));
     expect(late.status).toBe(503);
   });
 
-  it("upload: 413 past 32 MiB, 400 without a file or with a bad file name", async () => {
-    const { user, pod } = await setup();
+  it("upload: a refused commit is the answer, and the received file is discarded", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const form = new FormData();
+    form.set("path", "/home/pod_user/app");
+    form.set("file", new File(["x"], "dir"));
+    const reply = upload(user, pod.name, form);
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/app");
+    await fetched.arrayBuffer();
+    agent.ok(sent, { temp, size: 1 });
+    const commit = await agent.next("control:call", 10_000);
+    agent.fail(commit, "bad_request", "path: /home/pod_user/app/dir is a directory");
+    const discard = await agent.next("control:call", 10_000);
+    expect(discard).toMatchObject({ op: "pod.files.discard", params: { temp } });
+    agent.ok(discard, {});
+    expect(await reply).toEqual({
+      status: 400,
+      body: { error: "path: /home/pod_user/app/dir is a directory" },
+    });
+  });
+
+  it("upload: a size the host did not get is never committed", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const form = new FormData();
+    form.set("file", new File(["twelve bytes"], "t.txt"));
+    const reply = upload(user, pod.name, form);
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/.pod/uploads");
+    await fetched.arrayBuffer();
+    agent.ok(sent, { temp, size: 11 });
+    const discard = await agent.next("control:call", 10_000);
+    expect(discard).toMatchObject({ op: "pod.files.discard", params: { temp } });
+    agent.ok(discard, {});
+    expect((await reply).status).toBe(503);
+  });
+
+  it("upload: 413 past 32 MiB, cut off while it streams, and what the host got is discarded", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
     const big = new FormData();
     big.set("file", new File([new Uint8Array(FILE_UPLOAD_MAX_BYTES + 1)], "big.bin"));
-    const tooBig = await upload(user, pod.name, big);
+    const reply = upload(user, pod.name, big);
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/.pod/uploads");
+    // drained, not kept (the test's isolate holds the form already); it breaks off or ends short
+    let got = 0;
+    const reader = (fetched.body as ReadableStream<Uint8Array>).getReader();
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) got += r.value.byteLength;
+    } catch {
+      // broken off: the agent fails its receive, or answers what it has
+    }
+    expect(got).toBeLessThanOrEqual(FILE_UPLOAD_MAX_BYTES);
+    agent.ok(sent, { temp, size: got });
+    const discard = await agent.next("control:call", 10_000);
+    expect(discard).toMatchObject({ op: "pod.files.discard", params: { temp } });
+    agent.ok(discard, {});
+    const tooBig = await reply;
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error).toMatch(/file: .*32 MiB/);
+  });
 
+  it("upload: 400 without a file, with a text field as file, a bad file name, or a broken form", async () => {
+    const { user, pod } = await setup();
     const none = new FormData();
     none.set("path", "/tmp");
     expect(await upload(user, pod.name, none)).toMatchObject({ status: 400, body: { error: /^file: / } });
@@ -267,9 +363,23 @@ describe("file bytes stream through a relay", () => {
       expect(res.body.error).toMatch(/^file: /);
     }
     const outside = new FormData();
-    outside.set("file", new File(["x"], "passwd"));
     outside.set("path", "/etc");
+    outside.set("file", new File(["x"], "passwd"));
     expect(await upload(user, pod.name, outside)).toMatchObject({ status: 400, body: { error: /^path: / } });
+    const raw = (body: string, type: string) =>
+      exports.default.fetch(`http://localhost/api/pods/${pod.name}/files/upload`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${user.token}`, "content-type": type },
+        body,
+      });
+    const json = await raw("{}", "application/json");
+    expect(json.status).toBe(400);
+    expect(((await json.json()) as { error: string }).error).toMatch(/multipart\/form-data/);
+    const truncated = await raw(
+      '--b\r\ncontent-disposition: form-data; name="path"\r\n\r\n/tmp',
+      "multipart/form-data; boundary=b",
+    );
+    expect(truncated.status).toBe(400);
   });
 
   it("download: the host streams the file, the caller gets its raw bytes as an attachment", async () => {
@@ -349,7 +459,7 @@ describe("file bytes stream through a relay", () => {
     expect(big).toMatchObject({ status: 400, body: { error: expect.stringContaining("5 MiB") } });
   });
 
-  it("write: the content streams through the upload op", async () => {
+  it("write: the content streams through receive and commit", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
     const content = "<h1>héllo</h1>\n";
@@ -359,17 +469,17 @@ describe("file bytes stream through a relay", () => {
       { path: "/home/pod_user/app/new/dir/index.html", content },
       as(user),
     );
-    const sent = await agent.next("control:call");
-    expect(sent).toMatchObject({
-      op: "pod.files.upload",
-      params: {
-        path: "/home/pod_user/app/new/dir/index.html",
-        size: new TextEncoder().encode(content).length,
-      },
-    });
-    const fetched = await relayOf(host, relayIdOf(sent));
+    const size = new TextEncoder().encode(content).length;
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/app/new/dir");
+    expect(fetched.headers.get("content-length")).toBe(String(size));
     expect(await fetched.text()).toBe(content);
-    agent.ok(sent, { path: "/home/pod_user/app/new/dir/index.html" });
+    agent.ok(sent, { temp, size });
+    const commit = await agent.next("control:call");
+    expect(commit).toMatchObject({
+      op: "pod.files.commit",
+      params: { temp, path: "/home/pod_user/app/new/dir/index.html", size },
+    });
+    agent.ok(commit, { path: "/home/pod_user/app/new/dir/index.html" });
     expect(await reply).toMatchObject({
       status: 200,
       body: { status: "saved", path: "/home/pod_user/app/new/dir/index.html" },

@@ -19,10 +19,10 @@ const fail = (code: "conflict" | "unavailable", message: string): RelayResult<ne
   message,
 });
 
-/** what the consumer receives: a stream of exactly `size` bytes */
+/** what the consumer receives: a stream of exactly `size` bytes (when the producer knew it) */
 export interface RelayBytes {
   body: ReadableStream<Uint8Array>;
-  size: number;
+  size: number | undefined;
 }
 
 /**
@@ -39,9 +39,11 @@ export interface RelayBytes {
  * breaks the pipe for the other: a caller who disconnects fails the agent's PUT, an agent that stops
  * reading fails the caller's upload.
  *
- * The pipe is a FixedLengthStream: workerd pumps a native stream into it without JavaScript per
- * chunk, a body shorter or longer than announced breaks the consumer's stream (never a quietly cut
- * file), and the consumer's response keeps its Content-Length.
+ * With a known size the pipe is a FixedLengthStream: workerd pumps a native stream into it without
+ * JavaScript per chunk, a body shorter or longer than announced breaks the consumer's stream (never
+ * a quietly cut file), and the consumer's response keeps its Content-Length. Without one (a
+ * multipart upload streamed as it arrives) it is an IdentityTransformStream: the consumer's stream
+ * ends only when the producer's did, and breaks when it broke.
  */
 export class TransferRelay extends DurableObject {
   private channel: RelayBytes | undefined;
@@ -52,14 +54,14 @@ export class TransferRelay extends DurableObject {
   private readonly wakers = new Set<() => void>();
 
   /**
-   * Offer `body` (exactly `size` bytes) and pipe it to the consumer once one comes. Resolves when
-   * every byte went through (ok) or the transfer failed (the reason).
+   * Offer `body` (exactly `size` bytes, when known) and pipe it to the consumer once one comes.
+   * Resolves when every byte went through (ok) or the transfer failed (the reason).
    */
   async produce(
     body: ReadableStream<Uint8Array>,
-    size: number,
+    size?: number,
     waitMs = RELAY_WAIT_MS,
-  ): Promise<RelayResult<{ size: number }>> {
+  ): Promise<RelayResult<{ size: number | undefined }>> {
     if (this.ended || this.channel) {
       await body.cancel().catch(() => undefined);
       return fail(
@@ -67,7 +69,7 @@ export class TransferRelay extends DurableObject {
         this.ended ?? "this transfer already has its bytes",
       );
     }
-    const pipe = new FixedLengthStream(size);
+    const pipe = size === undefined ? new IdentityTransformStream() : new FixedLengthStream(size);
     this.channel = { body: pipe.readable, size };
     this.wake();
     if (!(await this.until(() => this.taken || this.ended !== undefined, waitMs)) || !this.taken) {

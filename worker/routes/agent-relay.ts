@@ -7,7 +7,9 @@ import { hostOwnsRelay, MAX_RELAY_BYTES, relayStub } from "../services/blobs/rel
  * Streamed transfers as the host agent sees them (see durable-objects/transfer-relay.ts),
  * authenticated with the host's agent token; a host reaches only relays named after its own id,
  * anything else is 404.
- * - `GET /agent/relay/{id}`: the bytes a caller is uploading, as they arrive (with Content-Length).
+ * - `GET /agent/relay/{id}`: the bytes a caller is uploading, as they arrive (with Content-Length
+ *   when the caller's size is known; otherwise chunked, and cut off without its last chunk when
+ *   the upload breaks off).
  * - `PUT /agent/relay/{id}`: a file the agent reads on the host (Content-Length required), handed to
  *   the caller waiting for it. Answered once every byte went through.
  */
@@ -17,12 +19,10 @@ export const agentRelayRouter = new Hono<HostEnv>()
     const id = ownedRelay(c.get("host").id, c.req.param("id"));
     const bytes = await relayStub(c.env, id).consume();
     if (!bytes.ok) throw new ApiError(bytes.code, bytes.message);
-    return new Response(bytes.value.body, {
-      headers: {
-        "content-length": String(bytes.value.size),
-        "content-type": "application/octet-stream",
-      },
-    });
+    const { body, size } = bytes.value;
+    const headers: Record<string, string> = { "content-type": "application/octet-stream" };
+    if (size !== undefined) headers["content-length"] = String(size);
+    return new Response(body, { headers });
   })
   .put("/:id{.+}", async (c) => {
     const id = ownedRelay(c.get("host").id, c.req.param("id"));

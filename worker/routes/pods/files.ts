@@ -19,10 +19,10 @@ import {
   attachmentDisposition,
   downloadPodFile,
   readPodFile,
-  uploadPodFile,
   writePodFile,
 } from "../../services/pods/files/transfer";
 import { createPodFolder, deletePodPath, movePodPath } from "../../services/pods/files/tree";
+import { uploadPodFile } from "../../services/pods/files/upload";
 import { PodParams } from "./schemas";
 
 /**
@@ -68,20 +68,26 @@ const WriteRequest = z.object({
   content: z.string().openapi({ description: "written as UTF-8, replacing the file atomically" }),
 });
 
-const UploadForm = z.object({
-  file: z
-    .custom<File>((v) => v instanceof File, { message: "is required (a file part of the form)" })
-    .openapi({
-      type: "string",
+/**
+ * A plain OpenAPI schema rather than zod: the form is not validated up front (that would read it
+ * whole), the service reads it as it arrives (services/pods/files/upload.ts).
+ */
+const UploadForm = {
+  type: "object" as const,
+  required: ["file"],
+  properties: {
+    file: {
+      type: "string" as const,
       format: "binary",
       description: `at most ${FILE_UPLOAD_MAX_BYTES / MiB} MiB; stored under the part's file name`,
-    }),
-  path: z
-    .string()
-    .max(4096)
-    .optional()
-    .openapi({ description: `the target directory (created if missing), default ${APP_ROOT}; ${PATH_RULE}` }),
-});
+    },
+    path: {
+      type: "string" as const,
+      maxLength: 4096,
+      description: `the target directory (created if missing), default ${APP_ROOT}; ${PATH_RULE}. It may come before or after the file`,
+    },
+  },
+};
 
 const PathResult = <S extends string>(status: S) => StatusBody(status).extend({ path: z.string() });
 
@@ -171,11 +177,8 @@ export const podFilesRouter = createRouter()
     }),
     async (c) => {
       const { name } = c.req.valid("param");
-      const { file, path } = c.req.valid("form");
-      return c.json(
-        unwrap(await uploadPodFile(serviceContext(c), c.get("caller").teamId, name, { file, dir: path })),
-        200,
-      );
+      const form = { body: c.req.raw.body, contentType: c.req.header("content-type") };
+      return c.json(unwrap(await uploadPodFile(serviceContext(c), c.get("caller").teamId, name, form)), 200);
     },
   )
   .openapi(
@@ -203,7 +206,7 @@ export const podFilesRouter = createRouter()
       );
       return c.body(file.body, 200, {
         "content-type": "application/octet-stream",
-        "content-length": String(file.size),
+        ...(file.size === undefined ? {} : { "content-length": String(file.size) }),
         "content-disposition": attachmentDisposition(file.filename),
         "x-content-type-options": "nosniff",
       });

@@ -10,6 +10,9 @@ export function podPathOf(field: string, input: string): Result<string> {
   return checked.ok ? ok(checked.path) : fail("bad_request", `${field}: ${checked.reason}`);
 }
 
+/** The directory a (checked) path is in: `/tmp/a/b` → `/tmp/a`. */
+export const parentOf = (path: string): string => path.slice(0, path.lastIndexOf("/")) || "/";
+
 const MAX_NAME_BYTES = 255;
 
 /**

@@ -1,67 +1,32 @@
 import { fail, ok, type Result } from "../../../../shared/errors";
-import { FILE_UPLOAD_MAX_BYTES } from "../../../../shared/limits";
 import { FILE_CONTENT_MAX_BYTES } from "../../../../shared/protocol/file-ops";
 import { cancelRelay, MAX_RELAY_BYTES, newRelayId, relayStub } from "../../blobs/relay";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { podTarget } from "../inside/target";
 import { hostFailure } from "../power";
-import { APP_ROOT, podPathOf, uploadNameOf } from "./paths";
+import { parentOf, podPathOf } from "./paths";
+import { commitReceived, receiveInto, TRANSFER_TIMEOUT_MS } from "./receive";
 
 /**
- * File bytes in and out of a running pod, streamed through a TransferRelay Durable Object (see
- * ../../../durable-objects/transfer-relay.ts) rather than stored on the way: the Worker offers what
- * the caller sent and the agent GETs it straight into `docker exec`, or the agent PUTs a file as it
- * reads it and the Worker hands that stream to the caller. Only the relay's id crosses the host's
- * Durable Object, and no side ever holds a whole file. The JSON `content` routes take the same way,
- * so a text edit and an upload are written alike: a temp file renamed over the target, parents
- * created.
+ * File bytes out of a running pod (and the JSON text routes), streamed through a TransferRelay
+ * Durable Object (see ../../../durable-objects/transfer-relay.ts) rather than stored on the way:
+ * the agent PUTs a file as it reads it and the Worker hands that stream to the caller. Only the
+ * relay's id crosses the host's Durable Object, and no side ever holds a whole file. Writes go the
+ * other way (./receive.ts): a text edit and an upload are written alike, a temp file renamed over
+ * the target, parents created.
  */
 
-/** the agent's own limit is 280 s; this leaves room to reach it and answer */
-const TRANSFER_TIMEOUT_MS = 300_000;
 const MiB = 1024 * 1024;
 
 type Background = (work: Promise<unknown>) => void;
-
-/** Stream `size` bytes of `body` to the host, which writes them to `path`. */
-async function putFile(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  path: string,
-  body: ReadableStream<Uint8Array>,
-  size: number,
-): Promise<Result<string>> {
-  const target = await podTarget(ctx, teamId, name, { running: true });
-  if (!target.ok) {
-    await body.cancel();
-    return target;
-  }
-  const { hostId } = target.value;
-  const relay = newRelayId(hostId);
-  // Offered first, so the bytes are waiting when the agent asks; the offer settles once the agent
-  // read them all, or when the transfer is called off below.
-  const offered = Promise.resolve(relayStub(ctx.env, relay).produce(body, size)).catch((error: unknown) =>
-    fail("unavailable", String(error)),
-  );
-  const r = await callHost(
-    ctx.env,
-    hostId,
-    "pod.files.upload",
-    { name, path, relay, size },
-    { timeoutMs: TRANSFER_TIMEOUT_MS },
-  );
-  if (!r.ok) await cancelRelay(ctx.env, relay, `the host did not take the file: ${r.message}`);
-  await offered;
-  return r.ok ? ok(r.value.path) : hostFailure(r, name);
-}
 
 type Incoming =
   | {
       sent: true;
       body: ReadableStream<Uint8Array>;
-      size: number;
+      /** always known for a download (the agent's PUT carries its Content-Length) */
+      size: number | undefined;
       /** the host's answer, once the bytes were all taken (a failure there breaks `body` off) */
       done: Promise<Result<unknown>>;
     }
@@ -114,29 +79,6 @@ async function getFile(
   return ok({ sent: true, ...taken.value, done: answer });
 }
 
-/** Multipart upload: `file` into the directory `dir` (default app root), under the part's name. */
-export async function uploadPodFile(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: { file: File; dir?: string },
-): Promise<Result<{ status: "uploaded"; path: string }>> {
-  const dir = podPathOf("path", input.dir || APP_ROOT);
-  if (!dir.ok) return dir;
-  const filename = uploadNameOf(input.file.name);
-  if (!filename.ok) return filename;
-  const path = podPathOf("path", `${dir.value}/${filename.value}`);
-  if (!path.ok) return path;
-  if (input.file.size > FILE_UPLOAD_MAX_BYTES) {
-    return fail(
-      "payload_too_large",
-      `file: ${input.file.size} bytes is over the upload limit of ${FILE_UPLOAD_MAX_BYTES} bytes (32 MiB); copy larger files over SSH (scp, sftp, rsync)`,
-    );
-  }
-  const written = await putFile(ctx, teamId, name, path.value, input.file.stream(), input.file.size);
-  return written.ok ? ok({ status: "uploaded", path: written.value }) : written;
-}
-
 /** `PUT …/files/content`: the text as UTF-8, parents created. */
 export async function writePodFile(
   ctx: ServiceContext,
@@ -146,8 +88,22 @@ export async function writePodFile(
 ): Promise<Result<{ status: "saved"; path: string }>> {
   const path = podPathOf("path", input.path);
   if (!path.ok) return path;
+  const target = await podTarget(ctx, teamId, name, { running: true });
+  if (!target.ok) return target;
   const bytes = new TextEncoder().encode(input.content);
-  const written = await putFile(ctx, teamId, name, path.value, new Blob([bytes]).stream(), bytes.length);
+  const received = await receiveInto(
+    ctx,
+    { hostId: target.value.hostId, pod: name },
+    parentOf(path.value),
+    new Blob([bytes]).stream(),
+    {
+      maxBytes: bytes.length,
+      size: bytes.length,
+      tooLarge: () => fail("internal", "the text grew in transit"),
+    },
+  );
+  if (!received.ok) return received;
+  const written = await commitReceived(ctx, received.value, path.value);
   return written.ok ? ok({ status: "saved", path: written.value }) : written;
 }
 
@@ -190,7 +146,7 @@ export async function readPodFile(
 
 export interface DownloadView {
   body: ReadableStream<Uint8Array>;
-  size: number;
+  size: number | undefined;
   filename: string;
 }
 

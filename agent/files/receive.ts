@@ -1,0 +1,266 @@
+import { PassThrough, Transform } from "node:stream";
+import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
+import { AgentError } from "../errors";
+import type { RelayClient } from "../transfer/relay";
+import { EXIT, fileFailure, runFileScript, streamFileScript } from "./run";
+import { needRelay, TRANSFER_TIMEOUT_S } from "./transfer";
+
+/**
+ * Writing a file into a pod in two steps (shared/protocol/file-ops.ts): `receive` streams a relay's
+ * bytes into a temp file, and the control plane — which alone knows whether the caller's upload came
+ * whole — then has it committed (renamed over the target) or discarded. Starting a process in a
+ * container costs ~60 ms, so the process that will commit is started together with the one that
+ * receives, and waits on its stdin for the verdict: committing then costs a few file operations.
+ */
+
+/** received files wait under this name until they are committed; nothing else is ever named so */
+export const TEMP_PREFIX = ".upload-";
+/** a received file whose verdict does not come within this is removed */
+const VERDICT_WAIT_MS = 120_000;
+
+/**
+ * A new temp file in `d` (created if missing), filled from stdin. Its name is printed first, so
+ * whatever happens next the agent can remove it; its size last.
+ */
+const RECEIVE = `d=$1
+if [ -e "$d" ] && [ ! -d "$d" ]; then exit ${EXIT.notDir}; fi
+mkdir -p -- "$d" || exit 1
+t=$(mktemp -- "$d/${TEMP_PREFIX}XXXXXX") || exit 1
+printf '%s\\n' "$t"
+cat >"$t" || exit 1
+stat -c %s -- "$t"`;
+
+/**
+ * With $t $f $d $n set: the temp file, checked for the expected size, moved beside the target when
+ * it is elsewhere (a rename, or a copy from another filesystem to a second temp file), then renamed
+ * over the target (\`mv -T\`: a symlink at the path is replaced, never written through; a directory
+ * there is refused). An existing file's mode is kept; a new file is 644. On failure the temp file
+ * is gone.
+ */
+const COMMIT_STEPS = `[ -f "$t" ] && [ ! -L "$t" ] || exit ${EXIT.missing}
+trap 'rm -f -- "$t"' EXIT
+[ "$(stat -c %s -- "$t")" = "$n" ] || exit ${EXIT.shortWrite}
+if [ -d "$f" ] && [ ! -L "$f" ]; then exit ${EXIT.isDir}; fi
+if [ -e "$d" ] && [ ! -d "$d" ]; then exit ${EXIT.notDir}; fi
+mkdir -p -- "$d" || exit 1
+if [ "\${t%/*}" != "$d" ]; then
+  u=$(mktemp -- "$d/${TEMP_PREFIX}XXXXXX") || exit 1
+  mv -f -- "$t" "$u" || { rm -f -- "$u"; exit 1; }
+  t=$u
+fi
+if [ -f "$f" ] && [ ! -L "$f" ]; then chmod --reference="$f" -- "$t"; else chmod 644 -- "$t"; fi || exit 1
+mv -fT -- "$t" "$f" || exit 1
+trap - EXIT`;
+
+const COMMIT = `t=$1 f=$2 d=$3 n=$4
+${COMMIT_STEPS}`;
+
+/**
+ * The waiting committer: its verdict comes on stdin, a line each (checked paths hold no control
+ * characters): `commit`, temp, target, its directory, size; or `discard`, temp. No verdict (stdin
+ * closed) does nothing.
+ */
+const COMMITTER = `IFS= read -r a || exit 0
+IFS= read -r t || exit 0
+case $a in
+discard) exec rm -f -- "$t" ;;
+commit) IFS= read -r f && IFS= read -r d && IFS= read -r n || exit 1 ;;
+*) exit 1 ;;
+esac
+${COMMIT_STEPS}`;
+
+const DISCARD = `exec rm -f -- "$1"`;
+
+interface Committer {
+  verdict: PassThrough;
+  run: Promise<StreamedExec>;
+  /** the pod the temp file is in */
+  pod: string;
+  timer?: NodeJS.Timeout;
+}
+
+/** A pod's file writes: receive, commit, discard (see the top of this file). */
+export class FileReceiver {
+  /** committers waiting for their verdict, by temp file */
+  private readonly waiting = new Map<string, Committer>();
+
+  constructor(
+    private readonly exec: StreamExecutor,
+    private readonly prefix: string,
+  ) {}
+
+  /**
+   * Stream the relay's bytes into a new temp file in `dir`; resolves with its path and size once
+   * the relay's stream ended and every byte is in the file. Anything less removes the temp file.
+   */
+  async receive(
+    pod: string,
+    q: { dir: string; relay: string; client: RelayClient | undefined },
+    signal: AbortSignal,
+  ): Promise<{ temp: string; size: number }> {
+    const client = needRelay(q.client);
+    const committer = this.startCommitter(pod);
+    let temp = "";
+    try {
+      const received = await this.receiveInto(pod, q.dir, client, q.relay, signal);
+      temp = received.temp;
+      committer.timer = setTimeout(() => void this.discard(pod, temp), VERDICT_WAIT_MS);
+      committer.timer.unref();
+      this.waiting.set(temp, committer);
+      return received;
+    } catch (err) {
+      committer.verdict.end(); // no verdict: it exits
+      throw err;
+    }
+  }
+
+  /** Put the received temp file (of exactly `size` bytes) in place as `path`, atomically. */
+  async commit(
+    pod: string,
+    q: { temp: string; path: string; parent: string; size: number },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const args = [q.temp, q.path, q.parent, String(q.size)];
+    const r = await this.decide(pod, q.temp, ["commit", ...args], () =>
+      runFileScript(this.exec, this.prefix, pod, COMMIT, args, { timeoutS: TRANSFER_TIMEOUT_S, signal }),
+    );
+    const what = `writing ${q.path}`;
+    if (r.exitCode === EXIT.missing)
+      throw new AgentError("conflict", `${what}: the received file is gone; upload it again`);
+    if (r.exitCode === EXIT.isDir) throw new AgentError("bad_request", `path: ${q.path} is a directory`);
+    if (r.exitCode === EXIT.notDir)
+      throw new AgentError("bad_request", `path: ${q.parent} exists and is not a directory`);
+    if (r.exitCode === EXIT.shortWrite)
+      throw new AgentError("unavailable", `${what}: the upload was cut short; nothing was written`);
+    if (r.exitCode !== 0) throw fileFailure(what, r.exitCode, r.stderr);
+  }
+
+  /** Remove a received temp file (best effort: one already gone is fine). */
+  async discard(pod: string, temp: string): Promise<void> {
+    await this.decide(pod, temp, ["discard", temp], () =>
+      runFileScript(this.exec, this.prefix, pod, DISCARD, [temp], { timeoutS: 30 }),
+    ).catch(() => undefined);
+  }
+
+  /** Tell the waiting committer, or (gone: the agent restarted, or it waited too long) run `fallback`. */
+  private async decide(
+    pod: string,
+    temp: string,
+    lines: string[],
+    fallback: () => Promise<{ exitCode: number; stderr: string }>,
+  ): Promise<{ exitCode: number; stderr: string }> {
+    const committer = this.waiting.get(temp);
+    if (!committer || committer.pod !== pod) return fallback();
+    this.waiting.delete(temp);
+    clearTimeout(committer.timer);
+    const run = await committer.run.catch(() => null);
+    if (!run) return fallback();
+    run.stdout.resume();
+    committer.verdict.end(`${lines.join("\n")}\n`);
+    return run.done;
+  }
+
+  /** Remove what the receive script made (its first line of output), if it got that far. */
+  private async removeTemp(pod: string, dir: string, firstLine: string): Promise<void> {
+    const temp = firstLine.split("\n")[0] ?? "";
+    if (!temp.startsWith(`${dir}/${TEMP_PREFIX}`)) return;
+    await runFileScript(this.exec, this.prefix, pod, DISCARD, [temp], { timeoutS: 30 }).catch(
+      () => undefined,
+    );
+  }
+
+  /** A committer, started now so that its start-up overlaps the transfer. */
+  private startCommitter(pod: string): Committer {
+    const verdict = new PassThrough();
+    const run = streamFileScript(this.exec, this.prefix, pod, COMMITTER, [], {
+      timeoutS: TRANSFER_TIMEOUT_S + VERDICT_WAIT_MS / 1000,
+      stdin: verdict,
+    });
+    run.then(
+      (r) => r.stdout.resume(),
+      () => undefined, // the receive fails alike; a commit then runs its own process
+    );
+    return { verdict, run, pod };
+  }
+
+  private async receiveInto(
+    pod: string,
+    dir: string,
+    client: RelayClient,
+    relay: string,
+    signal: AbortSignal,
+  ): Promise<{ temp: string; size: number }> {
+    let received = 0;
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        received += chunk.length;
+        callback(null, chunk);
+      },
+    });
+    // The process starts while the relay is reached (each takes tens of ms).
+    const started = streamFileScript(this.exec, this.prefix, pod, RECEIVE, [dir], {
+      timeoutS: TRANSFER_TIMEOUT_S,
+      signal,
+      stdin: counted,
+    });
+    const [fetched, launched] = await Promise.allSettled([client.fetch(relay, signal), started]);
+    if (fetched.status === "rejected" || launched.status === "rejected") {
+      if (fetched.status === "fulfilled") fetched.value.body.destroy(); // nothing will read it
+      if (launched.status === "fulfilled") {
+        counted.end(); // an empty temp file, removed below
+        await this.removeTemp(pod, dir, await outputOf(launched.value));
+      }
+      throw fetched.status === "rejected" ? fetched.reason : (launched as PromiseRejectedResult).reason;
+    }
+    const incoming = fetched.value;
+    const run = launched.value;
+    // Only an 'end' is a whole stream: one cut short (the caller went away, or sent too much) errors
+    // or closes without it. (The control plane commits only what it counted itself; this is the
+    // host's own check.)
+    let whole = false;
+    incoming.body.once("end", () => {
+      whole = true;
+    });
+    incoming.body.once("error", (err) => {
+      whole = false;
+      counted.destroy(err); // the process is stopped, not handed an EOF
+    });
+    incoming.body.pipe(counted);
+    const out: Buffer[] = [];
+    run.stdout.on("data", (b: Buffer) => out.push(b));
+    run.stdout.on("error", () => undefined); // the same failure settles `done`
+    // A script that stopped early (the directory is a file) left bytes unread: hang up on the relay,
+    // so the caller's side learns of it rather than waits.
+    const { exitCode, stderr } = await run.done.finally(() => incoming.body.destroy());
+    // "<temp>\n<size>\n" on success, at most "<temp>\n" before a failure
+    const text = Buffer.concat(out).toString().replace(/\n$/, "");
+    const cut = exitCode === 0 ? text.lastIndexOf("\n") : text.length;
+    const temp = text.slice(0, Math.max(cut, 0));
+    const written = cut < 0 ? "" : text.slice(cut + 1);
+    const what = `writing into ${dir}`;
+    const failure =
+      exitCode === EXIT.notDir
+        ? new AgentError("bad_request", `path: ${dir} exists and is not a directory`)
+        : exitCode !== 0
+          ? fileFailure(what, exitCode, stderr)
+          : !whole
+            ? new AgentError("unavailable", `${what}: the upload broke off; nothing was written`)
+            : written !== String(received)
+              ? new AgentError("unavailable", `${what}: the file came out short; nothing was written`)
+              : undefined;
+    if (failure) {
+      await this.removeTemp(pod, dir, temp);
+      throw failure;
+    }
+    return { temp, size: received };
+  }
+}
+
+/** everything a process printed, once it exited (small outputs only) */
+async function outputOf(run: StreamedExec): Promise<string> {
+  const out: Buffer[] = [];
+  run.stdout.on("data", (b: Buffer) => out.push(b));
+  run.stdout.on("error", () => undefined);
+  await run.done.catch(() => undefined);
+  return Buffer.concat(out).toString();
+}
