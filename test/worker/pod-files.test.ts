@@ -373,7 +373,7 @@ describe("file bytes stream through a relay", () => {
         body,
       });
     const json = await raw("{}", "application/json");
-    expect(json.status).toBe(400);
+    expect(json.status).toBe(415);
     expect(((await json.json()) as { error: string }).error).toMatch(/multipart\/form-data/);
     const truncated = await raw(
       '--b\r\ncontent-disposition: form-data; name="path"\r\n\r\n/tmp',
@@ -543,7 +543,8 @@ describe("OpenAPI", () => {
   it("documents the upload as multipart with a binary file, and the download as raw bytes", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     const upload = doc.paths["/api/pods/{name}/files/upload"].post;
-    const form = upload.requestBody.content["multipart/form-data"].schema;
+    const ref = upload.requestBody.content["multipart/form-data"].schema.$ref as string;
+    const form = doc.components.schemas[ref.replace("#/components/schemas/", "")];
     expect(form.properties.file).toMatchObject({ type: "string", format: "binary" });
     expect(form.required).toEqual(["file"]);
     const download = doc.paths["/api/pods/{name}/files/download"].get;

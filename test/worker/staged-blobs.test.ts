@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { STAGED_BLOB_TTL_MS, stageBlob, sweepStagedBlobs } from "../../worker/services/blobs/staging";
+import { newStagingKey, STAGED_BLOB_TTL_MS, sweepStagedBlobs } from "../../worker/services/blobs/staging";
 import { insertHost } from "./support/agent";
 
 /** The agent-facing staged-blob routes: bulk bytes that must outlive a request (ZIP archives). */
@@ -17,11 +17,18 @@ const bytes = (n: number) => {
   return out;
 };
 
+/** what a ZIP upload leaves for its host (the upload itself streams: see staged-zip.test.ts) */
+async function stageBlob(hostId: string, body: Uint8Array | string): Promise<string> {
+  const key = newStagingKey(hostId);
+  await env.BLOBS.put(key, body);
+  return key;
+}
+
 describe("/agent/blobs", () => {
   it("hands a staged upload to its host byte for byte", async () => {
     const host = await insertHost();
     const data = bytes(300_000);
-    const key = await stageBlob(env, host.id, new Blob([data]));
+    const key = await stageBlob(host.id, data);
     const res = await exports.default.fetch(blobUrl(key), { headers: asHost(host.token) });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-length")).toBe(String(data.length));
@@ -30,7 +37,7 @@ describe("/agent/blobs", () => {
 
   it("keeps every host to its own keys: another host's key or a made-up key is 404", async () => {
     const [owner, other] = [await insertHost(), await insertHost()];
-    const key = await stageBlob(env, owner.id, new Blob(["secret"]));
+    const key = await stageBlob(owner.id, "secret");
     for (const attempt of [key, `staging/${other.id}/../${key}`, `staging/${other.id}/x`, "backups/y"]) {
       const res = await exports.default.fetch(blobUrl(attempt), { headers: asHost(other.token) });
       expect(res.status, attempt).toBe(404);
@@ -41,7 +48,7 @@ describe("/agent/blobs", () => {
 
   it("needs a host token", async () => {
     const host = await insertHost();
-    const key = await stageBlob(env, host.id, new Blob(["x"]));
+    const key = await stageBlob(host.id, "x");
     for (const headers of [{}, { authorization: "Bearer not-a-host" }] as Record<string, string>[]) {
       const res = await exports.default.fetch(blobUrl(key), { headers });
       expect(res.status).toBe(401);
@@ -50,7 +57,7 @@ describe("/agent/blobs", () => {
 
   it("sweeps blobs a crashed operation left behind, and only those", async () => {
     const host = await insertHost();
-    const key = await stageBlob(env, host.id, new Blob(["left behind"]));
+    const key = await stageBlob(host.id, "left behind");
     await sweepStagedBlobs(env);
     expect(await env.BLOBS.head(key)).not.toBeNull();
     await sweepStagedBlobs(env, Date.now() + STAGED_BLOB_TTL_MS + 1000);

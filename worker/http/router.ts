@@ -23,6 +23,7 @@ const errorMeaning: Record<number, string> = {
   404: "Not found (also hides resources of other teams)",
   409: "Conflict with the current state",
   413: "Request body too large",
+  415: "The body is not of the media type the route takes",
   429: "Rate limited; see the Retry-After header",
   503: "Service unavailable",
 };

@@ -39,7 +39,7 @@ export async function readStreamedForm<T>(
   spec: FormSpec<T>,
 ): Promise<Result<StreamedForm<T>>> {
   const boundary = multipartBoundary(request.contentType);
-  if (!boundary.ok) return fail("bad_request", boundary.message);
+  if (!boundary.ok) return fail("unsupported_media_type", boundary.message);
   const fields = new Map<string, string>();
   let file: { value: T } | undefined;
   const refuse = async (r: Result<never>) => {

@@ -69,25 +69,25 @@ const WriteRequest = z.object({
 });
 
 /**
- * A plain OpenAPI schema rather than zod: the form is not validated up front (that would read it
- * whole), the service reads it as it arrives (services/pods/files/upload.ts).
+ * Documented from zod but referenced, not inlined: an inlined zod form would be validated up front,
+ * which means reading it whole; the service reads it as it arrives (services/pods/files/upload.ts).
  */
-const UploadForm = {
-  type: "object" as const,
-  required: ["file"],
-  properties: {
-    file: {
-      type: "string" as const,
+const UploadForm = z
+  .object({
+    file: z.string().openapi({
+      type: "string",
       format: "binary",
       description: `at most ${FILE_UPLOAD_MAX_BYTES / MiB} MiB; stored under the part's file name`,
-    },
-    path: {
-      type: "string" as const,
-      maxLength: 4096,
-      description: `the target directory (created if missing), default ${APP_ROOT}; ${PATH_RULE}. It may come before or after the file`,
-    },
-  },
-};
+    }),
+    path: z
+      .string()
+      .max(4096)
+      .optional()
+      .openapi({
+        description: `the target directory (created if missing), default ${APP_ROOT}; ${PATH_RULE}. It may come before or after the file`,
+      }),
+  })
+  .openapi("UploadForm");
 
 const PathResult = <S extends string>(status: S) => StatusBody(status).extend({ path: z.string() });
 
@@ -165,14 +165,17 @@ export const podFilesRouter = createRouter()
         "The file is written byte for byte under the part's file name, replacing an existing file atomically",
       request: {
         params: PodParams,
-        body: { required: true, content: { "multipart/form-data": { schema: UploadForm } } },
+        body: {
+          required: true,
+          content: { "multipart/form-data": { schema: { $ref: "#/components/schemas/UploadForm" } } },
+        },
       },
       responses: {
         200: jsonResponse(
           PathResult("uploaded").extend({ path: z.string().openapi({ description: "the file written" }) }),
           "Uploaded",
         ),
-        ...errors(400, 401, 403, 404, 409, 413, 503),
+        ...errors(400, 401, 403, 404, 409, 413, 415, 503),
       },
     }),
     async (c) => {
@@ -317,3 +320,5 @@ export const podFilesRouter = createRouter()
       );
     },
   );
+
+podFilesRouter.openAPIRegistry.register("UploadForm", UploadForm);

@@ -2,10 +2,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { PRESET_SLUGS } from "../../../shared/catalog";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../../shared/limits";
 import { ZIP_MAX_ENTRIES, ZIP_MAX_UNCOMPRESSED_BYTES } from "../../../shared/zip/policy";
-import { unwrap } from "../../http/errors";
+import { ApiError, unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { rateLimit } from "../../http/rate-limit";
 import { authenticated, createRouter, errors, jsonResponse, serviceContext } from "../../http/router";
+import { describeIssues } from "../../http/validation";
+import { discardStagedBlob, incomingStagingKey } from "../../services/blobs/staging";
+import { stageZipForm } from "../../services/pods/zip/form";
 import { createPodFromZip } from "../../services/pods/zip/from-zip";
 import { uploadZipToPod } from "../../services/pods/zip/reupload";
 import { Pod, PodNameSchema, PodParams } from "./schemas";
@@ -20,24 +23,12 @@ const common = { tags: ["ZIP archives"], security: authenticated };
 
 const RULES = `Top level must hold \`package.json\` or \`index.html\` (a single wrapping folder is refused, not stripped). Refused with 400: names with \`..\`, absolute or drive paths, backslashes, symlinks and device files, encrypted entries, methods other than stored/deflate, duplicate paths, more than ${ZIP_MAX_ENTRIES} entries, more than ${ZIP_MAX_UNCOMPRESSED_BYTES / 1024 / 1024} MiB unpacked, entries inflating over 1000:1. Over ${ZIP_UPLOAD_MAX_BYTES / 1024 / 1024} MiB: 413.`;
 
-/** The `zip` part: "zip: is required" when absent, "must be a file" when sent as a plain field. */
 const ZipPart = z
-  .any()
-  .superRefine((value, ctx) => {
-    if (value === undefined) ctx.addIssue({ code: "custom", message: "is required" });
-    else if (!(value instanceof File))
-      ctx.addIssue({ code: "custom", message: "must be a file (a ZIP archive)" });
-  })
-  .transform((value) => value as File)
+  .string()
   .openapi({ type: "string", format: "binary", description: `the ZIP archive. ${RULES}` });
 
-const multipart = <T extends z.ZodType>(schema: T) => ({
-  required: true,
-  content: { "multipart/form-data": { schema } },
-});
-
-const FromZipForm = z.object({
-  zip: ZipPart,
+/** the form's text fields (the archive streams to storage as it arrives: ../../services/pods/zip/form.ts) */
+const FromZipFields = z.object({
   name: PodNameSchema.optional().openapi({
     description: "default: from the file's name plus a random tail (`my-site.zip` → `my-site-k3x9qa`)",
   }),
@@ -54,6 +45,23 @@ const FromZipForm = z.object({
     .openapi({ description: "as for POST /api/pods: overrides region" }),
 });
 
+/**
+ * The forms are documented from zod but referenced, not inlined: an inlined zod form would be
+ * validated up front, which means reading it whole. Their fields may come in any order.
+ */
+const FromZipForm = z.object({ zip: ZipPart }).extend(FromZipFields.shape).openapi("FromZipForm");
+const ZipForm = z.object({ zip: ZipPart }).openapi("ZipForm");
+const multipart = (name: string) => ({
+  required: true,
+  content: { "multipart/form-data": { schema: { $ref: `#/components/schemas/${name}` } } },
+});
+
+/** the multipart request as the services read it */
+const formOf = (c: { req: { raw: Request; header(name: string): string | undefined } }) => ({
+  body: c.req.raw.body,
+  contentType: c.req.header("content-type"),
+});
+
 const Uploaded = z
   .object({
     status: z.literal("uploaded"),
@@ -65,6 +73,8 @@ const DepsFailure = z
   .object({ error: z.string(), deps_output: z.string() })
   .openapi({ description: "the files are in place but the dependency install or build failed" });
 
+const FIELD_NAMES = Object.keys(FromZipFields.shape);
+
 export const podZipRouter = createRouter()
   .openapi(
     createRoute({
@@ -74,16 +84,24 @@ export const podZipRouter = createRouter()
       summary:
         "Create a pod from a ZIP archive (202, status `creating`; the archive is in ~/app once it runs)",
       middleware: [rateLimit("createPod"), requireAuth],
-      request: { body: multipart(FromZipForm) },
+      request: { body: multipart("FromZipForm") },
       responses: {
         202: jsonResponse(Pod, "Accepted"),
-        ...errors(400, 401, 402, 409, 413, 429, 503),
+        ...errors(400, 401, 402, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {
+      const ctx = serviceContext(c);
+      const form = unwrap(await stageZipForm(ctx, formOf(c), incomingStagingKey(), FIELD_NAMES));
+      const fields = FromZipFields.safeParse(Object.fromEntries(form.fields));
+      if (!fields.success) {
+        await discardStagedBlob(ctx.env, form.file.key);
+        throw new ApiError("bad_request", describeIssues(fields.error.issues));
+      }
       const country = (c.req.raw as { cf?: { country?: string } }).cf?.country;
+      const input = { ...fields.data, zip: form.file };
       const view = unwrap(
-        await createPodFromZip(serviceContext(c), c.get("caller"), c.req.valid("form"), { country }, (work) =>
+        await createPodFromZip(ctx, c.get("caller"), input, { country }, (work) =>
           c.executionCtx.waitUntil(work),
         ),
       );
@@ -98,19 +116,21 @@ export const podZipRouter = createRouter()
       summary:
         "Replace the pod's app with a ZIP archive (a stopped pod is started first; its .env is kept unless the archive has one), then reload",
       middleware: [requireAuth],
-      request: {
-        params: PodParams,
-        body: multipart(z.object({ zip: ZipPart })),
-      },
+      request: { params: PodParams, body: multipart("ZipForm") },
       responses: {
         200: jsonResponse(Uploaded, "Unpacked and reloaded"),
         500: jsonResponse(DepsFailure, "Unpacked, but installing dependencies failed"),
-        ...errors(400, 401, 404, 409, 413, 503),
+        ...errors(400, 401, 404, 409, 413, 415, 503),
       },
     }),
     async (c) => {
       const { name } = c.req.valid("param");
-      const { zip } = c.req.valid("form");
-      return c.json(unwrap(await uploadZipToPod(serviceContext(c), c.get("caller").teamId, name, zip)), 200);
+      return c.json(
+        unwrap(await uploadZipToPod(serviceContext(c), c.get("caller").teamId, name, formOf(c))),
+        200,
+      );
     },
   );
+
+podZipRouter.openAPIRegistry.register("FromZipForm", FromZipForm);
+podZipRouter.openAPIRegistry.register("ZipForm", ZipForm);

@@ -16,7 +16,13 @@ const PREFIX = "staging/";
 export const STAGED_BLOB_TTL_MS = 60 * 60 * 1000;
 
 /** A fresh key owned by `hostId`: only that host's agent can read it. */
-const newStagingKey = (hostId: string): string => `${PREFIX}${hostId}/${crypto.randomUUID()}`;
+export const newStagingKey = (hostId: string): string => `${PREFIX}${hostId}/${crypto.randomUUID()}`;
+
+/**
+ * A fresh key no host owns (host ids are `host_…`): for an upload that arrives before its host is
+ * chosen (from-zip), handed to the host with `claimStagedBlob` once it is.
+ */
+export const incomingStagingKey = (): string => `${PREFIX}incoming/${crypto.randomUUID()}`;
 
 /** Whether `key` is a staging key of `hostId` (the agent-facing routes check every key). */
 export function hostOwnsStagingKey(hostId: string, key: string): boolean {
@@ -24,11 +30,17 @@ export function hostOwnsStagingKey(hostId: string, key: string): boolean {
   return /^[0-9a-f-]{36}$/.test(rest);
 }
 
-/** Store what a caller sent (a multipart part or any Blob) for the host to fetch. */
-export async function stageBlob(env: Bindings, hostId: string, body: Blob): Promise<string> {
-  const key = newStagingKey(hostId);
-  await env.BLOBS.put(key, body);
-  return key;
+/**
+ * Hand an incoming blob to `hostId`: copied (a native stream of known length, nothing held here)
+ * under a key of that host's, the incoming key removed. R2 has no rename.
+ */
+export async function claimStagedBlob(env: Bindings, key: string, hostId: string): Promise<string> {
+  const object = await env.BLOBS.get(key);
+  if (!object) throw new Error(`staged blob ${key} is gone`);
+  const claimed = newStagingKey(hostId);
+  await env.BLOBS.put(claimed, object.body);
+  await discardStagedBlob(env, key);
+  return claimed;
 }
 
 /** Best effort: a blob that stays is swept later. */

@@ -1,7 +1,9 @@
 import type { PresetSlug } from "../../../../shared/catalog";
 import { fail, ok, type Result } from "../../../../shared/errors";
-import { ZIP_UPLOAD_MAX_BYTES } from "../../../../shared/limits";
-import { bytesReader, inspectZip, type ZipManifest } from "../../../../shared/zip/policy";
+import type { ZipManifest } from "../../../../shared/zip/policy";
+import type { Bindings } from "../../../env";
+import type { StagedZip } from "./form";
+import { inspectStagedZip } from "./staged-archive";
 
 /**
  * An uploaded ZIP as the Worker judges it, before any pod is created or touched: its table of
@@ -10,7 +12,7 @@ import { bytesReader, inspectZip, type ZipManifest } from "../../../../shared/zi
  */
 
 export interface ZipUpload {
-  file: File;
+  staged: StagedZip;
   /** the part's file name, for events and a generated pod name */
   filename: string;
   manifest: ZipManifest;
@@ -70,21 +72,15 @@ export function runtimeMismatch(preset: PresetSlug, upload: ZipUpload): string |
   return `the archive is a static site (no ${[...(marker ?? []), ...starts].join(", ")} at its top level), not a ${preset} app`;
 }
 
-/** The upload checked; 413 over the spec's limit, 400 `{error}` naming the first problem. */
-export async function readZipUpload(file: File): Promise<Result<ZipUpload>> {
-  if (file.size > ZIP_UPLOAD_MAX_BYTES) {
-    return fail(
-      "payload_too_large",
-      `zip: the archive is ${file.size} bytes; the limit is ${ZIP_UPLOAD_MAX_BYTES / 1024 / 1024} MiB`,
-    );
-  }
-  const manifest = inspectZip(bytesReader(new Uint8Array(await file.arrayBuffer())));
+/** The staged upload checked: 400 `{error}` naming the first problem. */
+export async function readZipUpload(env: Bindings, staged: StagedZip): Promise<Result<ZipUpload>> {
+  const manifest = await inspectStagedZip(env.BLOBS, staged.key, staged.size);
   if (!manifest.ok) return manifest;
   const problem = entryPointProblem(manifest.value);
   if (problem) return fail("bad_request", problem);
   return ok({
-    file,
-    filename: file.name || "archive.zip",
+    staged,
+    filename: staged.filename,
     manifest: manifest.value,
     detected: detectPreset(manifest.value.topLevel.files),
   });

@@ -1,16 +1,18 @@
 import type { PresetSlug } from "../../../../shared/catalog";
 import { fail, type Result } from "../../../../shared/errors";
 import type { Caller } from "../../auth/caller";
-import { discardStagedBlob, stageBlob } from "../../blobs/staging";
+import { claimStagedBlob, discardStagedBlob } from "../../blobs/staging";
 import type { ServiceContext } from "../../context";
 import { type Background, createPod } from "../create";
 import { recordEventStatement } from "../events";
 import { reloadPodApp } from "../inside/reload";
 import type { PodView } from "../view";
 import { readZipUpload, runtimeMismatch, type ZipUpload } from "./archive";
+import type { StagedZip } from "./form";
 
 export interface FromZipInput {
-  zip: File;
+  /** the archive, staged under a key no host owns yet (incomingStagingKey) */
+  zip: StagedZip;
   name?: string;
   preset?: PresetSlug;
   plan_slug: string;
@@ -48,15 +50,21 @@ export async function createPodFromZip(
   client: { country?: string },
   background: Background,
 ): Promise<Result<PodView>> {
-  const upload = await readZipUpload(input.zip);
-  if (!upload.ok) return upload;
+  const incoming = input.zip.key;
+  const refuse = async (r: Result<never>) => {
+    await discardStagedBlob(ctx.env, incoming);
+    return r;
+  };
+  const upload = await readZipUpload(ctx.env, input.zip);
+  if (!upload.ok) return refuse(upload);
   const preset = input.preset ?? upload.value.detected;
   const mismatch = runtimeMismatch(preset, upload.value);
-  if (mismatch) return fail("bad_request", `preset: ${mismatch}; leave preset out to have it detected`);
+  if (mismatch)
+    return refuse(fail("bad_request", `preset: ${mismatch}; leave preset out to have it detected`));
   const name = input.name ?? nameFromFile(upload.value.filename);
 
   let blobKey: string | undefined;
-  return createPod(
+  const created = await createPod(
     ctx,
     caller,
     { name, preset, plan_slug: input.plan_slug, region: input.region, server_id: input.server_id },
@@ -65,15 +73,16 @@ export async function createPodFromZip(
     {
       extraTimeoutMs: UNPACK_TIMEOUT_MS,
       async prepare(hostId) {
-        blobKey = await stageBlob(ctx.env, hostId, input.zip);
+        blobKey = await claimStagedBlob(ctx.env, incoming, hostId);
         return { seed: { blobKey } };
       },
       async finish({ ok, podId }) {
-        if (blobKey) await discardStagedBlob(ctx.env, blobKey);
+        await discardStagedBlob(ctx.env, blobKey ?? incoming); // never claimed: preparing failed
         if (ok) await afterUnpack(ctx, caller.teamId, podId, name, upload.value);
       },
     },
   );
+  return created.ok ? created : refuse(created);
 }
 
 async function afterUnpack(

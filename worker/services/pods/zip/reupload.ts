@@ -1,6 +1,6 @@
 import { PRESET_SLUGS } from "../../../../shared/catalog";
 import { fail, ok, type Result } from "../../../../shared/errors";
-import { discardStagedBlob, stageBlob } from "../../blobs/staging";
+import { discardStagedBlob, newStagingKey } from "../../blobs/staging";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { recordEventStatement } from "../events";
@@ -8,6 +8,7 @@ import { reloadPodApp } from "../inside/reload";
 import { NOT_RUNNING, podTarget } from "../inside/target";
 import { hostFailure, powerPod } from "../power";
 import { readZipUpload, runtimeMismatch } from "./archive";
+import { type StagedZip, stageZipForm } from "./form";
 
 export interface ZipUploadView {
   status: "uploaded";
@@ -28,12 +29,31 @@ export async function uploadZipToPod(
   ctx: ServiceContext,
   teamId: string,
   name: string,
-  zip: File,
+  request: { body: ReadableStream<Uint8Array> | null; contentType: string | undefined },
 ): Promise<Result<ZipUploadView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
-  const upload = await readZipUpload(zip);
+  const hostId = target.value.hostId;
+  const form = await stageZipForm(ctx, request, newStagingKey(hostId));
+  if (!form.ok) return form;
+  const blobKey = form.value.file.key;
+  try {
+    return await deployStaged(ctx, teamId, name, pod, hostId, form.value.file);
+  } finally {
+    await discardStagedBlob(ctx.env, blobKey);
+  }
+}
+
+async function deployStaged(
+  ctx: ServiceContext,
+  teamId: string,
+  name: string,
+  pod: { id: string; preset: string; status: string },
+  hostId: string,
+  staged: StagedZip,
+): Promise<Result<ZipUploadView>> {
+  const upload = await readZipUpload(ctx.env, staged);
   if (!upload.ok) return upload;
   const preset = PRESET_SLUGS.find((p) => p === pod.preset);
   if (!preset) return fail("internal", `pod ${name} has an unknown preset ${pod.preset}`);
@@ -47,15 +67,13 @@ export async function uploadZipToPod(
     return fail("bad_request", NOT_RUNNING);
   }
 
-  const hostId = target.value.hostId;
-  const blobKey = await stageBlob(ctx.env, hostId, zip);
   const deployed = await callHost(
     ctx.env,
     hostId,
     "pod.zip.deploy",
-    { name, blobKey },
+    { name, blobKey: staged.key },
     { timeoutMs: DEPLOY_TIMEOUT_MS },
-  ).finally(() => discardStagedBlob(ctx.env, blobKey));
+  );
   if (!deployed.ok) return hostFailure(deployed, name);
   const { files, bytes } = deployed.value;
   await recordEventStatement(
