@@ -13,7 +13,7 @@ import type { Logger } from "../logger";
  * step ends the script with `fail <status>` on stdout followed by the tail of that step's output,
  * which the host reports as a result (`ok: false`), not an error code.
  *
- * Protocol lines on stdout: `deps npm|pip`, `unsupported <file>`, `restarted <svc> <status>`,
+ * Protocol lines on stdout: `deps npm|pip|composer`, `unsupported <file>`, `restarted <svc> <status>`,
  * and on failure `fail <status>` with everything after it being the step's output.
  */
 
@@ -58,22 +58,30 @@ pip_deps() {
   step .venv/bin/pip install --disable-pip-version-check --no-input -r requirements.txt
   echo "deps pip"
 }
+composer_deps() {
+  step composer install --no-interaction --no-progress
+  echo "deps composer"
+}
 if cd "$H/app" 2>/dev/null; then
   has_npm=; command -v npm >/dev/null 2>&1 && [ -f package.json ] && has_npm=1
   has_pip=; python3 -c 'import venv' >/dev/null 2>&1 && [ -f requirements.txt ] && has_pip=1
+  has_composer=; command -v composer >/dev/null 2>&1 && [ -f composer.json ] && has_composer=1
   if [ "$P" = python ] && [ -n "$has_pip" ]; then pip_deps
+  elif [ "$P" = php ] && [ -n "$has_composer" ]; then composer_deps
   elif [ -n "$has_npm" ]; then npm_deps
   elif [ -n "$has_pip" ]; then pip_deps
+  elif [ -n "$has_composer" ]; then composer_deps
   fi
   [ -f package.json ] && [ -z "$has_npm" ] && echo "unsupported package.json"
   [ -f requirements.txt ] && [ -z "$has_pip" ] && echo "unsupported requirements.txt"
-  for f in composer.json go.mod; do [ -f "$f" ] && echo "unsupported $f"; done
+  [ -f composer.json ] && [ -z "$has_composer" ] && echo "unsupported composer.json"
+  [ -f go.mod ] && echo "unsupported go.mod"
 fi
 for s in "$@"; do sv restart "$s" >/dev/null 2>&1; echo "restarted $s $?"; done
 exit 0`;
 
 export type ReloadOutcome =
-  | { ok: true; services: string[]; depsInstalled: "npm" | "pip" | null; unsupported: string[] }
+  | { ok: true; services: string[]; depsInstalled: "npm" | "pip" | "composer" | null; unsupported: string[] }
   | { ok: false; depsOutput: string; exitCode: number | null };
 
 export async function reloadApp(
@@ -107,12 +115,12 @@ export async function reloadApp(
     const output = r.stdout.slice(failAt.index + failAt[0].length + 1);
     return { ok: false, depsOutput: output, exitCode: Number(failAt[1]) };
   }
-  let depsInstalled: "npm" | "pip" | null = null;
+  let depsInstalled: "npm" | "pip" | "composer" | null = null;
   const unsupported: string[] = [];
   const restarted: string[] = [];
   for (const line of r.stdout.split("\n")) {
     const [word, arg, status] = line.trim().split(" ");
-    if (word === "deps" && (arg === "npm" || arg === "pip")) depsInstalled = arg;
+    if (word === "deps" && (arg === "npm" || arg === "pip" || arg === "composer")) depsInstalled = arg;
     else if (word === "unsupported" && arg) unsupported.push(arg);
     else if (word === "restarted" && arg) {
       restarted.push(arg);

@@ -93,7 +93,8 @@ export const insideOps = {
   },
   /**
    * Install dependencies from the manifest in ~/app (package.json: npm install and, with a build
-   * script, npm run build; requirements.txt: ~/app/.venv and pip install -r), output appended to
+   * script, npm run build; requirements.txt: ~/app/.venv and pip install -r; composer.json:
+   * composer install), output appended to
    * ~/logs/build.log, then `sv restart` the preset's services. A failing step is a result
    * (`ok: false` with the tail of its output), not an error. Running pod only.
    */
@@ -103,8 +104,8 @@ export const insideOps = {
       z.object({
         ok: z.literal(true),
         services: z.array(z.string()),
-        depsInstalled: z.enum(["npm", "pip"]).nullable(),
-        /** manifests found that the image has no tool for (composer.json, go.mod) */
+        depsInstalled: z.enum(["npm", "pip", "composer"]).nullable(),
+        /** manifests found that the image has no tool for (go.mod: no image has Go) */
         unsupported: z.array(z.string()),
       }),
       z.object({ ok: z.literal(false), depsOutput: z.string(), exitCode: z.number().int().nullable() }),

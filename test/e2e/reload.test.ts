@@ -27,6 +27,7 @@ describe("POST /api/pods/{name}/reload", () => {
   let node: string;
   let site: string;
   let py: string;
+  let php: string;
 
   const sh = async (pod: string, script: string, ...args: string[]) => {
     const res = await alice.api.post(`/api/pods/${pod}/exec`, {
@@ -46,11 +47,13 @@ describe("POST /api/pods/{name}/reload", () => {
     node = `node-${tag}`;
     site = `site-${tag}`;
     py = `py-${tag}`;
+    php = `php-${tag}`;
     await waitForHostOnline(alice.api);
     await createRunningPods(alice.api, [
       [node, "nodejs"],
       [site, "static"],
       [py, "python"],
+      [php, "php"],
     ]);
   });
 
@@ -130,6 +133,17 @@ describe("POST /api/pods/{name}/reload", () => {
       deps_installed: "pip",
     });
     expect(await sh(py, "test -x ~/app/.venv/bin/python && echo yes")).toBe("yes\n");
+  });
+
+  it("composer-installs a composer.json in a php pod", { timeout: 180_000 }, async () => {
+    await sh(php, `printf '{"name": "podhost/test", "require": {}}\\n' > ~/app/composer.json`);
+    const res = await reload(php);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // the spec's deps_installed names npm or pip; composer shows in the build log and the event
+    expect(res.body).toEqual({ status: "reloaded", services: ["web", "php-fpm"], preset: "php" });
+    expect(await sh(php, "test -f ~/app/vendor/autoload.php && grep -c 'composer install' ~/logs/build.log")).toMatch(
+      /^[1-9]\d*\n$/,
+    );
   });
 
   it("skips manifests the image has no tool for (go.mod)", async () => {

@@ -14,6 +14,11 @@
  * buffer, as some sinks do. Whatever the reader keeps of a buffer it hands out is copied first.
  */
 
+import { Needle, startsWith } from "./byte-needle";
+import { MultipartError, parseParameters, parsePartHeaders } from "./multipart-headers";
+
+export { MultipartError };
+
 export interface FormPart {
   /** the part's `name` from its Content-Disposition */
   name: string;
@@ -35,11 +40,6 @@ export interface MultipartLimits {
 }
 
 export const MULTIPART_LIMITS: MultipartLimits = { maxHeaderBytes: 16 * 1024, maxParts: 100 };
-
-/** Malformed or oversized input. The message is meant for the client (a 400's `error`). */
-export class MultipartError extends Error {
-  override name = "MultipartError";
-}
 
 const NOT_FORM_DATA = "Content-Type must be multipart/form-data with a boundary";
 const BAD_BOUNDARY =
@@ -100,50 +100,6 @@ const SPACE = 0x20;
 const TAB = 0x09;
 const EMPTY = new Uint8Array(0);
 const utf8 = new TextDecoder();
-
-/**
- * Finds a byte sequence in chunks with Boyer–Moore–Horspool: only the last byte of each window is
- * looked at until it matches, and the window then moves by how far that byte is from the needle's
- * end, so random bytes cost about one read per needle length. (Native `Uint8Array#indexOf` of the
- * delimiter's CR was measured slower in workerd: about 1 ms per MiB, plus ~0.25 µs a call.)
- * A matching last byte is followed by a comparison from the needle's start: the delimiter begins
- * with its only CR, so hostile bytes cannot make those comparisons overlap and cost more than linear.
- */
-class Needle {
-  private readonly skip = new Uint8Array(256);
-
-  constructor(readonly bytes: Uint8Array) {
-    const last = bytes.length - 1;
-    this.skip.fill(bytes.length);
-    for (let i = 0; i < last; i++) this.skip[bytes[i] ?? 0] = last - i;
-  }
-
-  /**
-   * Where the needle first occurs in `haystack` from `from` on, or else where a prefix of it ends
-   * `haystack` (the rest may be in the next chunk); -1 if neither.
-   */
-  find(haystack: Uint8Array, from = 0): number {
-    const { bytes, skip } = this;
-    const last = bytes.length - 1;
-    const lastByte = bytes[last];
-    for (let end = from + last; end < haystack.length; ) {
-      const byte = haystack[end] ?? 0;
-      if (byte === lastByte) {
-        const start = end - last;
-        let k = 0;
-        while (k < last && haystack[start + k] === bytes[k]) k++;
-        if (k === last) return start;
-      }
-      end += skip[byte] ?? 1;
-    }
-    for (let start = Math.max(from, haystack.length - last); start < haystack.length; start++) {
-      let k = 0;
-      while (start + k < haystack.length && haystack[start + k] === bytes[k]) k++;
-      if (start + k === haystack.length) return start;
-    }
-    return -1;
-  }
-}
 
 const HEADERS_END = new Needle(Uint8Array.of(CR, LF, CR, LF));
 
@@ -403,77 +359,4 @@ class Unparsed {
     this.own.set(chunk, kept.length);
     this.bytes = this.own.subarray(0, length);
   }
-}
-
-function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
-  for (let i = 0; i < prefix.length; i++) if (bytes[i] !== prefix[i]) return false;
-  return true;
-}
-
-/** A header block (UTF-8, as browsers and undici send names) → the part's name, filename, type. */
-function parsePartHeaders(text: string): Omit<FormPart, "body"> {
-  let disposition: string | undefined;
-  let contentType: string | undefined;
-  // A line starting with whitespace continues the header before it (obsolete folding).
-  const lines = text === "" ? [] : text.replace(/\r\n[ \t]+/g, " ").split("\r\n");
-  for (const line of lines) {
-    const colon = line.indexOf(":");
-    if (colon <= 0) throw new MultipartError("a multipart part has a malformed header line");
-    const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).trim();
-    if (name === "content-disposition") disposition ??= value;
-    else if (name === "content-type") contentType ??= value;
-  }
-  const { value, params } = parseParameters(disposition ?? "");
-  const name = value.toLowerCase() === "form-data" ? params.get("name") : undefined;
-  if (name === undefined) {
-    throw new MultipartError('a multipart part has no Content-Disposition "form-data" with a name');
-  }
-  return { name, filename: params.get("filename"), contentType };
-}
-
-/**
- * `value; a=b; c="d"` → the value and the parameters by lowercased name (the first of repeats).
- * Quoted strings lose the backslash of `\"` and `\\` only: browsers send other backslashes (Windows
- * names) unescaped, and percent-encode `"`, CR and LF, which is left as sent, as workerd's own
- * `formData()` does. `filename*` (RFC 5987) stays under its own name, so it is never the filename.
- */
-function parseParameters(header: string): { value: string; params: Map<string, string> } {
-  const params = new Map<string, string>();
-  let semicolon = header.indexOf(";");
-  const value = (semicolon === -1 ? header : header.slice(0, semicolon)).trim();
-  while (semicolon !== -1) {
-    const start = semicolon + 1;
-    const equals = header.indexOf("=", start);
-    semicolon = header.indexOf(";", start);
-    if (equals === -1 || (semicolon !== -1 && semicolon < equals)) continue; // no value: ignored
-    const name = header.slice(start, equals).trim().toLowerCase();
-    let at = equals + 1;
-    while (header[at] === " " || header[at] === "\t") at++;
-    let param: string;
-    if (header[at] === '"') {
-      [param, at] = readQuoted(header, at + 1);
-      semicolon = header.indexOf(";", at);
-    } else {
-      param = header.slice(at, semicolon === -1 ? undefined : semicolon).trim();
-    }
-    if (!params.has(name)) params.set(name, param);
-  }
-  return { value, params };
-}
-
-/** The quoted string whose content starts at `from`, and the index after its closing quote. */
-function readQuoted(text: string, from: number): [string, number] {
-  let out = "";
-  let run = from;
-  let at = from;
-  for (; at < text.length && text[at] !== '"'; at++) {
-    const next = text[at + 1];
-    if (text[at] === "\\" && (next === '"' || next === "\\")) {
-      out += text.slice(run, at);
-      at++;
-      run = at;
-    }
-  }
-  return [out + text.slice(run, at), at + 1];
 }

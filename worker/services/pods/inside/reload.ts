@@ -64,10 +64,12 @@ export async function reloadPodApp(
       ...(r.value.unsupported.length ? { unsupported_manifests: r.value.unsupported } : {}),
     },
   );
+  // The spec's `deps_installed` names npm or pip; a composer install shows in the event and the log.
+  const reported = deps === "npm" || deps === "pip" ? deps : undefined;
   return ok({
     status: "reloaded",
     services: r.value.services,
     preset: pod.preset,
-    ...(deps ? { deps_installed: deps } : {}),
+    ...(reported ? { deps_installed: reported } : {}),
   });
 }
