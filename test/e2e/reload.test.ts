@@ -141,9 +141,9 @@ describe("POST /api/pods/{name}/reload", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     // the spec's deps_installed names npm or pip; composer shows in the build log and the event
     expect(res.body).toEqual({ status: "reloaded", services: ["web", "php-fpm"], preset: "php" });
-    expect(await sh(php, "test -f ~/app/vendor/autoload.php && grep -c 'composer install' ~/logs/build.log")).toMatch(
-      /^[1-9]\d*\n$/,
-    );
+    expect(
+      await sh(php, "test -f ~/app/vendor/autoload.php && grep -c 'composer install' ~/logs/build.log"),
+    ).toMatch(/^[1-9]\d*\n$/);
   });
 
   it("skips manifests the image has no tool for (go.mod)", async () => {
