@@ -1,6 +1,6 @@
 import { ok, type Result } from "../../../../shared/errors";
 import type { ServiceContext } from "../../context";
-import { callRunningPod } from "../inside/target";
+import { callPodHost } from "../inside/target";
 import { podPathOf } from "./paths";
 
 const LIST_TIMEOUT_MS = 45_000;
@@ -25,13 +25,13 @@ export async function listPodFiles(
 ): Promise<Result<{ path: string; files: FileEntryView[] }>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const r = await callRunningPod(
+  const r = await callPodHost(
     ctx,
     teamId,
     name,
     "pod.files.list",
     { name, path: path.value },
-    LIST_TIMEOUT_MS,
+    { timeoutMs: LIST_TIMEOUT_MS },
   );
   if (!r.ok) return r;
   return ok({

@@ -1,6 +1,6 @@
 import { fail, ok, type Result } from "../../../../shared/errors";
 import type { ServiceContext } from "../../context";
-import { callRunningPod } from "../inside/target";
+import { callPodHost } from "../inside/target";
 import { podPathOf } from "./paths";
 
 /** a recursive copy or delete of a large tree takes time; the host gives up at 120 s */
@@ -18,13 +18,13 @@ export async function deletePodPath(
 ): Promise<Result<{ status: "deleted"; path: string }>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const r = await callRunningPod(
+  const r = await callPodHost(
     ctx,
     teamId,
     name,
     "pod.files.delete",
     { name, path: path.value },
-    TREE_TIMEOUT_MS,
+    { timeoutMs: TREE_TIMEOUT_MS },
   );
   if (!r.ok) return r;
   if (!r.value.found) return missing(path.value);
@@ -47,13 +47,13 @@ export async function movePodPath(
   if (!from.ok) return from;
   const to = podPathOf(toField, input.to);
   if (!to.ok) return to;
-  const r = await callRunningPod(
+  const r = await callPodHost(
     ctx,
     teamId,
     name,
     mode === "rename" ? "pod.files.rename" : "pod.files.copy",
     { name, from: from.value, to: to.value },
-    TREE_TIMEOUT_MS,
+    { timeoutMs: TREE_TIMEOUT_MS },
   );
   if (!r.ok) return r;
   if (!r.value.found) return missing(from.value);
@@ -69,13 +69,13 @@ export async function createPodFolder(
 ): Promise<Result<{ status: "created"; path: string }>> {
   const path = podPathOf("path", input);
   if (!path.ok) return path;
-  const r = await callRunningPod(
+  const r = await callPodHost(
     ctx,
     teamId,
     name,
     "pod.files.mkdir",
     { name, path: path.value },
-    MKDIR_TIMEOUT_MS,
+    { timeoutMs: MKDIR_TIMEOUT_MS },
   );
   if (!r.ok) return r;
   return ok({ status: "created", path: r.value.path });

@@ -3,7 +3,7 @@ import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { recordEventStatement } from "../events";
 import { hostFailure } from "../power";
-import { podTarget } from "./target";
+import { callPodHost, podTarget } from "./target";
 
 /**
  * The app's `.env` inside the pod. The file is the truth (the pod's user edits it over SSH too), so
@@ -20,17 +20,18 @@ export interface EnvView {
 }
 
 export async function getPodEnv(ctx: ServiceContext, teamId: string, name: string): Promise<Result<EnvView>> {
-  const target = await podTarget(ctx, teamId, name);
-  if (!target.ok) return target;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callPodHost(
+    ctx,
+    teamId,
+    name,
     "pod.env.get",
     { name },
-    { timeoutMs: ENV_TIMEOUT_MS },
+    {
+      timeoutMs: ENV_TIMEOUT_MS,
+      running: false,
+    },
   );
-  if (!r.ok) return hostFailure(r, name);
-  return ok({ path: r.value.path, vars: r.value.vars });
+  return r.ok ? ok({ path: r.value.path, vars: r.value.vars }) : r;
 }
 
 /** Merge into the file (contract), then restart the app service where there is one. */

@@ -1,9 +1,7 @@
 import { fail, ok, type Result } from "../../../../shared/errors";
 import { checkPodPath } from "../../../../shared/pod-paths";
 import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { hostFailure } from "../power";
-import { podTarget } from "./target";
+import { callPodHost } from "./target";
 
 export interface ExecInput {
   command: string[];
@@ -33,16 +31,15 @@ export async function execInPod(
     const checked = checkPodPath(input.workdir);
     if (!checked.ok) return fail("bad_request", `workdir: ${checked.reason}`);
   }
-  const target = await podTarget(ctx, teamId, name, { running: true });
-  if (!target.ok) return target;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callPodHost(
+    ctx,
+    teamId,
+    name,
     "pod.exec",
     { name, command: input.command, workdir: input.workdir, timeoutS: input.timeout_s },
     { timeoutMs: input.timeout_s * 1000 + CALL_MARGIN_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   return ok({
     exit_code: r.value.exitCode,
     stdout: r.value.stdout,

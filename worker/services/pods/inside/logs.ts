@@ -1,9 +1,7 @@
 import { ok, type Result } from "../../../../shared/errors";
 import type { LogSource } from "../../../../shared/protocol/inside-ops";
 import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { hostFailure } from "../power";
-import { podTarget } from "./target";
+import { callPodHost } from "./target";
 
 const LOGS_TIMEOUT_MS = 40_000;
 
@@ -30,17 +28,16 @@ export async function readPodLogs(
   name: string,
   q: LogsInput,
 ): Promise<Result<LogsView>> {
-  const target = await podTarget(ctx, teamId, name);
-  if (!target.ok) return target;
   const grep = q.grep === "" ? undefined : q.grep;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callPodHost(
+    ctx,
+    teamId,
+    name,
     "pod.logs",
     { name, source: q.source, lines: q.lines, ...(grep !== undefined ? { grep } : {}) },
-    { timeoutMs: LOGS_TIMEOUT_MS },
+    { timeoutMs: LOGS_TIMEOUT_MS, running: false },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   const view: LogsView = { source: q.source, lines: r.value.lines };
   if (grep !== undefined && r.value.lines.length === 0) view.message = "no entries";
   return ok(view);

@@ -32,19 +32,20 @@ export async function podTarget(
 }
 
 /**
- * One op on the host of the team's running pod: the lookup, the "not running" 400, the call, and
- * the host's failure in the pod's words — what each simple inside-the-pod verb is made of.
+ * One op on the host of the team's pod: the lookup, the call, and the host's failure in the pod's
+ * words — what each simple inside-the-pod verb is made of. `running` (the default) also refuses a
+ * pod that is not running with the usual 400.
  */
-export async function callRunningPod<O extends Op>(
+export async function callPodHost<O extends Op>(
   ctx: ServiceContext,
   teamId: string,
   name: string,
   op: O,
   params: OpParams<O>,
-  timeoutMs: number,
+  opts: { timeoutMs: number; running?: boolean },
 ): Promise<Result<OpResult<O>>> {
-  const target = await podTarget(ctx, teamId, name, { running: true });
+  const target = await podTarget(ctx, teamId, name, { running: opts.running ?? true });
   if (!target.ok) return target;
-  const r = await callHost(ctx.env, target.value.hostId, op, params, { timeoutMs });
+  const r = await callHost(ctx.env, target.value.hostId, op, params, { timeoutMs: opts.timeoutMs });
   return r.ok ? r : hostFailure(r, name);
 }
