@@ -26,8 +26,11 @@ export function pump(from: Readable, to: Writable, onData: () => void, end: bool
         to.uncork();
       });
     }
-    to.write(chunk);
-    if (to.writableLength > BUFFERED_LIMIT && !from.isPaused()) {
+    // Paused only once a write said "full" (then a 'drain' is sure to come) and more than the limit
+    // waits. A target whose own high-water mark is above the limit (an SSH channel's can be) says
+    // "full" later: pausing on the length alone waited for a 'drain' that never came.
+    const accepted = to.write(chunk);
+    if (!accepted && to.writableLength > BUFFERED_LIMIT && !from.isPaused()) {
       from.pause();
       to.once("drain", () => from.resume());
     }
