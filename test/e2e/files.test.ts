@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FILE_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { signUp } from "./support/api";
@@ -185,6 +186,38 @@ describe("files: list, read, write, upload, download, delete, rename, copy, fold
       20_000,
     );
     await inPod("rm", "-f", "/tmp/huge.bin");
+  });
+
+  it("a caller leaving mid-upload leaves nothing in the pod", async () => {
+    const boundary = "cutcutcut";
+    const head = `--${boundary}\r\ncontent-disposition: form-data; name="path"\r\n\r\n/tmp/cut\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="cut.bin"\r\n\r\n`;
+    const declared = head.length + 16 * 1024 * 1024;
+    const req = request(`${stack.api}/api/pods/${site}/files/upload`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${alice.token}`,
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+        "content-length": String(declared),
+      },
+    });
+    req.on("error", () => undefined); // cut off on purpose
+    req.write(head);
+    req.write(randomBytes(4 * 1024 * 1024));
+    // Bytes reach the pod while the caller is still sending: the temp file grows in /tmp/cut.
+    await waitFor(
+      "the upload to reach the pod",
+      async () =>
+        (await inPod("sh", "-c", "ls -A /tmp/cut 2>/dev/null")).includes(".upload-") ? true : undefined,
+      20_000,
+    );
+    req.destroy();
+    // The Worker never commits a form that did not end, and what was received is removed.
+    await waitFor(
+      "the received bytes to go",
+      async () => ((await inPod("sh", "-c", "ls -A /tmp/cut")) === "" ? true : undefined),
+      20_000,
+    );
+    expect(await inPod("sh", "-c", "ls -A /tmp/cut; ls -A ~/.pod/uploads 2>/dev/null")).toBe("");
   });
 
   it("creates trees, renames, copies recursively and deletes recursively", async () => {
