@@ -214,9 +214,10 @@ export class FileReceiver {
     }
     const incoming = fetched.value;
     const run = launched.value;
-    // Only an 'end' is a whole stream: one cut short (the caller went away, or sent too much) errors
-    // or closes without it. (The control plane commits only what it counted itself; this is the
-    // host's own check.)
+    // Only an 'end' counts as a whole stream here: a broken connection errors or closes without it.
+    // A caller's upload cut off upstream can still reach this side as a clean but short end (the
+    // relay's streams do not always carry the break): the control plane commits only the size it
+    // counted itself, which is what keeps such a file from landing.
     let whole = false;
     incoming.body.once("end", () => {
       whole = true;
