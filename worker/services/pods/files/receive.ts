@@ -125,9 +125,10 @@ class TooLarge extends Error {}
 const JOINED_CHUNK_BYTES = 256 * 1024;
 
 /**
- * `body` passed on as it is read (nothing is read ahead of the consumer but one joined chunk),
- * counted, and cut off with an error past `maxBytes`; the first failure of the source is kept, so
- * the caller can tell its own fault from the host's.
+ * `body` passed on as it is read (nothing is read ahead of the consumer but one joined chunk) and
+ * counted. Past `maxBytes`, or when the source fails, it just ends: the failure is kept for the
+ * caller, whose commit step (not the stream) decides that nothing lands. An errored stream would say
+ * the same to the host, but workerd logs one crossing to a Durable Object as an uncaught exception.
  */
 function meter(body: ReadableStream<Uint8Array>, maxBytes: number) {
   const reader = body.getReader();
@@ -157,7 +158,7 @@ function meter(body: ReadableStream<Uint8Array>, maxBytes: number) {
           if (done) controller.close();
         } catch (error) {
           failure ??= error;
-          controller.error(error);
+          controller.close(); // see above: ended, not errored
           await reader.cancel(error).catch(() => undefined);
         }
       },
