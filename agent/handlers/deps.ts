@@ -1,5 +1,7 @@
 import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
+import { type StreamExecutor, streamExecutor } from "../docker/exec-stream";
+import { RuncContainers } from "../docker/runc";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
 import type { BlobStore } from "../transfer/blobs";
@@ -30,4 +32,14 @@ export interface HandlerDeps {
   relay?: RelayClient;
   /** the periodic health watch (agent/health/monitor.ts); absent where none runs */
   health?: { forget(pod: string): void };
+}
+
+/**
+ * How a handler group starts bulk-byte processes in pods: `runc exec` where the engine's runc state
+ * is on this host (config.runcRoot), else the engine's exec (../docker/exec-stream.ts).
+ */
+export function podStreams(deps: Pick<HandlerDeps, "docker" | "config">): StreamExecutor {
+  const { docker } = deps;
+  const root = deps.config.runcRoot;
+  return streamExecutor(docker, root ? new RuncContainers(docker, root) : null);
 }

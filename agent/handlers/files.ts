@@ -1,12 +1,10 @@
-import { streamExecutor } from "../docker/exec-stream";
-import { RuncContainers } from "../docker/runc";
 import { AgentError } from "../errors";
 import { listDirectory } from "../files/list";
 import { parentOf, podPath, refuseInside, refuseProtected } from "../files/paths";
 import { FileReceiver, TEMP_PREFIX } from "../files/receive";
 import { downloadFile } from "../files/transfer";
 import { treeOps } from "../files/tree";
-import type { HandlerDeps } from "./deps";
+import { type HandlerDeps, podStreams } from "./deps";
 import { guard } from "./guard";
 import type { HandlerTable } from "./types";
 
@@ -27,10 +25,8 @@ type FileOps =
  * must not hold up a stop.
  */
 export function fileHandlers(deps: HandlerDeps): Pick<HandlerTable, FileOps> {
-  const { docker } = deps;
   const prefix = deps.config.namePrefix;
-  const runcRoot = deps.config.runcRoot;
-  const exec = streamExecutor(docker, runcRoot ? new RuncContainers(docker, runcRoot) : null);
+  const exec = podStreams(deps);
   const writes = new FileReceiver(exec, prefix);
 
   return {

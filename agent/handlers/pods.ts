@@ -32,7 +32,7 @@ import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
 import { validDomain } from "../ingress/vhost";
 import { deployArchive } from "../zip/deploy";
-import type { HandlerDeps } from "./deps";
+import { type HandlerDeps, podStreams } from "./deps";
 import { fileHandlers } from "./files";
 import { guard } from "./guard";
 import { healthHandlers } from "./health";
@@ -55,6 +55,7 @@ const WEB_READY_TIMEOUT_MS = 15_000;
 export function createHandlers(deps: HandlerDeps): HandlerTable {
   const { config, docker, ingress } = deps;
   const prefix = config.namePrefix;
+  const streams = podStreams(deps);
   const locks = deps.locks ?? new KeyedLock();
   const names = (pod: string) => podNames(prefix, pod);
 
@@ -147,7 +148,12 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       // A from-zip archive replaces the default app once the pod runs, before its vhost exists, so
       // "running" already serves the archive (a failed unpack fails the creation).
       if (from.seed && fresh) {
-        await deployArchive({ docker, blobs: deps.blobs, prefix }, spec.name, from.seed.blobKey, ctx.signal);
+        await deployArchive(
+          { exec: streams, blobs: deps.blobs, prefix },
+          spec.name,
+          from.seed.blobKey,
+          ctx.signal,
+        );
       }
       made.vhost = !(await ingress.hasVhost(spec.name));
       await routeTo(spec.name, running.info, running.ip, ctx.signal);

@@ -1,5 +1,5 @@
 import { deployArchive } from "../zip/deploy";
-import type { HandlerDeps } from "./deps";
+import { type HandlerDeps, podStreams } from "./deps";
 import { guard } from "./guard";
 import type { KeyedLock } from "./keyed-lock";
 import type { HandlerTable } from "./types";
@@ -11,11 +11,10 @@ import type { HandlerTable } from "./types";
  */
 export function zipHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, "pod.zip.deploy"> {
   const prefix = deps.config.namePrefix;
+  const exec = podStreams(deps);
   return {
     "pod.zip.deploy": guard("pod.zip.deploy", ({ name, blobKey }, ctx) =>
-      locks.run(name, () =>
-        deployArchive({ docker: deps.docker, blobs: deps.blobs, prefix }, name, blobKey, ctx.signal),
-      ),
+      locks.run(name, () => deployArchive({ exec, blobs: deps.blobs, prefix }, name, blobKey, ctx.signal)),
     ),
   };
 }

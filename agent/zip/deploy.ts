@@ -6,9 +6,8 @@ import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { inspectZip } from "../../shared/zip/policy";
-import type { DockerClient } from "../docker/client";
 import { dockerStatus } from "../docker/client";
-import { execStream } from "../docker/exec-stream";
+import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME, podNames } from "../docker/naming";
 import { AgentError } from "../errors";
 import type { BlobStore } from "../transfer/blobs";
@@ -77,7 +76,7 @@ export interface DeployResult {
 }
 
 export async function deployArchive(
-  deps: { docker: DockerClient; blobs?: BlobStore; prefix: string },
+  deps: { exec: StreamExecutor; blobs?: BlobStore; prefix: string },
   pod: string,
   blobKey: string,
   signal: AbortSignal,
@@ -95,14 +94,14 @@ export async function deployArchive(
       await handle.close();
     }
     if (!manifest.ok) throw new AgentError(manifest.code, manifest.message);
-    return await unpackIntoPod(deps.docker, deps.prefix, pod, file, manifest.value, signal);
+    return await unpackIntoPod(deps.exec, deps.prefix, pod, file, manifest.value, signal);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 async function unpackIntoPod(
-  docker: DockerClient,
+  exec: StreamExecutor,
   prefix: string,
   pod: string,
   file: string,
@@ -112,8 +111,7 @@ async function unpackIntoPod(
   const tar = unpackStream(file, manifest);
   const timeout = AbortSignal.any([signal, AbortSignal.timeout((UNPACK_TIMEOUT_S + 30) * 1000)]);
   try {
-    const run = await execStream(
-      docker,
+    const run = await exec(
       podNames(prefix, pod).container,
       ["timeout", "-k", "5", String(UNPACK_TIMEOUT_S), "sh", "-c", SCRIPT, "sh"],
       { workingDir: HOME, stdin: tar.stream, signal: timeout },
