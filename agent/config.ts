@@ -26,9 +26,9 @@ const Env = z.object({
     .regex(/^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]+)$/, "must be an IPv4 or IPv6 address")
     .default("0.0.0.0"),
   /**
-   * runc's state root of the engine's containers: file operations and SSH sessions without a
-   * terminal (scp, sftp, rsync) run through `runc exec` there, skipping the engine's copy of every
-   * byte; empty: never
+   * runc's state root of the engine's containers: file operations, ZIP unpacking and SSH sessions
+   * without a terminal (scp, sftp, rsync) run through `runc exec` there, skipping the engine's copy
+   * of every byte; empty: never
    */
   PODHOST_RUNC_ROOT: z.string().default(DOCKER_RUNC_ROOT),
   /** an SSH connection with no data in either direction for this long is closed */
