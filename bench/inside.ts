@@ -31,7 +31,7 @@
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { createDockerClient } from "../agent/docker/client";
@@ -40,6 +40,7 @@ import { signUp } from "../test/e2e/support/api";
 import { createRunningPods, waitForHostOnline } from "../test/e2e/support/pods";
 import { type Stack, startStack } from "../test/e2e/support/stack";
 import { fmt, formatTable, median, summarize } from "./stats";
+import { interleaved, machineLoad } from "./support/sampling";
 
 const TARGET = { exec: 1.3, transfer: 2, list: 1.5 };
 
@@ -68,32 +69,6 @@ const DIRECT = args.via === "direct";
 
 const run = promisify(execFile);
 const docker = createDockerClient("/var/run/docker.sock");
-
-const load = () => {
-  const cpus = availableParallelism();
-  const [load1 = 0] = loadavg();
-  return `${cpus} CPUs, load average ${fmt(load1, 1)}${load1 > cpus ? " (busy machine: figures are inflated)" : ""}`;
-};
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
-
-/** Each variant once per repetition, in an order that rotates, so drift spreads over all of them. */
-async function interleaved(variants: Record<string, () => Promise<unknown>>, reps: number, warmup: number) {
-  const names = Object.keys(variants);
-  const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-  for (let i = 0; i < warmup + reps; i++) {
-    for (let j = 0; j < names.length; j++) {
-      const name = names[(i + j) % names.length] as string;
-      const ms = await timed(variants[name] as () => Promise<unknown>);
-      if (i >= warmup) samples[name]?.push(ms);
-    }
-  }
-  return samples;
-}
 
 interface Verdict {
   target: string;
@@ -129,7 +104,7 @@ function report(
 }
 
 async function main() {
-  console.log(`at start: ${load()}`);
+  console.log(`at start: ${machineLoad()}`);
   console.log(`via: ${DIRECT ? "the Worker's own workerd (no dev proxy)" : "wrangler's dev proxy"}`);
   const stack: Stack = await startStack("inbench", { direct: DIRECT });
   const dir = await mkdtemp(path.join(tmpdir(), "podhost-inside-bench-"));
@@ -283,7 +258,7 @@ async function main() {
         verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
       ),
     );
-    console.log(`\nat end: ${load()}`);
+    console.log(`\nat end: ${machineLoad()}`);
   } finally {
     await cleanup();
   }

@@ -40,7 +40,7 @@
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import type { ContainerCreateOptions } from "dockerode";
@@ -60,6 +60,7 @@ import { freePort, type Stack, sleep, startStack, waitFor } from "../test/e2e/su
 import { podSpec } from "../worker/services/pods/spec";
 import { fmt, formatTable, median, percentile, summarize } from "./stats";
 import { keepAliveAgent, runLoad } from "./support/load";
+import { machineLoad } from "./support/sampling";
 
 const TARGET = { create: 1.5, power: 1.3, pingAddedMs: 5, rssMb: 150 };
 const API_POLL_MS = 20;
@@ -878,12 +879,7 @@ async function waitUp(b: Bench, name: string): Promise<string | undefined> {
 async function main() {
   const t0 = now();
   // Same note as bench/api.ts: on a machine busier than its CPUs, every figure here is inflated.
-  const cpus = availableParallelism();
-  const load = () => {
-    const [load1 = 0] = loadavg();
-    return `${cpus} CPUs, load average ${fmt(load1, 1)}${load1 > cpus ? " (busy machine: latencies are inflated)" : ""}`;
-  };
-  console.log(`at start: ${load()}`);
+  console.log(`at start: ${machineLoad()}`);
   const stack = await startStack("bench");
   const floor = new Floor(stack.prefix);
   let cleaned: Promise<void> | undefined;
@@ -940,7 +936,7 @@ async function main() {
         verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
       ),
     );
-    console.log(`\nat end: ${load()}; ${fmt((now() - t0) / 1000, 1)} s before cleanup`);
+    console.log(`\nat end: ${machineLoad()}; ${fmt((now() - t0) / 1000, 1)} s before cleanup`);
   } finally {
     const tc = now();
     await cleanup();

@@ -28,7 +28,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
-import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { execInContainer } from "../agent/docker/exec";
@@ -36,6 +35,7 @@ import { podNames } from "../agent/docker/naming";
 import { type Agent, freePort, podSpec, startAgent } from "../test/agent/helpers";
 import { clientOptions, makeKey, type Run, run, tempDir } from "../test/agent/ssh-support";
 import { fmt, formatTable, median, summarize } from "./stats";
+import { interleaved, machineLoad } from "./support/sampling";
 
 const TARGET = { connectRatio: 3, copyShare: 0.5 };
 
@@ -57,39 +57,13 @@ const WARMUP = positiveInt("warmup", args.warmup);
 const SIZE_MB = positiveInt("size-mb", args["size-mb"]);
 const COPIES = positiveInt("copies", args.copies);
 
-const load = () => {
-  const cpus = availableParallelism();
-  const [load1 = 0] = loadavg();
-  return `${cpus} CPUs, load average ${fmt(load1, 1)}${load1 > cpus ? " (busy machine: figures are inflated)" : ""}`;
-};
-
 const must = (what: string, r: Run) => {
   if (r.code !== 0) throw new Error(`${what} exited with ${r.code}: ${r.stderr.trim().slice(0, 500)}`);
   return r;
 };
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
-
-/** Each variant once per repetition, in an order that rotates, so drift spreads over all of them. */
-async function interleaved(variants: Record<string, () => Promise<unknown>>, reps: number, warmup: number) {
-  const names = Object.keys(variants);
-  const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-  for (let i = 0; i < warmup + reps; i++) {
-    for (let j = 0; j < names.length; j++) {
-      const name = names[(i + j) % names.length] as string;
-      const ms = await timed(variants[name] as () => Promise<unknown>);
-      if (i >= warmup) samples[name]?.push(ms);
-    }
-  }
-  return samples;
-}
-
 async function main() {
-  console.log(`at start: ${load()}`);
+  console.log(`at start: ${machineLoad()}`);
   let agent: Agent | undefined;
   const dir = await tempDir();
   const stop = async () => {
@@ -208,7 +182,7 @@ async function main() {
     console.log(
       `with -c aes128-gcm@openssh.com: ${pct("scp, AES-GCM (SFTP)")} (SFTP), ${pct("scp -O, AES-GCM")} (legacy)`,
     );
-    console.log(`at end: ${load()}`);
+    console.log(`at end: ${machineLoad()}`);
   } finally {
     await stop();
   }
