@@ -45,12 +45,14 @@ export type StreamExecutor = (
 export function streamExecutor(docker: DockerClient, runc: RuncContainers | null): StreamExecutor {
   return async (containerName, argv, opts = {}) => {
     const id = runc ? await runc.idOf(containerName) : null;
-    return id && runc ? runcExecStream(runc, id, argv, opts) : execStream(docker, containerName, argv, opts);
+    return id && runc
+      ? runcExecStream(runc, id, argv, opts)
+      : engineExecStream(docker, containerName, argv, opts);
   };
 }
 
 /** The engine's exec: stdin and stdout travel the hijacked connection, multiplexed. */
-export async function execStream(
+async function engineExecStream(
   docker: DockerClient,
   containerName: string,
   argv: string[],

@@ -1,4 +1,4 @@
-import { PassThrough, Transform } from "node:stream";
+import { PassThrough, type Readable, Transform } from "node:stream";
 import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
 import { AgentError } from "../errors";
 import type { RelayClient } from "../transfer/relay";
@@ -161,12 +161,9 @@ export class FileReceiver {
   }
 
   /** Remove what the receive script made (its first line of output), if it got that far. */
-  private async removeTemp(pod: string, dir: string, firstLine: string): Promise<void> {
-    const temp = firstLine.split("\n")[0] ?? "";
-    if (!temp.startsWith(`${dir}/${TEMP_PREFIX}`)) return;
-    await runFileScript(this.exec, this.prefix, pod, DISCARD, [temp], { timeoutS: 30 }).catch(
-      () => undefined,
-    );
+  private async removeTemp(pod: string, dir: string, output: string): Promise<void> {
+    const temp = output.split("\n")[0] ?? "";
+    if (temp.startsWith(`${dir}/${TEMP_PREFIX}`)) await this.discard(pod, temp);
   }
 
   /** A committer, started now so that its start-up overlaps the transfer. */
@@ -207,8 +204,10 @@ export class FileReceiver {
     if (fetched.status === "rejected" || launched.status === "rejected") {
       if (fetched.status === "fulfilled") fetched.value.body.destroy(); // nothing will read it
       if (launched.status === "fulfilled") {
+        const output = collected(launched.value.stdout);
         counted.end(); // an empty temp file, removed below
-        await this.removeTemp(pod, dir, await outputOf(launched.value));
+        await launched.value.done.catch(() => undefined);
+        await this.removeTemp(pod, dir, output());
       }
       throw fetched.status === "rejected" ? fetched.reason : (launched as PromiseRejectedResult).reason;
     }
@@ -227,14 +226,12 @@ export class FileReceiver {
       counted.destroy(err); // the process is stopped, not handed an EOF
     });
     incoming.body.pipe(counted);
-    const out: Buffer[] = [];
-    run.stdout.on("data", (b: Buffer) => out.push(b));
-    run.stdout.on("error", () => undefined); // the same failure settles `done`
+    const output = collected(run.stdout);
     // A script that stopped early (the directory is a file) left bytes unread: hang up on the relay,
     // so the caller's side learns of it rather than waits.
     const { exitCode, stderr } = await run.done.finally(() => incoming.body.destroy());
     // "<temp>\n<size>\n" on success, at most "<temp>\n" before a failure
-    const text = Buffer.concat(out).toString().replace(/\n$/, "");
+    const text = output().replace(/\n$/, "");
     const cut = exitCode === 0 ? text.lastIndexOf("\n") : text.length;
     const temp = text.slice(0, Math.max(cut, 0));
     const written = cut < 0 ? "" : text.slice(cut + 1);
@@ -257,11 +254,10 @@ export class FileReceiver {
   }
 }
 
-/** everything a process printed, once it exited (small outputs only) */
-async function outputOf(run: StreamedExec): Promise<string> {
-  const out: Buffer[] = [];
-  run.stdout.on("data", (b: Buffer) => out.push(b));
-  run.stdout.on("error", () => undefined);
-  await run.done.catch(() => undefined);
-  return Buffer.concat(out).toString();
+/** What a process prints (small outputs only), as text so far; a failure is the process's `done`'s. */
+function collected(stdout: Readable): () => string {
+  const chunks: Buffer[] = [];
+  stdout.on("data", (b: Buffer) => chunks.push(b));
+  stdout.on("error", () => undefined);
+  return () => Buffer.concat(chunks).toString();
 }

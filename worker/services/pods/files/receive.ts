@@ -24,9 +24,6 @@ export interface Received {
   size: number;
 }
 
-/** what the bytes were cut off by, when it was the caller's side rather than the host */
-export type SourceFailure = (error: unknown) => Result<never> | undefined;
-
 /**
  * Stream `body` into a new temp file in `dir` of the pod. `maxBytes` bounds it (413 past that);
  * `size`, when known, is announced to the relay. A failure of the caller's stream is reported as
@@ -37,7 +34,12 @@ export async function receiveInto(
   target: { hostId: string; pod: string },
   dir: string,
   body: ReadableStream<Uint8Array>,
-  opts: { maxBytes: number; size?: number; tooLarge: () => Result<never>; sourceFailure?: SourceFailure },
+  opts: {
+    maxBytes: number;
+    size?: number;
+    tooLarge: () => Result<never>;
+    sourceFailure?: (error: unknown) => Result<never>;
+  },
 ): Promise<Result<Received>> {
   const { hostId, pod } = target;
   const metered = meter(body, opts.maxBytes);
@@ -118,17 +120,12 @@ export async function discardReceived(
 class TooLarge extends Error {}
 
 /**
- * A request body arrives in chunks of a few KiB; each chunk crossing to the relay's Durable Object
- * costs about 0.2 ms, so they are joined up to this size first (32 MiB: ~8,000 chunks, 1.8 s, become
- * 128).
- */
-const JOINED_CHUNK_BYTES = 256 * 1024;
-
-/**
- * `body` passed on as it is read (nothing is read ahead of the consumer but one joined chunk) and
+ * `body` passed on chunk by chunk as it is read (nothing is read ahead of the consumer) and
  * counted. Past `maxBytes`, or when the source fails, it just ends: the failure is kept for the
  * caller, whose commit step (not the stream) decides that nothing lands. An errored stream would say
  * the same to the host, but workerd logs one crossing to a Durable Object as an uncaught exception.
+ * The chunks are as large as the source makes them: a request body is read 1 MiB at a time
+ * (../../../lib/request-body.ts), since every chunk costs a crossing to the relay.
  */
 function meter(body: ReadableStream<Uint8Array>, maxBytes: number) {
   const reader = body.getReader();
@@ -138,24 +135,11 @@ function meter(body: ReadableStream<Uint8Array>, maxBytes: number) {
     {
       async pull(controller) {
         try {
-          const parts: Uint8Array[] = [];
-          let length = 0;
-          let done = false;
-          while (length < JOINED_CHUNK_BYTES) {
-            const r = await reader.read();
-            if (r.done) {
-              done = true;
-              break;
-            }
-            parts.push(r.value);
-            length += r.value.byteLength;
-          }
-          bytes += length;
+          const { done, value } = await reader.read();
+          if (done) return controller.close();
+          bytes += value.byteLength;
           if (bytes > maxBytes) throw new TooLarge(`more than ${maxBytes} bytes`);
-          if (length > 0) {
-            controller.enqueue(parts.length === 1 ? (parts[0] as Uint8Array) : joined(parts, length));
-          }
-          if (done) controller.close();
+          controller.enqueue(value);
         } catch (error) {
           failure ??= error;
           controller.close(); // see above: ended, not errored
@@ -167,16 +151,6 @@ function meter(body: ReadableStream<Uint8Array>, maxBytes: number) {
     { highWaterMark: 0 },
   );
   return { stream, bytes: () => bytes, failure: () => failure };
-}
-
-function joined(parts: Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.byteLength;
-  }
-  return out;
 }
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
