@@ -236,6 +236,50 @@ describe("file bytes stream through a relay", () => {
     expect(await nothingStaged(host)).toBe(true);
   });
 
+  it("upload: a body without a length streams too; the host gets the first bytes before the last are sent", {
+    timeout: 30_000,
+  }, async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const boundary = "streamedbody";
+    const head = `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="s.bin"\r\n\r\n`;
+    const encoder = new TextEncoder();
+    const pipe = new TransformStream<Uint8Array, Uint8Array>();
+    const writer = pipe.writable.getWriter();
+    const reply = exports.default.fetch(`http://localhost/api/pods/${pod.name}/files/upload`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${user.token}`,
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+      },
+      body: pipe.readable,
+    });
+    const first = bytes(1024 * 1024 + 1); // a full read of the request body, and a byte more
+    void writer.write(encoder.encode(head));
+    void writer.write(first);
+    const { sent, fetched, temp } = await receive(host, agent, "/home/pod_user/.pod/uploads");
+    const reader = (fetched.body as ReadableStream<Uint8Array>).getReader();
+    let got = 0;
+    while (got < 64 * 1024) got += (await reader.read()).value?.byteLength ?? 0; // the body is still open
+    // the rest is sent while the host reads (each side waits for the other: backpressure)
+    const rest = (async () => {
+      await writer.write(encoder.encode("tail"));
+      await writer.write(encoder.encode(`\r\n--${boundary}--\r\n`));
+      await writer.close();
+    })();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) got += r.value.byteLength;
+    await rest;
+    expect(got).toBe(first.length + 4);
+    agent.ok(sent, { temp, size: got });
+    const commit = await agent.next("control:call", 10_000);
+    expect(commit).toMatchObject({
+      op: "pod.files.commit",
+      params: { path: "/home/pod_user/app/s.bin", size: got },
+    });
+    agent.ok(commit, { path: "/home/pod_user/app/s.bin" });
+    expect((await reply).status).toBe(200);
+  });
+
   it("upload: a file before its path waits in the pod's staging directory, then moves in place", async () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);

@@ -30,8 +30,6 @@ export interface FormSpec<T> {
   onFile(part: FormPart & { filename: string }, fieldsSoFar: ReadonlyMap<string, string>): Promise<Result<T>>;
   /** undo `onFile`'s work when the form fails after it */
   discard(file: T): Promise<void>;
-  /** the answer for a body over the route's limit (found while reading, without a Content-Length) */
-  tooLarge(): Result<never>;
 }
 
 export async function readStreamedForm<T>(
@@ -71,16 +69,15 @@ export async function readStreamedForm<T>(
       }
     }
   } catch (error) {
-    return refuse(formFailure(error, spec.tooLarge));
+    return refuse(formFailure(error));
   }
   if (!file) return fail("bad_request", `${spec.file}: is required (a file part of the form)`);
   return ok({ file: file.value, fields });
 }
 
-/** The caller's stream failing: a malformed form is its fault (400), a body over the limit 413. */
-export function formFailure(error: unknown, tooLarge: () => Result<never>): Result<never> {
+/** The caller's stream failing: a malformed form (or one cut off) is a 400 saying so. */
+export function formFailure(error: unknown): Result<never> {
   if (error instanceof MultipartError) return fail("bad_request", error.message);
-  if (error instanceof Error && error.name === "BodyLimitError") return tooLarge();
   const message = error instanceof Error ? error.message : String(error);
   return fail("bad_request", `the request body broke off: ${message}`);
 }

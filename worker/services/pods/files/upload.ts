@@ -39,7 +39,6 @@ export async function uploadPodFile(
   const form = await readStreamedForm<Received & { filename: string }>(request, {
     file: "file",
     fields: ["path"],
-    tooLarge,
     async onFile(part, fieldsSoFar) {
       const filename = uploadNameOf(part.filename);
       if (!filename.ok) return filename;
@@ -52,7 +51,7 @@ export async function uploadPodFile(
       const received = await receiveInto(ctx, pod, dir, part.body, {
         maxBytes: FILE_UPLOAD_MAX_BYTES,
         tooLarge,
-        sourceFailure: (error) => formFailure(error, tooLarge),
+        sourceFailure: formFailure,
       });
       return received.ok ? ok({ ...received.value, filename: filename.value }) : received;
     },

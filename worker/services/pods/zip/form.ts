@@ -33,7 +33,6 @@ export function stageZipForm(
   return readStreamedForm<StagedZip>(request, {
     file: "zip",
     fields,
-    tooLarge,
     async onFile(part) {
       const put = await putStream(ctx.env.BLOBS, key, part.body, {
         maxBytes: ZIP_UPLOAD_MAX_BYTES,
