@@ -73,6 +73,25 @@ describe("GET /openapi.json", () => {
     expect(expected.filter((route) => !documented.has(route))).toEqual([]);
   });
 
+  it("gives every operation a unique camelCase operationId, a tag and an explicit security", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const ids: string[] = [];
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        // Client generators name their methods after it: verb + noun, e.g. listPodFiles.
+        expect(op.operationId, where).toMatch(/^[a-z][A-Za-z0-9]*$/);
+        expect(op.tags, where).toEqual([expect.any(String)]);
+        // `[]` for a public operation: no operation falls back to a document-wide default.
+        expect(op.security, where).toEqual(expect.any(Array));
+        ids.push(op.operationId);
+      }
+    }
+    expect(ids.length).toBeGreaterThan(60);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    expect(ids).toEqual(expect.arrayContaining(["createPod", "listPods", "startPod", "createPodFromZip"]));
+  });
+
   it("gives every operation a summary, and every error response an {error: string} schema", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     const resolve = (schema: any) =>

@@ -51,4 +51,10 @@ export const jsonResponse = <T extends z.ZodType>(schema: T, description: string
 /** Marks a route as needing a credential in the OpenAPI document. */
 export const authenticated: Record<string, string[]>[] = [{ bearer: [] }, { cookie: [] }];
 
+/**
+ * Marks a route that takes a credential when one is sent but also answers without one: in OpenAPI the
+ * empty requirement `{}` makes "no credential" one of the accepted choices. Public routes say `security: []`.
+ */
+export const optionallyAuthenticated: Record<string, string[]>[] = [{}, ...authenticated];
+
 export const StatusBody = <S extends string>(status: S) => z.object({ status: z.literal(status) });

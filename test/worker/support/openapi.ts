@@ -11,10 +11,20 @@ export interface Operation {
 
 const METHODS = new Set(["get", "post", "put", "patch", "delete"]);
 
+type SecurityRequirements = Record<string, string[]>[];
+
+/**
+ * OpenAPI's rule: an operation's `security` replaces the document's; `[]` means public, and an empty
+ * requirement `{}` among others makes the credential optional (POST /api/invitations/accept).
+ */
+const requiresCredential = (security: SecurityRequirements | undefined): boolean =>
+  security !== undefined && security.length > 0 && security.every((req) => Object.keys(req).length > 0);
+
 /** Every operation of the published OpenAPI document: the shared source for "every route gets the auth tests". */
 export async function documentedOperations(): Promise<Operation[]> {
   const doc = (await call("GET", "/openapi.json")).body as {
-    paths: Record<string, Record<string, { security?: unknown[] }>>;
+    security?: SecurityRequirements;
+    paths: Record<string, Record<string, { security?: SecurityRequirements }>>;
   };
   return Object.entries(doc.paths).flatMap(([path, item]) =>
     Object.entries(item)
@@ -23,7 +33,7 @@ export async function documentedOperations(): Promise<Operation[]> {
         method: method.toUpperCase(),
         path,
         concrete: path.replace(/\{[^}]+\}/g, "x0"),
-        secured: Array.isArray(op.security) && op.security.length > 0,
+        secured: requiresCredential(op.security ?? doc.security),
       })),
   );
 }

@@ -44,6 +44,7 @@ export const apiTokensRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listApiTokens",
       method: "get",
       path: "/",
       summary: "The caller's API tokens (values are never shown again)",
@@ -54,6 +55,7 @@ export const apiTokensRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "createApiToken",
       method: "post",
       path: "/",
       summary: "Create an `ipk_` token bound to the active team",
@@ -69,6 +71,7 @@ export const apiTokensRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "revokeApiToken",
       method: "delete",
       path: "/{id}",
       summary: "Revoke one of the caller's tokens; its next use is 401",

@@ -45,6 +45,8 @@ export { setSessionCookie };
 export const authRouter = createRouter()
   .openapi(
     createRoute({
+      operationId: "register",
+      security: [],
       method: "post",
       path: "/register",
       tags,
@@ -64,6 +66,8 @@ export const authRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "login",
+      security: [],
       method: "post",
       path: "/login",
       tags,
@@ -83,6 +87,7 @@ export const authRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "logout",
       method: "post",
       path: "/logout",
       tags,
@@ -106,6 +111,7 @@ export const authRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "getCurrentUser",
       method: "get",
       path: "/user",
       tags,
@@ -118,6 +124,8 @@ export const authRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "forgotPassword",
+      security: [],
       method: "post",
       path: "/forgot-password",
       tags,
@@ -133,6 +141,8 @@ export const authRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "resetPassword",
+      security: [],
       method: "post",
       path: "/reset-password",
       tags,
@@ -148,6 +158,8 @@ export const authRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "verifyEmail",
+      security: [],
       method: "post",
       path: "/verify-email",
       tags,
@@ -162,6 +174,7 @@ export const authRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "resendVerification",
       method: "post",
       path: "/resend-verification",
       tags,

@@ -70,6 +70,7 @@ export const catalogRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listPlans",
       method: "get",
       path: "/plans",
       summary: "Plans, smallest first (prices in cents)",
@@ -80,6 +81,7 @@ export const catalogRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listPresets",
       method: "get",
       path: "/presets",
       summary: "Pod presets",
@@ -90,6 +92,7 @@ export const catalogRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listRegions",
       method: "get",
       path: "/regions",
       summary: "Regions; `available` while the region has a connected host",
@@ -107,6 +110,7 @@ export const catalogRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listRuntimes",
       method: "get",
       path: "/runtimes",
       summary: "Runtimes and their versions per preset",

@@ -52,7 +52,9 @@ function resolveRef(doc: OpenAPIObject, schema: unknown): unknown {
 }
 
 function renderOperation(method: string, path: string, op: Json, resolve: (s: unknown) => unknown): string {
-  const secured = Array.isArray(op.security) && op.security.length > 0;
+  // `[]` is public; an empty requirement `{}` among the others makes the credential optional.
+  const security = op.security as Json[] | undefined;
+  const secured = !!security?.length && security.every((req) => Object.keys(req).length > 0);
   const params = ((op.parameters as Json[] | undefined) ?? [])
     .map((p) => `<li><code>${escapeHtml(String(p.name))}</code> (${escapeHtml(String(p.in))})</li>`)
     .join("");

@@ -3,7 +3,14 @@ import type { AppEnv } from "../../http/app-env";
 import { ApiError, unwrap } from "../../http/errors";
 import { optionalAuth } from "../../http/middleware";
 import { enforceRateLimit } from "../../http/rate-limit";
-import { createRouter, errors, jsonBody, jsonResponse, serviceContext } from "../../http/router";
+import {
+  createRouter,
+  errors,
+  jsonBody,
+  jsonResponse,
+  optionallyAuthenticated,
+  serviceContext,
+} from "../../http/router";
 import type { Caller } from "../../services/auth/caller";
 import {
   acceptInvitationSignedIn,
@@ -38,6 +45,8 @@ const AcceptResult = z.object({ status: z.enum(["joined", "already_member"]), te
 export const invitationsRouter = createRouter()
   .openapi(
     createRoute({
+      operationId: "getInvitation",
+      security: [],
       method: "get",
       path: "/{token}",
       tags,
@@ -49,6 +58,8 @@ export const invitationsRouter = createRouter()
   )
   .openapi(
     createRoute({
+      operationId: "acceptInvitation",
+      security: optionallyAuthenticated,
       method: "post",
       path: "/accept",
       tags,

@@ -95,6 +95,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listPodFiles",
       method: "get",
       path: "/{name}/files",
       summary: "List a directory of the pod",
@@ -119,6 +120,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "readPodFile",
       method: "get",
       path: "/{name}/files/content",
       summary: "Read a text file",
@@ -138,6 +140,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "writePodFile",
       method: "put",
       path: "/{name}/files/content",
       summary: "Write a text file (created or replaced atomically; parent directories are created)",
@@ -158,6 +161,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "uploadPodFile",
       method: "post",
       path: "/{name}/files/upload",
       summary: "Upload a file into a directory of the pod",
@@ -187,6 +191,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "downloadPodFile",
       method: "get",
       path: "/{name}/files/download",
       summary: "Download a file's raw bytes",
@@ -218,6 +223,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "deletePodPath",
       method: "delete",
       path: "/{name}/files",
       summary: "Delete a file or a directory (recursively)",
@@ -237,6 +243,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "renamePodPath",
       method: "post",
       path: "/{name}/files/rename",
       summary: "Rename or move a file or directory",
@@ -268,6 +275,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "copyPodPath",
       method: "post",
       path: "/{name}/files/copy",
       summary: "Copy a file or directory (recursively)",
@@ -302,6 +310,7 @@ export const podFilesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "createPodFolder",
       method: "post",
       path: "/{name}/folders",
       summary: "Create a directory and any missing parents",

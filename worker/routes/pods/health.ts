@@ -37,6 +37,7 @@ export const podHealthRouter = createRouter().openapi(
     security: authenticated,
     middleware: [requireAuth],
     tags: ["Pods"],
+    operationId: "fixPodDiagnosis",
     method: "post",
     path: "/{name}/diagnosis/fix",
     summary:

@@ -157,6 +157,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Command runner"],
+      operationId: "execPodCommand",
       method: "post",
       path: "/{name}/exec",
       summary: "Run a command in the pod as pod_user (no shell); 200 whatever the exit status",
@@ -178,6 +179,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Environment"],
+      operationId: "getPodEnv",
       method: "get",
       path: "/{name}/env",
       summary: "The app's environment variables, as the pod's .env loader reads them",
@@ -197,6 +199,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Environment"],
+      operationId: "setPodEnv",
       method: "put",
       path: "/{name}/env",
       summary: "Merge variables into the app's .env; restarts the app service of nodejs and python pods",
@@ -223,6 +226,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Environment"],
+      operationId: "unsetPodEnv",
       method: "delete",
       path: "/{name}/env",
       summary: "Remove variables from the app's .env (restarts the app service like PUT)",
@@ -242,6 +246,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Logs"],
+      operationId: "getPodLogs",
       method: "get",
       path: "/{name}/logs",
       summary: "The tail of a pod log, or its last lines matching a PCRE2 pattern",
@@ -263,6 +268,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Pods"],
+      operationId: "getPodPreset",
       method: "get",
       path: "/{name}/preset",
       summary: "The pod's preset: port, roots, runtime version and start command as the pod has them",
@@ -279,6 +285,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Pods"],
+      operationId: "getPodDiskUsage",
       method: "get",
       path: "/{name}/disk-usage",
       summary: "Disk used by the pod's home against the plan's disk",
@@ -295,6 +302,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Pods"],
+      operationId: "setPodNodeVersion",
       method: "put",
       path: "/{name}/node-version",
       summary: "Switch a Node.js pod to another Node major; restarts the app",
@@ -317,6 +325,7 @@ export const podInsideRouter = createRouter()
     createRoute({
       ...common,
       tags: ["Pods"],
+      operationId: "reloadPod",
       method: "post",
       path: "/{name}/reload",
       summary:

@@ -56,6 +56,7 @@ export const podMetricsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "getPodMetrics",
       method: "get",
       path: "/{name}/metrics",
       summary: "The pod's newest metrics sample, or null when none was recorded yet",
@@ -74,6 +75,7 @@ export const podMetricsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "getPodMetricsHistory",
       method: "get",
       path: "/{name}/metrics/history",
       summary: "The pod's metrics of the last hours, oldest first",

@@ -38,6 +38,7 @@ export const podSshRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "getPodSshAccess",
       method: "get",
       path: "/{name}/ssh",
       summary: "How to SSH, SCP or SFTP into the pod",
@@ -57,6 +58,7 @@ export const podSshRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listPodSshKeys",
       method: "get",
       path: "/{name}/ssh/keys",
       summary: "The lines of the pod's authorized_keys, as the pod has them now",
@@ -75,6 +77,7 @@ export const podSshRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "addPodSshKey",
       method: "post",
       path: "/{name}/ssh/keys",
       summary: "Add a key to the pod's authorized_keys; effective immediately",
@@ -104,6 +107,7 @@ export const podSshRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "removePodSshKey",
       method: "delete",
       path: "/{name}/ssh/keys",
       summary: "Remove a key from the pod's authorized_keys (matched by type and key data, not comment)",

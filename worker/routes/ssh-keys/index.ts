@@ -21,6 +21,7 @@ export const sshKeysRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listSshKeys",
       method: "get",
       path: "/",
       summary: "The caller's account SSH keys, newest first",
@@ -31,6 +32,7 @@ export const sshKeysRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "createSshKey",
       method: "post",
       path: "/",
       summary: "Add an account SSH key; with auto_inject it is installed into pods created afterwards",
@@ -46,6 +48,7 @@ export const sshKeysRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "updateSshKey",
       method: "put",
       path: "/{id}",
       summary:
@@ -65,6 +68,7 @@ export const sshKeysRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "deleteSshKey",
       method: "delete",
       path: "/{id}",
       summary: "Delete an account key (pods it was installed into keep it)",

@@ -33,6 +33,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listTeams",
       method: "get",
       path: "/",
       summary: "The caller's teams",
@@ -43,6 +44,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "createTeam",
       method: "post",
       path: "/",
       summary: "Create a team; the caller becomes its owner",
@@ -55,6 +57,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "switchTeam",
       method: "post",
       path: "/switch",
       summary: "Make a team the active one",
@@ -70,6 +73,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "getTeam",
       method: "get",
       path: "/{id}",
       summary: "One team (404 when the caller is not a member)",
@@ -82,6 +86,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "renameTeam",
       method: "put",
       path: "/{id}",
       summary: "Rename a team (owner only); the slug is derived again",
@@ -99,6 +104,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "deleteTeam",
       method: "delete",
       path: "/{id}",
       summary: "Delete a team (owner only; 409 while it owns pods; personal teams stay)",
@@ -113,6 +119,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listTeamMembers",
       method: "get",
       path: "/{id}/members",
       summary: "Members of a team",
@@ -132,6 +139,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listTeamMemberDetails",
       method: "get",
       path: "/{id}/members/details",
       summary: "Members of a team with name and email",
@@ -151,6 +159,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "addTeamMember",
       method: "post",
       path: "/{id}/members",
       summary: "Add an existing account to the team (owner only)",
@@ -168,6 +177,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "removeTeamMember",
       method: "delete",
       path: "/{id}/members/{uid}",
       summary: "Remove a member: the owner removes anyone but themselves, anyone removes themselves",
@@ -183,6 +193,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listTeamInvitations",
       method: "get",
       path: "/{id}/invitations",
       summary: "Pending invitations (owner only)",
@@ -198,6 +209,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "createTeamInvitation",
       method: "post",
       path: "/{id}/invitations",
       summary: "Invite someone by email (owner only; valid 7 days)",
@@ -216,6 +228,7 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "deleteTeamInvitation",
       method: "delete",
       path: "/{id}/invitations/{invId}",
       summary: "Withdraw an invitation (owner only)",
