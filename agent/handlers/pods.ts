@@ -146,8 +146,10 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       await startContainer(docker, n.container);
       const running = await waitRunning(docker, n.container, n.network, ctx.signal);
       // A from-zip archive replaces the default app once the pod runs, before its vhost exists, so
-      // "running" already serves the archive (a failed unpack fails the creation).
-      if (from.seed && fresh) {
+      // "running" already serves the archive (a failed unpack fails the creation). A retry unpacks
+      // again: an agent restarted mid-unpack must not leave the default app behind, and the same
+      // archive twice gives the same ~/app.
+      if (from.seed) {
         await deployArchive(
           { exec: streams, blobs: deps.blobs, prefix },
           spec.name,

@@ -176,8 +176,9 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
       name: cloneName,
       preset: "static",
       plan_slug: "grow",
-      status: "running",
+      status: "creating",
     });
+    await waitForStatus(alice, cloneName, "running");
     const page = await getThroughIngress(stack.ingressPort, `${cloneName}.pods.localhost`);
     expect(page.body).toContain("podhost");
     const marker = await getThroughIngress(stack.ingressPort, `${cloneName}.pods.localhost`, "/marker.txt");

@@ -88,6 +88,15 @@ describe("ZIP archives", () => {
     await waitForPodStatus(alice.api, res.body.name, "running");
     // The first start ran the image's default app; the reload after unpacking restarts on server.js.
     await pageShows(res.body.name, "node from a zip");
+    const events = await waitFor("the reload after unpacking", async () => {
+      const list = (await alice.api.get(`/api/pods/${res.body.name}/events`)).body.events as {
+        type: string;
+      }[];
+      return list.some((e) => e.type === "reloaded") ? list.map((e) => e.type) : undefined;
+    });
+    expect(events).toEqual(
+      expect.arrayContaining(["created", "progress", "started", "zip_uploaded", "reloaded"]),
+    );
     expect((await sh(res.body.name, "ls ~/app")).split("\n")).toEqual(
       expect.arrayContaining(["package.json", "server.js"]),
     );

@@ -92,10 +92,20 @@ describe("claimStagedBlob", () => {
     const incoming = incomingStagingKey();
     expect(incoming).toMatch(/^staging\/incoming\/[0-9a-f-]{36}$/);
     await env.BLOBS.put(incoming, "archive bytes");
-    const claimed = await claimStagedBlob(env, incoming, host.id);
-    expect(claimed).toMatch(new RegExp(`^staging/${host.id}/[0-9a-f-]{36}$`));
+    const claimed = newStagingKey(host.id);
+    await claimStagedBlob(env, incoming, claimed);
     expect(new TextDecoder().decode((await stored(claimed)) ?? undefined)).toBe("archive bytes");
     expect(await stored(incoming)).toBeNull();
+  });
+
+  it("can run again once the blob was handed over (a retried workflow step)", async () => {
+    const host = await insertHost();
+    const incoming = incomingStagingKey();
+    await env.BLOBS.put(incoming, "archive bytes");
+    const claimed = newStagingKey(host.id);
+    await claimStagedBlob(env, incoming, claimed);
+    await claimStagedBlob(env, incoming, claimed);
+    expect(new TextDecoder().decode((await stored(claimed)) ?? undefined)).toBe("archive bytes");
   });
 });
 

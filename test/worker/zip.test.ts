@@ -168,8 +168,16 @@ describe("POST /api/pods/from-zip", () => {
       }
       return podEventRecords(id);
     })();
-    expect(events.map((e) => e.type)).toEqual(["created", "started", "zip_uploaded", "reloaded"]);
-    expect(JSON.parse(events[2]?.metadata ?? "{}")).toEqual({ files: 2, bytes: 91, archive: "site.zip" });
+    expect(events.map((e) => e.type)).toEqual([
+      "created",
+      "progress",
+      "started",
+      "zip_uploaded",
+      "progress",
+      "reloaded",
+    ]);
+    expect(events[1]?.message).toMatch(/^unpacking site\.zip on server /);
+    expect(JSON.parse(events[3]?.metadata ?? "{}")).toEqual({ files: 2, bytes: 91, archive: "site.zip" });
     expect(await stagedKeys(host)).toEqual([]);
   });
 

@@ -9,7 +9,7 @@ import {
   PROTOCOL_VERSION,
 } from "../../shared/protocol";
 import { createDb } from "../db/client";
-import type { Bindings } from "../env";
+import type { Bindings, WorkflowBinding } from "../env";
 import { markHostOffline, markHostOnline, touchHost } from "../services/hosts/hosts";
 import { applyHealthReports } from "../services/pods/health/report";
 import { applyPodState, reconcileInventory } from "../services/pods/host-sync";
@@ -24,6 +24,22 @@ interface Attachment {
   hostId: string;
   connectedAt: number;
 }
+
+/**
+ * Where a dispatched command's outcome goes: an event of type `type` to the workflow instance
+ * `instanceId` of the binding `workflow` (see worker/workflows/host-step.ts).
+ */
+export interface Notify {
+  workflow: WorkflowBinding;
+  instanceId: string;
+  type: string;
+}
+
+/** What `dispatch` did: answered from the journal, sent (the outcome comes as an event), or not sent. */
+export type Dispatched =
+  | { state: "settled"; outcome: Result<unknown> }
+  | { state: "sent" }
+  | { state: "unavailable"; message: string };
 
 /** Ops whose result is a PodState that the DO writes to D1. */
 const POD_STATE_OPS = new Set<Op>([
@@ -51,6 +67,13 @@ const LAST_SEEN_EVERY_MS = 30_000;
  * - a result arriving after a wake-up (in-memory waiters gone) still lands in the journal.
  * A caller is never left hanging: every waiter has a timer, and the object stays resident while a
  * caller's RPC is in flight.
+ *
+ * Long operations (Workflows) do not wait on an RPC: they `dispatch` a command, which is journaled
+ * with its params and where to report, and the outcome is sent to the workflow instance as an event
+ * when the agent answers, however long that takes and whether or not this object slept meanwhile.
+ * Such a command is not failed by a disconnect: it is sent again, with the same id and key, when the
+ * agent says hello again, and the agent runs a key once (or, after its own restart, runs the
+ * idempotent handler again). A result lost with a connection is therefore recovered too.
  */
 export class HostAgent extends DurableObject<Bindings> {
   private readonly pending = new Map<string, Pending>();
@@ -69,6 +92,13 @@ export class HostAgent extends DurableObject<Bindings> {
       outcome TEXT,                   -- JSON Result once settled
       created_at INTEGER NOT NULL
     )`);
+    // Dispatched commands (journal v2): what to send again after a reconnect and whom to tell.
+    const columns = ctx.storage.sql.exec<{ name: string }>("PRAGMA table_info(journal)").toArray();
+    if (!columns.some((c) => c.name === "notify")) {
+      ctx.storage.sql.exec("ALTER TABLE journal ADD COLUMN params TEXT");
+      ctx.storage.sql.exec("ALTER TABLE journal ADD COLUMN timeout_ms INTEGER");
+      ctx.storage.sql.exec("ALTER TABLE journal ADD COLUMN notify TEXT");
+    }
   }
 
   /** The agent's WebSocket upgrade, already authenticated by the Worker (which names the host). */
@@ -87,6 +117,8 @@ export class HostAgent extends DurableObject<Bindings> {
     this.ctx.acceptWebSocket(server);
     server.serializeAttachment({ hostId, connectedAt: Date.now() } satisfies Attachment);
     await this.ctx.storage.put("hostId", hostId);
+    const hostName = request.headers.get("x-podhost-host-name");
+    if (hostName) await this.ctx.storage.put("hostName", hostName);
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -112,12 +144,12 @@ export class HostAgent extends DurableObject<Bindings> {
         "unavailable",
         "the command's earlier attempt was interrupted; its outcome is unknown",
       );
-      this.settle(previous.id, interrupted);
+      void this.settle(previous.id, interrupted);
       return interrupted;
     }
 
     const socket = this.socket();
-    if (!socket) return fail("unavailable", "the pod's host agent is not connected; try again shortly");
+    if (!socket) return fail("unavailable", await this.notConnected());
 
     const id = crypto.randomUUID();
     this.ctx.storage.sql.exec(
@@ -141,6 +173,61 @@ export class HostAgent extends DurableObject<Bindings> {
   }
 
   /**
+   * RPC from a workflow step: send `op` to the host and return at once; the outcome is sent to
+   * `notify` as an event. The same key again (a retried step, a later attempt) never starts a second
+   * run: a settled command answers from the journal, a pending one is sent again under its first id
+   * (the agent joins the run in progress or answers from its own record).
+   */
+  async dispatch(
+    op: Op,
+    params: unknown,
+    options: { timeoutMs: number; idempotencyKey: string; notify: Notify },
+  ): Promise<Dispatched> {
+    const previous = this.ctx.storage.sql
+      .exec<{ id: string; outcome: string | null }>(
+        "SELECT id, outcome FROM journal WHERE idempotency_key = ?",
+        options.idempotencyKey,
+      )
+      .toArray()[0];
+    if (previous?.outcome)
+      return { state: "settled", outcome: JSON.parse(previous.outcome) as Result<unknown> };
+    const socket = this.socket();
+    if (!socket) return { state: "unavailable", message: await this.notConnected() };
+    const id = previous?.id ?? crypto.randomUUID();
+    if (previous) {
+      this.ctx.storage.sql.exec(
+        "UPDATE journal SET notify = ?, params = ?, timeout_ms = ? WHERE id = ?",
+        JSON.stringify(options.notify),
+        JSON.stringify(params),
+        options.timeoutMs,
+        id,
+      );
+    } else {
+      this.ctx.storage.sql.exec(
+        `INSERT INTO journal (id, idempotency_key, op, state, created_at, params, timeout_ms, notify)
+         VALUES (?, ?, ?, 'sent', ?, ?, ?, ?)`,
+        id,
+        options.idempotencyKey,
+        op,
+        Date.now(),
+        JSON.stringify(params),
+        options.timeoutMs,
+        JSON.stringify(options.notify),
+      );
+    }
+    this.send(socket, {
+      type: "control:call",
+      id,
+      idempotencyKey: options.idempotencyKey,
+      op,
+      params,
+      timeoutMs: options.timeoutMs,
+    });
+    await this.scheduleCleanup();
+    return { state: "sent" };
+  }
+
+  /**
    * Reads change nothing on the host, so running one twice is harmless: no journal, no storage
    * writes on the hot path (a ping or a status read costs one WebSocket round trip).
    */
@@ -150,7 +237,7 @@ export class HostAgent extends DurableObject<Bindings> {
     options: { timeoutMs: number; idempotencyKey: string },
   ): Promise<Result<unknown>> {
     const socket = this.socket();
-    if (!socket) return fail("unavailable", "the pod's host agent is not connected; try again shortly");
+    if (!socket) return fail("unavailable", await this.notConnected());
     const id = crypto.randomUUID();
     this.unjournaled.set(id, op);
     const waiting = this.wait(id, options.timeoutMs);
@@ -202,6 +289,7 @@ export class HostAgent extends DurableObject<Bindings> {
         await markHostOnline(db, attachment.hostId, message.agentVersion);
         const orphans = await reconcileInventory(db, attachment.hostId, message.inventory);
         this.send(ws, { type: "control:welcome", hostId: attachment.hostId, orphans });
+        this.resendDispatched(ws);
         return;
       }
       case "agent:result": {
@@ -220,7 +308,7 @@ export class HostAgent extends DurableObject<Bindings> {
             state.data.state === "missing" ? "the pod's container is missing on its host" : undefined;
           await applyPodState(db, attachment.hostId, state.data, { settlesCreation, reason });
         }
-        this.settle(message.id, outcome);
+        await this.settle(message.id, outcome);
         return;
       }
       case "agent:pod-status":
@@ -280,6 +368,13 @@ export class HostAgent extends DurableObject<Bindings> {
     if (!stillConnected) await markHostOffline(createDb(this.env.DB), hostId);
   }
 
+  /** Why nothing can be sent, naming the server (as its operator and the pod's owner know it). */
+  private async notConnected(): Promise<string> {
+    const name =
+      (await this.ctx.storage.get<string>("hostName")) ?? (await this.ctx.storage.get<string>("hostId"));
+    return `server ${name ?? "of the pod"} is unavailable: its agent is not connected; try again shortly`;
+  }
+
   private journaledOp(id: string): Op | undefined {
     const unjournaled = this.unjournaled.get(id);
     if (unjournaled) return unjournaled;
@@ -299,7 +394,7 @@ export class HostAgent extends DurableObject<Bindings> {
       const existing = this.pending.get(id);
       const timer = setTimeout(
         () =>
-          this.settle(
+          void this.settle(
             id,
             fail("unavailable", `the host did not answer within ${Math.round(timeoutMs / 1000)} s`),
           ),
@@ -316,22 +411,60 @@ export class HostAgent extends DurableObject<Bindings> {
     });
   }
 
-  private settle(id: string, outcome: Result<unknown>) {
-    this.ctx.storage.sql.exec(
-      "UPDATE journal SET state = ?, outcome = ? WHERE id = ? AND state = 'sent'",
-      outcome.ok ? "done" : "failed",
-      JSON.stringify(outcome),
-      id,
-    );
+  /** Records the outcome once (later copies change nothing), then wakes the waiter or the workflow. */
+  private async settle(id: string, outcome: Result<unknown>) {
+    const settled = this.ctx.storage.sql
+      .exec<{ notify: string | null }>(
+        "UPDATE journal SET state = ?, outcome = ? WHERE id = ? AND state = 'sent' RETURNING notify",
+        outcome.ok ? "done" : "failed",
+        JSON.stringify(outcome),
+        id,
+      )
+      .toArray()[0];
     const waiter = this.pending.get(id);
-    if (!waiter) return;
-    clearTimeout(waiter.timer);
-    this.pending.delete(id);
-    waiter.resolve(outcome);
+    if (waiter) {
+      clearTimeout(waiter.timer);
+      this.pending.delete(id);
+      waiter.resolve(outcome);
+    }
+    if (settled?.notify) await this.notify(JSON.parse(settled.notify) as Notify, outcome);
+  }
+
+  private async notify(target: Notify, outcome: Result<unknown>) {
+    try {
+      const instance = await this.env[target.workflow].get(target.instanceId);
+      // JSON text: a Result's `unknown` value is not a type workflow events can declare.
+      await instance.sendEvent({ type: target.type, payload: JSON.stringify(outcome) });
+    } catch (error) {
+      // The instance is gone (terminated, or never made): nobody is waiting for this outcome.
+      console.warn(
+        JSON.stringify({ ...target, msg: "could not deliver a host outcome", error: String(error) }),
+      );
+    }
+  }
+
+  /** After a (re)connect: every dispatched command still without an outcome goes out again. */
+  private resendDispatched(ws: WebSocket) {
+    const rows = this.ctx.storage.sql
+      .exec<{ id: string; idempotency_key: string; op: Op; params: string; timeout_ms: number }>(
+        `SELECT id, idempotency_key, op, params, timeout_ms FROM journal
+         WHERE state = 'sent' AND notify IS NOT NULL ORDER BY created_at`,
+      )
+      .toArray();
+    for (const row of rows) {
+      this.send(ws, {
+        type: "control:call",
+        id: row.id,
+        idempotencyKey: row.idempotency_key,
+        op: row.op,
+        params: JSON.parse(row.params) as unknown,
+        timeoutMs: row.timeout_ms,
+      });
+    }
   }
 
   private failAllPending(message: string) {
-    for (const id of [...this.pending.keys()]) this.settle(id, fail("unavailable", message));
+    for (const id of [...this.pending.keys()]) void this.settle(id, fail("unavailable", message));
   }
 
   private async scheduleCleanup() {

@@ -18,6 +18,7 @@ export const agentConnectRouter = new Hono<HostEnv>()
     const host = c.get("host");
     const headers = new Headers(c.req.raw.headers);
     headers.set("x-podhost-host-id", host.id);
+    headers.set("x-podhost-host-name", host.name);
     return hostAgentStub(c.env, host.id).fetch(new Request(c.req.raw.url, { headers }));
   })
   .get("/ping", async (c) => {

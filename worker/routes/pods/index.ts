@@ -27,6 +27,7 @@ const common = { tags, security: authenticated, middleware: [requireAuth] };
 const powerRoute = (action: "start" | "stop" | "restart") =>
   createRoute({
     ...common,
+    operationId: `${action}Pod`,
     method: "post",
     path: `/{name}/${action}`,
     summary: `${action[0]?.toUpperCase()}${action.slice(1)} a pod; waits up to 30 s for its host to confirm`,
@@ -38,6 +39,7 @@ export const podsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "createPod",
       method: "post",
       path: "/",
       summary: "Create a pod (202, status `creating`; `running` once its host has started it)",
@@ -48,9 +50,12 @@ export const podsRouter = createRouter()
     async (c) => {
       const country = (c.req.raw as { cf?: { country?: string } }).cf?.country;
       const view = unwrap(
-        await createPod(serviceContext(c), c.get("caller"), c.req.valid("json"), { country }, (work) =>
-          c.executionCtx.waitUntil(work),
-        ),
+        await createPod({
+          ctx: serviceContext(c),
+          caller: c.get("caller"),
+          input: c.req.valid("json"),
+          country,
+        }),
       );
       return c.json(view, 202);
     },
@@ -58,6 +63,7 @@ export const podsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "listPods",
       method: "get",
       path: "/",
       summary: "The active team's pods, newest first",
@@ -73,6 +79,7 @@ export const podsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "getPod",
       method: "get",
       path: "/{name}",
       summary: "One pod, with its status as its host sees it now",
@@ -88,6 +95,7 @@ export const podsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "deletePod",
       method: "delete",
       path: "/{name}",
       summary: "Delete a pod: containers and volumes removed, the name reserved for 7 days",
@@ -120,6 +128,7 @@ export const podsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "resizePod",
       method: "post",
       path: "/{name}/resize",
       summary: "Move a pod to another plan; its limits change on the running container",
@@ -135,6 +144,7 @@ export const podsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "clonePod",
       method: "post",
       path: "/{name}/clone",
       summary: "Copy a pod (files and environment) into a new pod on the same server",
@@ -144,12 +154,17 @@ export const podsRouter = createRouter()
     async (c) => {
       const { name } = c.req.valid("param");
       const { new_name } = c.req.valid("json");
-      return c.json(unwrap(await clonePod(serviceContext(c), c.get("caller").teamId, name, new_name)), 201);
+      const input = { source: name, new_name };
+      return c.json(
+        unwrap(await clonePod({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+        201,
+      );
     },
   )
   .openapi(
     createRoute({
       ...common,
+      operationId: "listPodEvents",
       method: "get",
       path: "/{name}/events",
       summary: "The pod's activity log, newest first",

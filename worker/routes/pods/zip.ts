@@ -79,6 +79,7 @@ export const podZipRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      operationId: "createPodFromZip",
       method: "post",
       path: "/from-zip",
       summary:
@@ -100,17 +101,14 @@ export const podZipRouter = createRouter()
       }
       const country = (c.req.raw as { cf?: { country?: string } }).cf?.country;
       const input = { ...fields.data, zip: form.file };
-      const view = unwrap(
-        await createPodFromZip(ctx, c.get("caller"), input, { country }, (work) =>
-          c.executionCtx.waitUntil(work),
-        ),
-      );
+      const view = unwrap(await createPodFromZip({ ctx, caller: c.get("caller"), input, country }));
       return c.json(view, 202);
     },
   )
   .openapi(
     createRoute({
       ...common,
+      operationId: "uploadPodZip",
       method: "post",
       path: "/{name}/zip",
       summary:

@@ -31,16 +31,17 @@ export function hostOwnsStagingKey(hostId: string, key: string): boolean {
 }
 
 /**
- * Hand an incoming blob to `hostId`: copied (a native stream of known length, nothing held here)
- * under a key of that host's, the incoming key removed. R2 has no rename.
+ * Hand an incoming blob to a host, under `claimed` (a `newStagingKey` of that host's): copied (a
+ * native stream of known length, nothing held here), then the incoming key removed. R2 has no
+ * rename. Safe to run again: a blob already handed over is left as it is.
  */
-export async function claimStagedBlob(env: Bindings, key: string, hostId: string): Promise<string> {
-  const object = await env.BLOBS.get(key);
-  if (!object) throw new Error(`staged blob ${key} is gone`);
-  const claimed = newStagingKey(hostId);
-  await env.BLOBS.put(claimed, object.body);
+export async function claimStagedBlob(env: Bindings, key: string, claimed: string): Promise<void> {
+  if (!(await env.BLOBS.head(claimed))) {
+    const object = await env.BLOBS.get(key);
+    if (!object) throw new Error(`staged blob ${key} is gone`);
+    await env.BLOBS.put(claimed, object.body);
+  }
   await discardStagedBlob(env, key);
-  return claimed;
 }
 
 /** Best effort: a blob that stays is swept later. */

@@ -44,6 +44,11 @@ export async function callHost<O extends Op>(
       "the connection to the pod's host was interrupted; the command's outcome is unknown",
     );
   }
+  return typedOutcome(op, outcome);
+}
+
+/** A host's answer checked against the op's result schema (the agent is another program). */
+export function typedOutcome<O extends Op>(op: O, outcome: Result<unknown>): Result<OpResult<O>> {
   if (!outcome.ok) return outcome;
   const parsed = (ops[op].result as unknown as z.ZodType<OpResult<O>>).safeParse(outcome.value);
   return parsed.success

@@ -6,7 +6,7 @@ import { nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
 import { reserveCapacity } from "../hosts/hosts";
-import { resolvePlan } from "./create";
+import { resolvePlan } from "./admission";
 import { recordEventStatement } from "./events";
 import { findTeamPod } from "./lookup";
 import { hostFailure, hostOf, viewOf } from "./power";

@@ -1,5 +1,7 @@
 import { fail, ok, type Result } from "../../../../shared/errors";
+import type { OpResult } from "../../../../shared/protocol";
 import { RELOAD_STEP_TIMEOUT_S } from "../../../../shared/protocol/inside-ops";
+import type { Db } from "../../../db/client";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { recordEventStatement } from "../events";
@@ -14,8 +16,26 @@ export interface ReloadView {
 }
 
 /** up to three steps (install, build or venv, then pip) on the host, the restarts, and the trip */
-const RELOAD_TIMEOUT_MS = (RELOAD_STEP_TIMEOUT_S * 3 + 150) * 1000;
+export const RELOAD_TIMEOUT_MS = (RELOAD_STEP_TIMEOUT_S * 3 + 150) * 1000;
 const PRESETS = ["static", "php", "nodejs", "python"] as const;
+
+type ReloadDone = Extract<OpResult<"pod.reload">, { ok: true }>;
+
+/** The `reloaded` event of a reload that went through (the route's and from-zip's alike). */
+export async function recordReloaded(db: Db, podId: string, r: ReloadDone) {
+  const deps = r.depsInstalled ?? undefined;
+  await recordEventStatement(
+    db,
+    podId,
+    "reloaded",
+    deps ? `pod reloaded (dependencies installed with ${deps})` : "pod reloaded",
+    {
+      services: r.services,
+      ...(deps ? { deps_installed: deps } : {}),
+      ...(r.unsupported.length ? { unsupported_manifests: r.unsupported } : {}),
+    },
+  );
+}
 
 /**
  * Reinstall dependencies and restart the pod's services. A stopped pod is started first (contract);
@@ -52,18 +72,8 @@ export async function reloadPodApp(
       { deps_output: r.value.depsOutput },
     );
   }
+  await recordReloaded(ctx.db, pod.id, r.value);
   const deps = r.value.depsInstalled ?? undefined;
-  await recordEventStatement(
-    ctx.db,
-    pod.id,
-    "reloaded",
-    deps ? `pod reloaded (dependencies installed with ${deps})` : "pod reloaded",
-    {
-      services: r.value.services,
-      ...(deps ? { deps_installed: deps } : {}),
-      ...(r.value.unsupported.length ? { unsupported_manifests: r.value.unsupported } : {}),
-    },
-  );
   // The spec's `deps_installed` names npm or pip; a composer install shows in the event and the log.
   const reported = deps === "npm" || deps === "pip" ? deps : undefined;
   return ok({

@@ -1,13 +1,11 @@
 import type { PresetSlug } from "../../../../shared/catalog";
 import { fail, type Result } from "../../../../shared/errors";
 import type { Caller } from "../../auth/caller";
-import { claimStagedBlob, discardStagedBlob } from "../../blobs/staging";
+import { discardStagedBlob } from "../../blobs/staging";
 import type { ServiceContext } from "../../context";
-import { type Background, createPod } from "../create";
-import { recordEventStatement } from "../events";
-import { reloadPodApp } from "../inside/reload";
+import { createPod } from "../create";
 import type { PodView } from "../view";
-import { readZipUpload, runtimeMismatch, type ZipUpload } from "./archive";
+import { readZipUpload, runtimeMismatch } from "./archive";
 import type { StagedZip } from "./form";
 
 export interface FromZipInput {
@@ -19,9 +17,6 @@ export interface FromZipInput {
   region?: string;
   server_id?: string;
 }
-
-/** the host fetches, checks and unpacks up to 1 GiB before answering `pod.create` */
-const UNPACK_TIMEOUT_MS = 660_000;
 
 /** "My Site.zip" → "my-site-k3x9qa": the file's name when it makes one, always with a random tail. */
 export function nameFromFile(filename: string): string {
@@ -38,18 +33,22 @@ export function nameFromFile(filename: string): string {
 
 /**
  * `POST /api/pods/from-zip`: the archive is checked before anything is created, the pod is admitted
- * like any other (202, `creating`), and the background creation stages the archive for the host,
+ * like any other (202, `creating`), and the pod-create workflow hands the staged archive to the host,
  * which unpacks it into ~/app right after the first start and before the pod counts as running.
  * Then the blob goes, a `zip_uploaded` event is written, and a reload installs dependencies and
  * restarts the services (its own `reloaded` event, or an `error` event saying what failed).
  */
-export async function createPodFromZip(
-  ctx: ServiceContext,
-  caller: Caller,
-  input: FromZipInput,
-  client: { country?: string },
-  background: Background,
-): Promise<Result<PodView>> {
+export async function createPodFromZip({
+  ctx,
+  caller,
+  input,
+  country,
+}: {
+  ctx: ServiceContext;
+  caller: Caller;
+  input: FromZipInput;
+  country?: string;
+}): Promise<Result<PodView>> {
   const incoming = input.zip.key;
   const refuse = async (r: Result<never>) => {
     await discardStagedBlob(ctx.env, incoming);
@@ -61,52 +60,19 @@ export async function createPodFromZip(
   const mismatch = runtimeMismatch(preset, upload.value);
   if (mismatch)
     return refuse(fail("bad_request", `preset: ${mismatch}; leave preset out to have it detected`));
-  const name = input.name ?? nameFromFile(upload.value.filename);
-
-  let blobKey: string | undefined;
-  const created = await createPod(
+  const { files, bytes } = upload.value.manifest;
+  const created = await createPod({
     ctx,
     caller,
-    { name, preset, plan_slug: input.plan_slug, region: input.region, server_id: input.server_id },
-    client,
-    background,
-    {
-      extraTimeoutMs: UNPACK_TIMEOUT_MS,
-      async prepare(hostId) {
-        blobKey = await claimStagedBlob(ctx.env, incoming, hostId);
-        return { seed: { blobKey } };
-      },
-      async finish({ ok, podId }) {
-        await discardStagedBlob(ctx.env, blobKey ?? incoming); // never claimed: preparing failed
-        if (ok) await afterUnpack(ctx, caller.teamId, podId, name, upload.value);
-      },
+    input: {
+      name: input.name ?? nameFromFile(upload.value.filename),
+      preset,
+      plan_slug: input.plan_slug,
+      region: input.region,
+      server_id: input.server_id,
     },
-  );
+    country,
+    seed: { kind: "zip", incomingKey: incoming, filename: upload.value.filename, files, bytes },
+  });
   return created.ok ? created : refuse(created);
-}
-
-async function afterUnpack(
-  ctx: ServiceContext,
-  teamId: string,
-  podId: string,
-  name: string,
-  upload: ZipUpload,
-) {
-  const { files, bytes } = upload.manifest;
-  await recordEventStatement(
-    ctx.db,
-    podId,
-    "zip_uploaded",
-    `${upload.filename} unpacked into ~/app (${files} files)`,
-    { files, bytes, archive: upload.filename },
-  );
-  const reloaded = await reloadPodApp(ctx, teamId, name);
-  if (!reloaded.ok) {
-    await recordEventStatement(
-      ctx.db,
-      podId,
-      "error",
-      `reload after unpacking the archive failed: ${reloaded.message}`,
-    );
-  }
 }

@@ -1,0 +1,94 @@
+import type { WorkflowStep } from "cloudflare:workers";
+import { fail, type Result } from "../../shared/errors";
+import type { Op, OpParams, OpResult } from "../../shared/protocol";
+import type { Dispatched } from "../durable-objects/host-agent";
+import type { Bindings, WorkflowBinding } from "../env";
+import { hostAgentStub, typedOutcome } from "../services/hosts/host-client";
+
+export interface HostStep<O extends Op> {
+  /** the step's name in the workflow; unique within the instance, also its idempotency key */
+  name: string;
+  hostId: string;
+  op: O;
+  params: OpParams<O>;
+  /** how long the host may work on it (the agent's own timeout) */
+  timeoutMs: number;
+}
+
+export interface WorkflowRef {
+  workflow: WorkflowBinding;
+  instanceId: string;
+}
+
+/** how long a host that is away (agent gone, restarting) is waited for before the step fails */
+export const HOST_RETURN_WINDOW_MS = 5 * 60_000;
+/** beyond the host's own timeout: its answer travels, and a reconnect re-sends the command */
+const ANSWER_GRACE_MS = 30_000;
+/** a host that keeps taking the command and never answers is given up on after this many sends */
+const MAX_SENDS = 20;
+
+/**
+ * Runs one host command as workflow steps, without holding a request open while the host works:
+ * a step dispatches the command to the host's Durable Object (journaled under the step's key), and
+ * the workflow sleeps in `waitForEvent` until the object delivers the agent's answer.
+ *
+ * Every attempt uses the same idempotency key, so the host runs the command once however often it is
+ * sent: a step replayed after a Worker restart, an answer lost with a connection (the object re-sends
+ * pending commands when the agent says hello again, and the agent answers a key it knows from its
+ * record), or an agent restarted mid-command (the handler is idempotent: create adopts its own
+ * container). A host that is away is waited for, with backoff, for HOST_RETURN_WINDOW_MS.
+ *
+ * The outcome is the op's typed result, or a failure naming the host when it never answered.
+ */
+export async function runOnHost<O extends Op>(
+  step: WorkflowStep,
+  env: Bindings,
+  ref: WorkflowRef,
+  call: HostStep<O>,
+): Promise<Result<OpResult<O>>> {
+  const key = `${ref.instanceId}:${call.name}`;
+  const eventBase = eventType(call.name);
+  let awayMs = 0;
+  for (let attempt = 1; attempt <= MAX_SENDS; attempt++) {
+    const type = `${eventBase}-${attempt}`;
+    const dispatched = await step.do(
+      `${call.name} (send #${attempt})`,
+      { retries: { limit: 3, delay: "1 second", backoff: "exponential" } },
+      async (): Promise<Dispatched> =>
+        (await hostAgentStub(env, call.hostId).dispatch(call.op, call.params, {
+          timeoutMs: call.timeoutMs,
+          idempotencyKey: key,
+          notify: { ...ref, type },
+        })) as Dispatched,
+    );
+    if (dispatched.state === "settled") return typedOutcome(call.op, dispatched.outcome);
+    if (dispatched.state === "unavailable") {
+      if (awayMs >= HOST_RETURN_WINDOW_MS) {
+        return fail("unavailable", dispatched.message);
+      }
+      const pause = Math.min(2_000 * 2 ** Math.min(attempt - 1, 4), 30_000);
+      await step.sleep(`${call.name} (host away, wait #${attempt})`, pause);
+      awayMs += pause;
+      continue;
+    }
+    try {
+      const event = await step.waitForEvent<string>(`${call.name} (answer #${attempt})`, {
+        type,
+        timeout: call.timeoutMs + ANSWER_GRACE_MS,
+      });
+      return typedOutcome(call.op, JSON.parse(event.payload) as Result<unknown>);
+    } catch {
+      // No answer in time: send again (the host runs it once); a host that is gone answers
+      // `unavailable` to the next dispatch, and the return window starts counting.
+    }
+  }
+  return fail("unavailable", `host ${call.hostId} took ${call.op} ${MAX_SENDS} times and never answered`);
+}
+
+/** Event types are short and plain: the step's name reduced to letters, digits and dashes. */
+const eventType = (name: string) =>
+  `host-${name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "")
+    .slice(0, 60)}`;

@@ -1,0 +1,167 @@
+import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
+import { fail, type Result } from "../../shared/errors";
+import type { PodSpec } from "../../shared/protocol";
+import { createDb } from "../db/client";
+import type { Bindings } from "../env";
+import { claimStagedBlob, discardStagedBlob, newStagingKey } from "../services/blobs/staging";
+import { markCreateFailed } from "../services/pods/create-outcome";
+import { type PodEventType, recordEventStatement } from "../services/pods/events";
+import { RELOAD_TIMEOUT_MS, recordReloaded } from "../services/pods/inside/reload";
+import { runOnHost, type WorkflowRef } from "./host-step";
+
+/** What a new pod's files start from: the preset's defaults, an uploaded archive, or another pod. */
+export type PodSeed =
+  | {
+      kind: "zip";
+      /** the archive, staged under a key no host owns yet (incomingStagingKey) */
+      incomingKey: string;
+      filename: string;
+      files: number;
+      bytes: number;
+    }
+  | { kind: "clone"; source: string };
+
+export interface PodCreateParams {
+  podId: string;
+  hostId: string;
+  /** for the progress events' wording */
+  hostName: string;
+  spec: PodSpec;
+  seed?: PodSeed;
+}
+
+/** the host pulls, checks and starts the image's container and waits for its web server */
+const CREATE_TIMEOUT_MS = 120_000;
+/** a clone copies the source's home first */
+const CLONE_TIMEOUT_MS = 180_000;
+/** from-zip: the host also fetches, checks and unpacks up to 1 GiB */
+const UNPACK_TIMEOUT_MS = 660_000;
+
+/**
+ * A pod from admission to `running` (or `error`): POST /api/pods, from-zip and clone. Each step is
+ * idempotent and every host command carries its step's key (./host-step.ts), so a Worker restart or a
+ * reconnecting agent replays safely. The pod's status is written by the HostAgent object when the
+ * host answers `pod.create`/`pod.clone`; this records the events around it and always ends the pod:
+ * `running`, or `error` with the reason.
+ */
+export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreateParams> {
+  override async run(event: Readonly<WorkflowEvent<PodCreateParams>>, step: WorkflowStep) {
+    const p = event.payload;
+    const ref: WorkflowRef = { workflow: "POD_CREATE", instanceId: event.instanceId };
+    let outcome: Result<unknown>;
+    try {
+      outcome = await this.create(p, ref, step);
+    } catch (error) {
+      outcome = fail("internal", error instanceof Error ? error.message : String(error));
+    }
+    if (outcome.ok) return { status: "running" as const };
+    const reason = outcome.message;
+    await step.do("record the failure", async () => {
+      await markCreateFailed(createDb(this.env.DB), p.podId, reason);
+      if (p.seed?.kind === "zip") await discardStagedBlob(this.env, p.seed.incomingKey);
+      return true;
+    });
+    return { status: "error" as const, reason };
+  }
+
+  private async create(p: PodCreateParams, ref: WorkflowRef, step: WorkflowStep): Promise<Result<unknown>> {
+    const seed = p.seed;
+    if (seed?.kind === "clone") {
+      await this.progress(step, p, `copying pod ${seed.source} on server ${p.hostName}`);
+      const cloned = await runOnHost(step, this.env, ref, {
+        name: "clone on host",
+        hostId: p.hostId,
+        op: "pod.clone",
+        params: { source: seed.source, spec: p.spec },
+        timeoutMs: CLONE_TIMEOUT_MS,
+      });
+      if (!cloned.ok) return cloned;
+      await this.record(step, p, "started", "pod is running");
+      return cloned;
+    }
+    if (seed?.kind !== "zip") {
+      await this.progress(step, p, `starting the pod on server ${p.hostName}`);
+      const created = await runOnHost(step, this.env, ref, {
+        name: "create on host",
+        hostId: p.hostId,
+        op: "pod.create",
+        params: p.spec,
+        timeoutMs: CREATE_TIMEOUT_MS,
+      });
+      if (created.ok) await this.record(step, p, "started", "pod is running");
+      return created;
+    }
+
+    // from-zip: the archive moves to a key the host may read, the host unpacks it before the pod
+    // counts as running, then a reload installs dependencies and restarts the services.
+    const blobKey = await step.do("name the host's copy of the archive", async () => newStagingKey(p.hostId));
+    await step.do("stage the archive for the host", async () => {
+      await claimStagedBlob(this.env, seed.incomingKey, blobKey);
+      return true;
+    });
+    await this.progress(step, p, `unpacking ${seed.filename} on server ${p.hostName}`);
+    const created = await runOnHost(step, this.env, ref, {
+      name: "create on host",
+      hostId: p.hostId,
+      op: "pod.create",
+      params: { ...p.spec, seed: { blobKey } },
+      timeoutMs: CREATE_TIMEOUT_MS + UNPACK_TIMEOUT_MS,
+    });
+    await step.do("discard the archive", async () => {
+      await discardStagedBlob(this.env, blobKey);
+      return true;
+    });
+    if (!created.ok) return created;
+    await this.record(step, p, "started", "pod is running");
+    await this.record(step, p, "zip_uploaded", `${seed.filename} unpacked into ~/app (${seed.files} files)`, {
+      files: seed.files,
+      bytes: seed.bytes,
+      archive: seed.filename,
+    });
+
+    await this.progress(step, p, "installing dependencies and restarting services");
+    const reloaded = await runOnHost(step, this.env, ref, {
+      name: "reload",
+      hostId: p.hostId,
+      op: "pod.reload",
+      params: { name: p.spec.name, preset: p.spec.preset },
+      timeoutMs: RELOAD_TIMEOUT_MS,
+    });
+    // The pod runs either way: a failed install is the app's problem, told in an event, not the pod's.
+    const detail = !reloaded.ok
+      ? reloaded.message
+      : !reloaded.value.ok
+        ? `dependency install or build failed (exit status ${reloaded.value.exitCode ?? "unknown"}); see the build log`
+        : undefined;
+    await step.do("record the reload", async () => {
+      const db = createDb(this.env.DB);
+      if (reloaded.ok && reloaded.value.ok) await recordReloaded(db, p.podId, reloaded.value);
+      else
+        await recordEventStatement(
+          db,
+          p.podId,
+          "error",
+          `reload after unpacking the archive failed: ${detail}`,
+        );
+      return true;
+    });
+    return created;
+  }
+
+  private progress(step: WorkflowStep, p: PodCreateParams, message: string) {
+    return this.record(step, p, "progress", message);
+  }
+
+  private record(
+    step: WorkflowStep,
+    p: PodCreateParams,
+    type: PodEventType,
+    message: string,
+    metadata?: Record<string, unknown>,
+  ) {
+    return step.do(`event: ${type}: ${message}`, async () => {
+      await recordEventStatement(createDb(this.env.DB), p.podId, type, message, metadata);
+      return true;
+    });
+  }
+}
