@@ -35,6 +35,8 @@ const Env = z.object({
   PODHOST_SSH_IDLE_TIMEOUT_S: z.coerce.number().int().positive().default(1800),
   /** how often running pods are sampled (metrics) and their apps checked (health diagnosis) */
   PODHOST_METRICS_INTERVAL_S: z.coerce.number().int().min(1).max(3600).default(60),
+  /** how often a failed (or dead) ingress is tried again */
+  PODHOST_INGRESS_CHECK_S: z.coerce.number().int().min(1).max(3600).default(10),
   /** names every container, volume and network; tests use a unique one so they never touch others */
   PODHOST_NAME_PREFIX: z
     .string()
@@ -55,6 +57,7 @@ export interface AgentConfig {
   /** null: SSH sessions always through the engine's exec */
   runcRoot: string | null;
   metricsIntervalMs: number;
+  ingressCheckMs: number;
 }
 
 /** Parse the environment; throws a readable error naming every bad variable. */
@@ -82,6 +85,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sshIdleTimeoutMs: e.PODHOST_SSH_IDLE_TIMEOUT_S * 1000,
     runcRoot: e.PODHOST_RUNC_ROOT || null,
     metricsIntervalMs: e.PODHOST_METRICS_INTERVAL_S * 1000,
+    ingressCheckMs: e.PODHOST_INGRESS_CHECK_S * 1000,
   };
 }
 

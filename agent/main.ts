@@ -11,6 +11,7 @@ import { watchDockerEvents } from "./handlers/events";
 import { KeyedLock } from "./handlers/keyed-lock";
 import { createHandlers } from "./handlers/pods";
 import { HealthMonitor } from "./health/monitor";
+import { IngressKeeper } from "./ingress/keeper";
 import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
@@ -67,6 +68,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
         protocol: PROTOCOL_VERSION,
         agentVersion: AGENT_VERSION,
         inventory: inventory.pods,
+        problem: keeper.problem,
       });
       // A new connection may face a control plane that remembers anything: say it all again.
       health.resync();
@@ -89,6 +91,14 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     },
   });
 
+  const keeper = new IngressKeeper(ingress, {
+    intervalMs: config.ingressCheckMs,
+    log,
+    onChange: (problem) => {
+      if (socket.connected) socket.send({ type: "agent:host-health", problem });
+    },
+  });
+
   const stopWatching = new AbortController();
   void watchDockerEvents(
     deps,
@@ -101,9 +111,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     stopWatching.signal,
   );
 
-  await ingress
-    .start()
-    .catch((error: unknown) => log.error("ingress failed to start", { error: String(error) }));
+  // Before the first hello, so it says whether this host can serve; then kept up (and retried).
+  await keeper.start();
   socket.start();
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
   const watch = startPodWatch({
@@ -126,6 +135,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       log.info("agent stopping");
       await dispatcher.drain(SHUTDOWN_DRAIN_MS);
       stopWatching.abort();
+      keeper.stop();
       await watch.stop();
       await ssh?.stop();
       await socket.stop();

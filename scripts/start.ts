@@ -42,6 +42,28 @@ async function waitForHealth(url: string, timeoutMs: number) {
   throw new Error(`the Worker did not answer on ${url} within ${timeoutMs / 1000} s`);
 }
 
+/**
+ * "Ready" means a pod can be created now: the agent has connected and its host takes pods (its
+ * ingress is up). Until then the host's reason is shown, e.g. another server holding the port.
+ */
+async function waitForPlaceable(url: string, token: string) {
+  let lastReason = "";
+  for (;;) {
+    let reason = "the agent has not connected yet";
+    try {
+      const res = await fetch(`${url}/agent/ping`, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { placeable?: boolean; reason?: string; error?: string };
+      if (res.ok && body.placeable) return;
+      reason = body.reason ?? body.error ?? reason;
+    } catch {
+      // the Worker is restarting
+    }
+    if (reason !== lastReason) console.log(`  waiting for the host: ${reason}`);
+    lastReason = reason;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 step("Host prerequisites: Docker engine, nginx, pod images");
 runScript("scripts/host/ensure-docker.sh");
 runScript("scripts/host/ensure-nginx.sh");
@@ -102,6 +124,8 @@ const agent = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "agent
 });
 children.push(agent);
 agent.on("exit", (code) => stopAll(code ?? 1));
+
+await waitForPlaceable(API_URL, host.token);
 
 console.log(`
 Ready. The API is at http://localhost:${API_PORT} (reference: http://localhost:${API_PORT}/docs).

@@ -1,5 +1,6 @@
+import { type Readable, Transform } from "node:stream";
 import type { ContainerInspectInfo } from "dockerode";
-import type { PodSpec, PodState } from "../../shared/protocol";
+import type { HomeSeed, PodSpec, PodState } from "../../shared/protocol";
 import type { ZipSeed } from "../../shared/protocol/zip-ops";
 import { isConflict, isNotFound } from "../docker/client";
 import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
@@ -85,6 +86,11 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     }
   };
 
+  const blobStore = () => {
+    if (!deps.blobs) throw new AgentError("unavailable", "this agent has no connection to stage blobs");
+    return deps.blobs;
+  };
+
   const ensureImage = async (image: string) => {
     try {
       await docker.getImage(image).inspect();
@@ -109,9 +115,10 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
   const createPod = async (
     spec: PodSpec,
     ctx: HandlerContext,
-    from: { clone?: string; seed?: ZipSeed } = {},
+    from: { clone?: string; seed?: ZipSeed; home?: HomeSeed } = {},
   ): Promise<PodState> => {
     const cloneFrom = from.clone;
+    const copied = Boolean(cloneFrom || from.home);
     const image = config.images[spec.preset];
     await ensureImage(image);
     const n = names(spec.name);
@@ -125,7 +132,17 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       const fresh = !info || info.State.Status === "created";
       // A clone's home is filled before the pod container exists, so the engine does not seed the
       // volume from the image: the copy is exact (files deleted in the source stay deleted).
-      if (cloneFrom && fresh) await copyHome(cloneFrom, spec, image);
+      if (fresh && cloneFrom) {
+        const source = cloneFrom;
+        await fillHome(spec, image, () =>
+          docker.getContainer(names(source).container).getArchive({ path: HOME }),
+        );
+      }
+      // A clone from another host: the source's home, staged by its `pod.clone.export`.
+      const home = from.home;
+      if (fresh && home) {
+        await fillHome(spec, image, async () => (await blobStore().fetch(home.blobKey, ctx.signal)).body);
+      }
       if (!info) {
         try {
           await docker.createContainer(containerCreateOptions(prefix, spec, image));
@@ -139,7 +156,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       // Files go in only before the first start: a running pod adopted by a retry already has them,
       // and its user may have changed them since.
       if (fresh) {
-        const entries = podFileEntries(spec, { onlyNonEmpty: Boolean(cloneFrom) });
+        const entries = podFileEntries(spec, { onlyNonEmpty: copied });
         if (entries.length > 0)
           await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
       }
@@ -166,15 +183,17 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     }
   };
 
-  /** Stream the source's /home/pod_user into the new pod's volume through a never-started helper. */
-  const copyHome = async (source: string, spec: PodSpec, image: string) => {
+  /**
+   * Stream a home archive (a tar of /home/pod_user: another pod's here, or one staged from another
+   * host) into the new pod's volume through a never-started helper.
+   */
+  const fillHome = async (spec: PodSpec, image: string, source: () => Promise<NodeJS.ReadableStream>) => {
     const helper = cloneHelperOptions(prefix, spec, image);
     const helperName = helper.name ?? "";
     await removeContainer(docker, helperName); // a leftover of an interrupted clone
     const container = await docker.createContainer(helper);
     try {
-      const home = await docker.getContainer(names(source).container).getArchive({ path: HOME });
-      await container.putArchive(home, { path: "/home" });
+      await container.putArchive(await source(), { path: "/home" });
     } finally {
       await removeContainer(docker, helperName);
     }
@@ -230,7 +249,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     "pod.create": guard("pod.create", async (spec, ctx) => {
       validateSpec(spec);
       return locks.run(spec.name, async () => {
-        const state = await createPod(spec, ctx, { seed: spec.seed });
+        const state = await createPod(spec, ctx, { seed: spec.seed, home: spec.home });
         await deps.ssh?.open(spec.name, spec.sshPort);
         return state;
       });
@@ -251,6 +270,24 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await deps.ssh?.open(spec.name, spec.sshPort);
         return state;
       });
+    }),
+
+    "pod.clone.export": guard("pod.clone.export", async ({ name, blobKey }, ctx) => {
+      await mustExist(name);
+      // Docker reads the volume whether the pod runs or not; the tar streams as it is read.
+      const archive = (await docker
+        .getContainer(names(name).container)
+        .getArchive({ path: HOME })) as Readable;
+      let bytes = 0;
+      const counted = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          bytes += chunk.length;
+          done(null, chunk);
+        },
+      });
+      archive.once("error", (error) => counted.destroy(error));
+      await blobStore().upload(blobKey, archive.pipe(counted), undefined, ctx.signal);
+      return { bytes };
     }),
 
     "pod.start": guard("pod.start", ({ name }, ctx) => locks.run(name, () => startPod(name, ctx))),

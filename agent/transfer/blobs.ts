@@ -12,8 +12,8 @@ import { AgentError } from "../errors";
 export interface BlobStore {
   /** the bytes as a stream, with their Content-Length */
   fetch(key: string, signal?: AbortSignal): Promise<{ body: Readable; size: number }>;
-  /** stream exactly `size` bytes of `body` to the key */
-  upload(key: string, body: Readable, size: number, signal?: AbortSignal): Promise<void>;
+  /** stream exactly `size` bytes of `body` to the key; a size not known up front goes chunked */
+  upload(key: string, body: Readable, size: number | undefined, signal?: AbortSignal): Promise<void>;
 }
 
 export function createBlobStore(apiUrl: string, agentToken: string): BlobStore {
@@ -69,7 +69,7 @@ export function httpByteStore(o: {
         headers: {
           authorization,
           "content-type": "application/octet-stream",
-          "content-length": String(size),
+          ...(size === undefined ? {} : { "content-length": String(size) }),
         },
         signal,
       });

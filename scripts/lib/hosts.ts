@@ -56,3 +56,12 @@ export async function registerHost(
   );
   return { hostId: id, token, created: true };
 }
+
+/** Sets or lifts a host's drain (by name or id); fails when no host matches. */
+export async function drainHost(nameOrId: string, drained: boolean, target: D1Target = {}): Promise<void> {
+  const rows = await d1Execute<{ id: string }>(
+    `UPDATE hosts SET drained = ${drained ? 1 : 0} WHERE name = ${sqlText(nameOrId)} OR id = ${sqlText(nameOrId)} RETURNING id`,
+    target,
+  );
+  if (rows.length === 0) throw new Error(`no host named ${nameOrId}`);
+}

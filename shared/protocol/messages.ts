@@ -9,9 +9,10 @@ import { OpName, PodName, PodState } from "./ops";
  */
 /**
  * Raised when an op is removed or changes incompatibly, so an agent of another version is refused
- * at its hello rather than failing op by op. 2: file writes became receive/commit/discard.
+ * at its hello rather than failing op by op. 2: file writes became receive/commit/discard. 3: the
+ * agent reports whether it can serve (hello's `problem`, `agent:host-health`).
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 export const WireError = z.object({ code: ErrorCode, message: z.string() });
 export type WireError = z.infer<typeof WireError>;
@@ -43,12 +44,20 @@ export type ControlMessage = z.infer<typeof ControlMessage>;
 
 // agent → control plane
 
+/** Why the host cannot serve pods (its ingress is down …), or null when it can. */
+export const HostProblem = z.string().max(500).nullable();
+
 export const AgentHello = z.object({
   type: z.literal("agent:hello"),
   protocol: z.number().int(),
   agentVersion: z.string(),
   inventory: z.array(PodState),
+  /** a host with a problem is kept out of placement until it reports null */
+  problem: HostProblem.default(null),
 });
+
+/** The host's ability to serve changed (the ingress failed, or came back). */
+export const AgentHostHealth = z.object({ type: z.literal("agent:host-health"), problem: HostProblem });
 
 export const AgentResult = z.discriminatedUnion("ok", [
   z.object({ type: z.literal("agent:result"), id: z.string(), ok: z.literal(true), data: z.unknown() }),
@@ -104,6 +113,7 @@ export const AgentMessage = z.union([
   AgentPing,
   AgentMetrics,
   AgentHealth,
+  AgentHostHealth,
 ]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentResultMessage = z.infer<typeof AgentResult>;

@@ -41,6 +41,10 @@ export const PodSpec = z.object({
 });
 export type PodSpec = z.infer<typeof PodSpec>;
 
+/** A staged tar of another pod's home (a clone across hosts); fills the volume before the first start. */
+export const HomeSeed = z.object({ blobKey: z.string().min(1).max(200) });
+export type HomeSeed = z.infer<typeof HomeSeed>;
+
 export const ContainerState = z.enum(["running", "stopped", "missing"]);
 export type ContainerState = z.infer<typeof ContainerState>;
 
@@ -60,7 +64,10 @@ export const ops = {
    * create (or adopt the existing, same-named) container, volume and network, start it, render the
    * vhost; with `seed`, the staged archive becomes ~/app before the first start (./zip-ops.ts)
    */
-  "pod.create": { params: PodSpec.extend({ seed: ZipSeed.optional() }), result: PodState },
+  "pod.create": {
+    params: PodSpec.extend({ seed: ZipSeed.optional(), home: HomeSeed.optional() }),
+    result: PodState,
+  },
   "pod.start": { params: NameOnly, result: PodState },
   "pod.stop": { params: NameOnly, result: PodState },
   "pod.restart": { params: NameOnly, result: PodState },
@@ -68,8 +75,16 @@ export const ops = {
   /** containers, volumes, network and vhost removed; an absent pod is already deleted */
   "pod.delete": { params: NameOnly, result: z.object({ deleted: z.literal(true) }) },
   "pod.resize": { params: z.object({ name: PodName, limits: PodLimits }), result: PodState },
-  /** a new pod from `spec` whose home volume starts as a copy of `source`'s */
+  /** a new pod from `spec` whose home volume starts as a copy of `source`'s (both on this host) */
   "pod.clone": { params: z.object({ source: PodName, spec: PodSpec }), result: PodState },
+  /**
+   * the source side of a clone onto another host: the pod's home as a tar, streamed to the staged
+   * blob `blobKey` (the destination's `pod.create` takes it as `home`); running or stopped pod
+   */
+  "pod.clone.export": {
+    params: z.object({ name: PodName, blobKey: z.string().min(1).max(200) }),
+    result: z.object({ bytes: z.number().int().min(0) }),
+  },
   /** the pod's `~/.ssh/authorized_keys`, one key per entry (the file is the truth: users edit it too) */
   "pod.keys.list": { params: NameOnly, result: z.object({ keys: z.array(z.string()) }) },
   "pod.keys.add": {

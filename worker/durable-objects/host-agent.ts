@@ -10,7 +10,7 @@ import {
 } from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings, WorkflowBinding } from "../env";
-import { markHostOffline, markHostOnline, touchHost } from "../services/hosts/hosts";
+import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../services/hosts/hosts";
 import { applyHealthReports } from "../services/pods/health/report";
 import { applyPodState, reconcileInventory } from "../services/pods/host-sync";
 import { recordMetrics } from "../services/pods/metrics/record";
@@ -286,7 +286,7 @@ export class HostAgent extends DurableObject<Bindings> {
           );
           return;
         }
-        await markHostOnline(db, attachment.hostId, message.agentVersion);
+        await markHostOnline(db, attachment.hostId, message.agentVersion, message.problem);
         const orphans = await reconcileInventory(db, attachment.hostId, message.inventory);
         this.send(ws, { type: "control:welcome", hostId: attachment.hostId, orphans });
         this.resendDispatched(ws);
@@ -322,6 +322,9 @@ export class HostAgent extends DurableObject<Bindings> {
         return;
       case "agent:health":
         await applyHealthReports(db, attachment.hostId, message.pods);
+        return;
+      case "agent:host-health":
+        await setHostProblem(db, attachment.hostId, message.problem);
         return;
       case "agent:ping":
         this.send(ws, { type: "control:pong", at: message.at });

@@ -19,7 +19,7 @@ export type PodSeed =
       files: number;
       bytes: number;
     }
-  | { kind: "clone"; source: string };
+  | { kind: "clone"; source: string; sourceHostId: string };
 
 export interface PodCreateParams {
   podId: string;
@@ -66,6 +66,7 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
 
   private async create(p: PodCreateParams, ref: WorkflowRef, step: WorkflowStep): Promise<Result<unknown>> {
     const seed = p.seed;
+    if (seed?.kind === "clone" && seed.sourceHostId !== p.hostId) return this.cloneAcross(p, seed, ref, step);
     if (seed?.kind === "clone") {
       await this.progress(step, p, `copying pod ${seed.source} on server ${p.hostName}`);
       const cloned = await runOnHost(step, this.env, ref, {
@@ -145,6 +146,52 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
         );
       return true;
     });
+    return created;
+  }
+
+  /**
+   * A clone onto another host (the source's has no room, or takes no pods): the source host streams
+   * the pod's home as a tar into R2, the copy is handed to the new host, which fills the new pod's
+   * volume from it before the first start. The bytes never rest in a Worker.
+   */
+  private async cloneAcross(
+    p: PodCreateParams,
+    seed: Extract<PodSeed, { kind: "clone" }>,
+    ref: WorkflowRef,
+    step: WorkflowStep,
+  ): Promise<Result<unknown>> {
+    const keys = await step.do("name the copies of the home", async () => ({
+      exported: newStagingKey(seed.sourceHostId),
+      imported: newStagingKey(p.hostId),
+    }));
+    await this.progress(step, p, `copying pod ${seed.source} to server ${p.hostName}`);
+    const exported = await runOnHost(step, this.env, ref, {
+      name: "export the source's home",
+      hostId: seed.sourceHostId,
+      op: "pod.clone.export",
+      params: { name: seed.source, blobKey: keys.exported },
+      timeoutMs: CLONE_TIMEOUT_MS,
+    });
+    let created: Result<unknown> = exported;
+    if (exported.ok) {
+      await step.do("hand the home to the new host", async () => {
+        await claimStagedBlob(this.env, keys.exported, keys.imported);
+        return true;
+      });
+      created = await runOnHost(step, this.env, ref, {
+        name: "create on host",
+        hostId: p.hostId,
+        op: "pod.create",
+        params: { ...p.spec, home: { blobKey: keys.imported } },
+        timeoutMs: CLONE_TIMEOUT_MS,
+      });
+    }
+    await step.do("discard the copies of the home", async () => {
+      await discardStagedBlob(this.env, keys.exported);
+      await discardStagedBlob(this.env, keys.imported);
+      return true;
+    });
+    if (created.ok) await this.record(step, p, "started", "pod is running");
     return created;
   }
 

@@ -33,18 +33,42 @@ export interface AgentProcess {
   stop(): Promise<void>;
 }
 
+/** One container host of a stack: its own agent process, name prefix, SSH ports, ingress and state. */
+export interface TestHost {
+  hostId: string;
+  name: string;
+  prefix: string;
+  ingressPort: number;
+  stateDir: string;
+  agentEnv: Record<string, string>;
+  agent: AgentProcess;
+  startAgent(): Promise<AgentProcess>;
+}
+
 export interface Stack {
   worker: LocalWorker;
   /** stop the Worker and start a new one on the same port and database (a deploy, a crash) */
   restartWorker(): Promise<void>;
   api: string;
+  /** the first host's (most tests run on one host) */
   hostId: string;
   prefix: string;
   ingressPort: number;
   agentEnv: Record<string, string>;
   agent: AgentProcess;
   startAgent(): Promise<AgentProcess>;
+  /** every host of the stack, the first one included */
+  hosts: TestHost[];
+  /** another host in the same region, as a second machine would join (`npm run host:add` + agent) */
+  addHost(options?: HostOptions): Promise<TestHost>;
   stop(): Promise<void>;
+}
+
+export interface HostOptions {
+  /** extra agent environment */
+  env?: Record<string, string>;
+  /** the ingress port (default: a free one) */
+  ingressPort?: number;
 }
 
 export function spawnAgent(env: Record<string, string>): AgentProcess {
@@ -90,21 +114,7 @@ export interface StackOptions {
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
   const prefix = `e2e${label}${Date.now().toString(36).slice(-4)}`;
   const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-e2e-"));
-  const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
   await applyMigrations(persistDir);
-  const host = await registerHost(
-    {
-      name: `${prefix}-host`,
-      region: "eu-central",
-      sshHost: "127.0.0.1",
-      sshPortMin: 22000,
-      sshPortMax: 22999,
-      cpu: 64,
-      memoryMb: 65536,
-      diskGb: 1000,
-    },
-    { persistTo: persistDir },
-  );
   const workerOptions = {
     persistDir,
     vars: { POD_DOMAIN: "pods.localhost" },
@@ -113,40 +123,83 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   };
   const worker = await startLocalWorker(workerOptions);
   const api = options.direct ? worker.directUrl : worker.url;
-  const ingressPort = await freePort();
-  const agentEnv = {
-    PODHOST_API_URL: api,
-    PODHOST_AGENT_TOKEN: host.token,
-    PODHOST_STATE_DIR: stateDir,
-    PODHOST_NAME_PREFIX: prefix,
-    PODHOST_INGRESS_LISTEN: `127.0.0.1:${ingressPort}`,
-    PODHOST_SSH_LISTEN_HOST: "127.0.0.1",
+  const hosts: TestHost[] = [];
+
+  const addHost = async (opts: HostOptions = {}): Promise<TestHost> => {
+    const n = hosts.length;
+    // Each host its own prefix, SSH port block and state, as separate machines would have.
+    const hostPrefix = n === 0 ? prefix : `${prefix}h${n + 1}`;
+    const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
+    const sshBase = 22000 + n * 1000;
+    const registered = await registerHost(
+      {
+        name: `${hostPrefix}-host`,
+        region: "eu-central",
+        sshHost: "127.0.0.1",
+        sshPortMin: sshBase,
+        sshPortMax: sshBase + 999,
+        cpu: 64,
+        memoryMb: 65536,
+        diskGb: 1000,
+      },
+      { persistTo: persistDir },
+    );
+    const ingressPort = opts.ingressPort ?? (await freePort());
+    const agentEnv = {
+      PODHOST_API_URL: api,
+      PODHOST_AGENT_TOKEN: registered.token,
+      PODHOST_STATE_DIR: stateDir,
+      PODHOST_NAME_PREFIX: hostPrefix,
+      PODHOST_INGRESS_LISTEN: `127.0.0.1:${ingressPort}`,
+      PODHOST_SSH_LISTEN_HOST: "127.0.0.1",
+      ...opts.env,
+    };
+    const host: TestHost = {
+      hostId: registered.hostId,
+      name: `${hostPrefix}-host`,
+      prefix: hostPrefix,
+      ingressPort,
+      stateDir,
+      agentEnv,
+      agent: spawnAgent(agentEnv),
+      async startAgent() {
+        host.agent = spawnAgent(agentEnv);
+        return host.agent;
+      },
+    };
+    hosts.push(host);
+    return host;
   };
+
+  const first = await addHost();
   const stack: Stack = {
     worker,
     api,
-    hostId: host.hostId,
+    hosts,
+    addHost,
+    hostId: first.hostId,
     prefix,
-    ingressPort,
-    agentEnv,
-    agent: spawnAgent(agentEnv),
+    ingressPort: first.ingressPort,
+    agentEnv: first.agentEnv,
+    get agent() {
+      return first.agent;
+    },
+    startAgent: () => first.startAgent(),
     async restartWorker() {
       if (options.direct) throw new Error("restartWorker needs the proxy's stable address (direct: false)");
       const port = Number(new URL(stack.worker.url).port);
       await stack.worker.stop();
       stack.worker = await startLocalWorker({ ...workerOptions, port });
     },
-    async startAgent() {
-      stack.agent = spawnAgent(agentEnv);
-      return stack.agent;
-    },
     async stop() {
-      await stack.agent.stop().catch(() => undefined);
+      for (const host of hosts) await host.agent.stop().catch(() => undefined);
       await stack.worker.stop();
-      await removeByPrefix(prefix);
-      await stopIngress(stateDir);
+      for (const host of hosts) {
+        await removeByPrefix(host.prefix);
+        await stopIngress(host.stateDir);
+        await rm(host.stateDir, { recursive: true, force: true });
+      }
       await rm(persistDir, { recursive: true, force: true });
-      await rm(stateDir, { recursive: true, force: true });
     },
   };
   return stack;

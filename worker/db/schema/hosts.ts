@@ -22,6 +22,13 @@ export const hosts = sqliteTable("hosts", {
   status: text("status", { enum: ["online", "offline"] })
     .notNull()
     .default("offline"),
+  /**
+   * Why the host cannot serve pods right now, as its agent reports it (its ingress did not start);
+   * null when it can. A host with a problem takes no new pods until its agent says it recovered.
+   */
+  problem: text("problem"),
+  /** set by an operator (`npm run host:drain`): no new pods are placed here; its pods keep running */
+  drained: integer("drained", { mode: "boolean" }).notNull().default(false),
   agentTokenHash: text("agent_token_hash").notNull().unique(),
   agentVersion: text("agent_version"),
   lastSeenAt: text("last_seen_at"),

@@ -10,7 +10,7 @@ import {
 } from "../../../shared/catalog";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, createRouter, errors, jsonResponse } from "../../http/router";
-import { regionsWithOnlineHosts } from "../../services/hosts/hosts";
+import { regionsWithPlaceableHosts } from "../../services/hosts/hosts";
 
 const tags = ["Catalog"];
 const common = { tags, security: authenticated, middleware: [requireAuth] };
@@ -100,7 +100,7 @@ export const catalogRouter = createRouter()
     }),
     async (c) => {
       // A region is available while at least one of its hosts has an agent connected.
-      const online = await regionsWithOnlineHosts(c.get("db"));
+      const online = await regionsWithPlaceableHosts(c.get("db"));
       return c.json(
         { regions: REGIONS.map((r) => ({ slug: r.slug, name: r.name, available: online.has(r.slug) })) },
         200,

@@ -1,6 +1,7 @@
 import { findPlan, type PresetSlug } from "../../../shared/catalog";
 import { fail, type Result } from "../../../shared/errors";
 import type { ServiceContext } from "../context";
+import { isAlive } from "../hosts/hosts";
 import { admitPod } from "./admission";
 import { startCreation } from "./create";
 import { findTeamPod } from "./lookup";
@@ -8,8 +9,8 @@ import { podSpec } from "./spec";
 import type { PodView } from "./view";
 
 /**
- * A new pod with the source's preset, plan, files and environment, on the source's host (the copy
- * never leaves the machine). Answers 201 with the pod `creating`; the pod-create workflow copies the
+ * A new pod with the source's preset, plan, files and environment, on the source's host when it has
+ * room, else on another host of the region (the files go host to host through R2). Answers 201 with the pod `creating`; the pod-create workflow copies the
  * files and ends it `running`, or `error` with the reason in an event.
  */
 export async function clonePod({
@@ -28,19 +29,28 @@ export async function clonePod({
   if (!plan || !source.hostId)
     return fail("conflict", `pod ${input.source} cannot be cloned in its current state`);
 
-  const admitted = await admitPod(
-    ctx.db,
-    {
-      teamId,
-      name: input.new_name,
-      preset: source.preset as PresetSlug,
-      plan,
-      region: { region: source.region, fallbackRegions: [] },
-      serverId: source.hostId,
-      description: source.description,
-    },
-    { message: `pod ${input.new_name} cloned from ${input.source}`, metadata: { cloned_from: input.source } },
-  );
+  const sourceHost = found.value.host;
+  if (!sourceHost || !isAlive(sourceHost))
+    return fail(
+      "unavailable",
+      `server ${sourceHost?.name ?? source.hostId} of pod ${input.source} is offline; try again shortly`,
+    );
+  const admission = {
+    teamId,
+    name: input.new_name,
+    preset: source.preset as PresetSlug,
+    plan,
+    region: { region: source.region, fallbackRegions: [] },
+    description: source.description,
+  };
+  const events = {
+    message: `pod ${input.new_name} cloned from ${input.source}`,
+    metadata: { cloned_from: input.source },
+  };
+  // The source's own host first: the copy then never leaves the machine. When it takes no new pods
+  // (full, drained, a problem), any host of the region will do and the files travel.
+  let admitted = await admitPod(ctx.db, { ...admission, serverId: sourceHost.id }, events);
+  if (!admitted.ok && admitted.code === "unavailable") admitted = await admitPod(ctx.db, admission, events);
   if (!admitted.ok) return admitted;
   const { pod, host, sshPort } = admitted.value;
   const spec = podSpec({
@@ -56,6 +66,6 @@ export async function clonePod({
     hostId: host.id,
     hostName: host.name,
     spec,
-    seed: { kind: "clone", source: input.source },
+    seed: { kind: "clone", source: input.source, sourceHostId: sourceHost.id },
   });
 }

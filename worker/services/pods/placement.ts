@@ -9,6 +9,7 @@ import {
   type Resources,
   releaseCapacity,
   reserveCapacity,
+  whyNotPlaceable,
 } from "../hosts/hosts";
 
 export const planResources = (plan: Plan): Resources => ({
@@ -18,8 +19,8 @@ export const planResources = (plan: Plan): Resources => ({
 });
 
 /**
- * Picks a host and takes the plan's room on it: the named server, or the emptiest online host of the
- * region that still has room. 503 when none has; the caller releases the room if it gives up later.
+ * Picks a host and takes the plan's room on it: the named server, or the emptiest placeable host of
+ * the region that still has room (online, no problem reported, not drained). 503 when none has; the caller releases the room if it gives up later.
  */
 export async function reserveHost(
   db: Db,
@@ -30,8 +31,8 @@ export async function reserveHost(
   if (target.serverId) {
     const host = await findHost(db, target.serverId);
     if (!host) return fail("bad_request", `server_id: unknown server ${target.serverId}`);
-    if (host.status !== "online")
-      return fail("unavailable", `server ${host.name} is offline; try again shortly`);
+    const refused = whyNotPlaceable(host);
+    if (refused) return fail("unavailable", refused);
     if (!(await reserveCapacity(db, host.id, need))) {
       return fail("unavailable", `server ${host.name} has no room for a ${plan.slug} pod`);
     }
