@@ -1,5 +1,9 @@
+import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { siteZip } from "../support/zip";
+import { insertHost, insertPod, podRecord } from "./support/agent";
 import { call, registerUser, type TestUser, uniqueEmail } from "./support/client";
+import { documentedOperations, type Operation, sampleOf } from "./support/openapi";
 import { addMember, createTeam, invite, type TestTeam } from "./support/teams";
 
 /**
@@ -114,5 +118,50 @@ describe("another team's resources", () => {
       token: aliceToken.token,
     });
     expect(res.status).toBe(404);
+  });
+});
+
+describe("another team's pod, on every pod route of /openapi.json", () => {
+  /** A request the route's schemas accept, so what answers is the lookup, not the validation. */
+  async function send(op: Operation, name: string, user: TestUser) {
+    const path = `${op.path.replace("{name}", name).replace(/\{[^}]+\}/g, "x0")}${op.sample.query ? `?${op.sample.query}` : ""}`;
+    const body = op.sample.body;
+    if (!body) return call(op.method, path, undefined, as(user));
+    if (body.contentType === "application/json")
+      return call(op.method, path, sampleOf(body.schema), as(user));
+    // multipart: every field sampled, files as small valid archives or text
+    const form = new FormData();
+    for (const [field, schema] of Object.entries(body.schema.properties ?? {})) {
+      if (schema.format === "binary") {
+        const bytes = field === "zip" ? await siteZip() : new TextEncoder().encode("hello");
+        form.append(field, new File([bytes], field === "zip" ? "site.zip" : "hello.txt"));
+      } else form.append(field, String(sampleOf(schema)));
+    }
+    const res = await exports.default.fetch(
+      new Request(`http://localhost${path}`, {
+        method: op.method,
+        headers: { authorization: `Bearer ${user.token}` },
+        body: form,
+      }),
+    );
+    return { status: res.status, body: (await res.json()) as { error?: string } };
+  }
+
+  it("is 404 {error} for every pod route, exactly as for a pod that does not exist", async () => {
+    const host = await insertHost();
+    const pod = await insertPod({ hostId: host.id, teamId: alice.user.active_team_id, status: "running" });
+    const podRoutes = (await documentedOperations()).filter((op) => op.path.startsWith("/api/pods/{name}"));
+    expect(podRoutes.length).toBeGreaterThan(30);
+    const wrong: string[] = [];
+    for (const op of podRoutes) {
+      const theirs = await send(op, pod.name, eve);
+      const missing = await send(op, "no-such-pod", eve);
+      const same = theirs.body.error === missing.body.error?.replace("no-such-pod", pod.name);
+      if (theirs.status !== 404 || !same)
+        wrong.push(`${op.method} ${op.path}: ${theirs.status} ${theirs.body.error} / ${missing.body.error}`);
+    }
+    expect(wrong).toEqual([]);
+    // Nothing of Alice's pod moved.
+    expect(await podRecord(pod.id)).toMatchObject({ status: "running" });
   });
 });

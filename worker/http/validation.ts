@@ -28,7 +28,11 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case "invalid_value":
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "invalid_format":
-      return issue.format === "email" ? "must be a valid email address" : `must be a valid ${issue.format}`;
+      if (issue.format === "email") return "must be a valid email address";
+      // A pattern's own message says what it wants ("must match …"); zod's default only says "Invalid".
+      if (issue.format === "regex")
+        return issue.message.startsWith("Invalid") ? `must match ${issue.pattern}` : issue.message;
+      return `must be a valid ${issue.format}`;
     default:
       return issue.message;
   }

@@ -132,7 +132,10 @@ export const podsRouter = createRouter()
       method: "post",
       path: "/{name}/resize",
       summary: "Move a pod to another plan; its limits change on the running container",
-      request: { params: PodParams, body: jsonBody(z.object({ plan_slug: z.string().max(40) })) },
+      request: {
+        params: PodParams,
+        body: jsonBody(z.object({ plan_slug: z.string().max(40).openapi({ example: "build" }) })),
+      },
       responses: { 200: jsonResponse(Pod, "The resized pod"), ...errors(400, 401, 404, 409, 503) },
     }),
     async (c) => {

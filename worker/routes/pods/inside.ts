@@ -77,7 +77,11 @@ const ExecResult = z
   })
   .openapi("ExecResult");
 
-const EnvName = z.string().max(128).regex(ENV_NAME, { message: "must match ^[A-Za-z_][A-Za-z0-9_]*$" });
+const EnvName = z
+  .string()
+  .max(128)
+  .regex(ENV_NAME, { message: "must match ^[A-Za-z_][A-Za-z0-9_]*$" })
+  .openapi({ example: "API_URL" });
 const EnvValue = z.string().max(32_768).refine(noNul, { message: "must not contain NUL" });
 const EnvVars = z.record(z.string(), z.string()).openapi({ example: { API_URL: "https://api.example.com" } });
 const EnvFile = z
