@@ -1,6 +1,7 @@
 import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
 import { sweepStagedBlobs } from "./services/blobs/staging";
+import { failStuckCreations } from "./services/pods/create-outcome";
 import { rollUpAndPruneMetrics } from "./services/pods/metrics/retention";
 
 /**
@@ -16,6 +17,10 @@ export interface ScheduledJob {
 export const scheduledJobs: ScheduledJob[] = [
   { name: "pod-metrics-retention", run: ({ db, now }) => rollUpAndPruneMetrics(db, now) },
   { name: "staged-blob-sweep", run: ({ env, now }) => sweepStagedBlobs(env, now).then(() => undefined) },
+  {
+    name: "stuck-creations",
+    run: ({ env, db, now }) => failStuckCreations(env, db, now).then(() => undefined),
+  },
 ];
 
 export async function runScheduledJobs(env: Bindings, now = Date.now(), jobs = scheduledJobs): Promise<void> {

@@ -1,8 +1,18 @@
 import { introspectWorkflow, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { hostAgentStub } from "../../worker/services/hosts/host-client";
-import { FakeAgent, insertHost, podEventRecords, podRecord, type TestHost, until } from "./support/agent";
+import { CREATION_DEADLINE_MS } from "../../worker/services/pods/create-outcome";
+import {
+  FakeAgent,
+  insertHost,
+  insertPod,
+  podEventRecords,
+  podRecord,
+  type TestHost,
+  until,
+} from "./support/agent";
 import { call, registerUser, type TestUser } from "./support/client";
 
 /**
@@ -179,5 +189,26 @@ describe("HostAgent.dispatch", () => {
       state: "unavailable",
       message: "server of the pod is unavailable: its agent is not connected; try again shortly",
     });
+  });
+});
+
+describe("the stuck-creations cron job", () => {
+  it("ends a pod left creating past the deadline in error, with the reason, and leaves younger ones", async () => {
+    const host = await insertHost();
+    const old = await insertPod({ hostId: host.id, status: "creating" });
+    const young = await insertPod({ hostId: host.id, status: "creating" });
+    const past = new Date(Date.now() - CREATION_DEADLINE_MS - 60_000).toISOString();
+    await env.DB.prepare("UPDATE pods SET updated_at = ? WHERE id = ?").bind(past, old.id).run();
+
+    await runScheduledJobs(
+      env,
+      Date.now(),
+      scheduledJobs.filter((j) => j.name === "stuck-creations"),
+    );
+    expect(await podRecord(old.id)).toMatchObject({ status: "error" });
+    expect((await podEventRecords(old.id)).at(-1)?.message).toBe(
+      "creating the pod failed: it did not finish within 2 hours",
+    );
+    expect(await podRecord(young.id)).toMatchObject({ status: "creating" });
   });
 });
