@@ -46,6 +46,7 @@ async function authenticate(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Promis
   const resolved = await resolveCredential(c.get("db"), credential);
   if (!resolved) return false;
   c.set("caller", resolved.caller);
+  // Best effort (the last_used_at touch): lost if cancelled, which waitUntil may do 30 s on.
   if (resolved.afterResponse) c.executionCtx.waitUntil(resolved.afterResponse);
   return true;
 }

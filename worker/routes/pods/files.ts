@@ -207,6 +207,8 @@ export const podFilesRouter = createRouter()
     async (c) => {
       const { name } = c.req.valid("param");
       const { path } = c.req.valid("query");
+      // waitUntil only for the host's closing answer of a transfer that lives and dies with this
+      // response (best effort: the relay has ended the transfer either way).
       const file = unwrap(
         await downloadPodFile(serviceContext(c), c.get("caller").teamId, name, path, (work) =>
           c.executionCtx.waitUntil(work),
