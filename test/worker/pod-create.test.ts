@@ -187,7 +187,7 @@ describe("HostAgent.dispatch", () => {
     // Never connected: the object knows no name yet and says so plainly.
     expect(d).toEqual({
       state: "unavailable",
-      message: "server of the pod is unavailable: its agent is not connected; try again shortly",
+      message: "the server's agent has not connected yet; try again shortly",
     });
   });
 });

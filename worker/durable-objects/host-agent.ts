@@ -375,7 +375,9 @@ export class HostAgent extends DurableObject<Bindings> {
   private async notConnected(): Promise<string> {
     const name =
       (await this.ctx.storage.get<string>("hostName")) ?? (await this.ctx.storage.get<string>("hostId"));
-    return `server ${name ?? "of the pod"} is unavailable: its agent is not connected; try again shortly`;
+    return name
+      ? `server ${name} is unavailable: its agent is not connected; try again shortly`
+      : "the server's agent has not connected yet; try again shortly";
   }
 
   private journaledOp(id: string): Op | undefined {
