@@ -1,11 +1,3 @@
-import type { Context, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import {
-  FILE_UPLOAD_MAX_BYTES,
-  JSON_BODY_MAX_BYTES,
-  MULTIPART_OVERHEAD_BYTES,
-  ZIP_UPLOAD_MAX_BYTES,
-} from "../shared/limits";
 import type { AppEnv } from "./http/app-env";
 import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
@@ -30,35 +22,10 @@ import { podZipRouter } from "./routes/pods/zip";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
 
-/**
- * The routes that take files read their multipart forms as they arrive (lib/streamed-form.ts) and
- * count what they read themselves, so only a declared length over their limit is refused up front.
- * hono's bodyLimit would read a body without a Content-Length whole into memory to count it.
- */
-const STREAMED_FORM_ROUTES: [RegExp, number][] = [
-  [/^\/api\/pods\/[^/]+\/files\/upload$/, FILE_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
-  [/^\/api\/pods\/[^/]+\/zip$/, ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
-  [/^\/api\/pods\/from-zip$/, ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
-];
-const tooLarge = (c: Context, maxSize: number) =>
-  c.json({ error: `request body too large: the limit is ${maxSize} bytes` }, 413);
-/** JSON bodies are small: held and counted. */
-const jsonBodyLimit = bodyLimit({
-  maxSize: JSON_BODY_MAX_BYTES,
-  onError: (c) => tooLarge(c, JSON_BODY_MAX_BYTES),
-});
-const bodyLimitFor: MiddlewareHandler = (c, next) => {
-  const streamed = STREAMED_FORM_ROUTES.find(([route]) => route.test(c.req.path));
-  if (!streamed) return jsonBodyLimit(c, next);
-  const declared = Number(c.req.header("content-length"));
-  return declared > streamed[1] ? Promise.resolve(tooLarge(c, streamed[1])) : next();
-};
-
 export function createApp() {
   const app = createRouter();
 
   app.use("*", requestContext);
-  app.use("/api/*", bodyLimitFor);
 
   app.route("/api/auth", authRouter);
   app.route("/api/teams", teamsRouter);

@@ -8,12 +8,13 @@ import {
   REGIONS,
   RUNTIMES,
 } from "../../../shared/catalog";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, createRouter, errors, jsonResponse } from "../../http/router";
 import { regionsWithOnlineHosts } from "../../services/hosts/hosts";
 
 const tags = ["Catalog"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 
 const Plan = z
   .object({

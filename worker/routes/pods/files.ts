@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { FILE_UPLOAD_MAX_BYTES } from "../../../shared/limits";
 import { POD_PATH_ROOTS } from "../../../shared/pod-paths";
 import { FILE_CONTENT_MAX_BYTES, FILE_LIST_MAX_ENTRIES } from "../../../shared/protocol/file-ops";
+import { fileUploadBodyLimit, jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import {
@@ -32,7 +33,7 @@ import { PodParams } from "./schemas";
  */
 
 const tags = ["Files"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 const MiB = 1024 * 1024;
 
 const PATH_RULE = `absolute, no \`..\` segments, inside ${POD_PATH_ROOTS.join(", ")}`;
@@ -163,6 +164,7 @@ export const podFilesRouter = createRouter()
       ...common,
       operationId: "uploadPodFile",
       method: "post",
+      middleware: [fileUploadBodyLimit, requireAuth],
       path: "/{name}/files/upload",
       summary: "Upload a file into a directory of the pod",
       description:

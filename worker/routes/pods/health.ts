@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FIX_ACTIONS } from "../../../shared/protocol/health-ops";
 import { RELOAD_MAX_OUTPUT_BYTES } from "../../../shared/protocol/inside-ops";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, createRouter, errors, jsonResponse, serviceContext } from "../../http/router";
@@ -35,7 +36,7 @@ const FixFailure = z
 export const podHealthRouter = createRouter().openapi(
   createRoute({
     security: authenticated,
-    middleware: [requireAuth],
+    middleware: [jsonBodyLimit, requireAuth],
     tags: ["Pods"],
     operationId: "fixPodDiagnosis",
     method: "post",

@@ -10,6 +10,7 @@ import {
   LOG_SOURCES,
   RELOAD_MAX_OUTPUT_BYTES,
 } from "../../../shared/protocol/inside-ops";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import {
@@ -32,7 +33,7 @@ import { PodParams } from "./schemas";
  * environment variables, logs, preset details, disk usage and the Node.js version switch.
  */
 
-const common = { security: authenticated, middleware: [requireAuth] };
+const common = { security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 const utf8Bytes = (s: string) => new TextEncoder().encode(s).length;
 const noNul = (s: string) => !s.includes("\0");
 

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, createRouter, errors, jsonResponse } from "../../http/router";
@@ -15,7 +16,7 @@ import { PodParams } from "./schemas";
  * history. The host's agent samples every running pod (PODHOST_METRICS_INTERVAL_S, default 60 s).
  */
 
-const common = { tags: ["Metrics"], security: authenticated, middleware: [requireAuth] };
+const common = { tags: ["Metrics"], security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 
 const Metrics = z
   .object({

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import {
@@ -14,7 +15,7 @@ import { addPodKey, listPodKeys, removePodKey, sshAccess } from "../../services/
 import { PodParams } from "./schemas";
 
 const tags = ["SSH"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 
 const SshAccess = z
   .object({

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { PRESET_SLUGS } from "../../../shared/catalog";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../../shared/limits";
 import { ZIP_MAX_ENTRIES, ZIP_MAX_UNCOMPRESSED_BYTES } from "../../../shared/zip/policy";
+import { zipUploadBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { rateLimit } from "../../http/rate-limit";
@@ -84,7 +85,7 @@ export const podZipRouter = createRouter()
       path: "/from-zip",
       summary:
         "Create a pod from a ZIP archive (202, status `creating`; the archive is in ~/app once it runs)",
-      middleware: [rateLimit("createPod"), requireAuth],
+      middleware: [zipUploadBodyLimit, rateLimit("createPod"), requireAuth],
       request: { body: multipart("FromZipForm") },
       responses: {
         202: jsonResponse(Pod, "Accepted"),
@@ -113,7 +114,7 @@ export const podZipRouter = createRouter()
       path: "/{name}/zip",
       summary:
         "Replace the pod's app with a ZIP archive (a stopped pod is started first; its .env is kept unless the archive has one), then reload",
-      middleware: [requireAuth],
+      middleware: [zipUploadBodyLimit, requireAuth],
       request: { params: PodParams, body: multipart("ZipForm") },
       responses: {
         200: jsonResponse(Uploaded, "Unpacked and reloaded"),
