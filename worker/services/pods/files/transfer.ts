@@ -3,8 +3,8 @@ import { FILE_CONTENT_MAX_BYTES } from "../../../../shared/protocol/file-ops";
 import { cancelRelay, MAX_RELAY_BYTES, newRelayId, relayStub } from "../../blobs/relay";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
-import { podTarget } from "../inside/target";
 import { hostFailure } from "../power";
+import { podTarget } from "../target";
 import { parentOf, podPathOf } from "./paths";
 import { commitReceived, receiveInto, TRANSFER_TIMEOUT_MS } from "./receive";
 

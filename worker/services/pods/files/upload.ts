@@ -3,7 +3,7 @@ import { FILE_UPLOAD_MAX_BYTES } from "../../../../shared/limits";
 import { POD_HOME } from "../../../../shared/pod-paths";
 import { formFailure, readStreamedForm } from "../../../lib/streamed-form";
 import type { ServiceContext } from "../../context";
-import { podTarget } from "../inside/target";
+import { podTarget } from "../target";
 import { APP_ROOT, podPathOf, uploadNameOf } from "./paths";
 import { commitReceived, discardReceived, type Received, receiveInto } from "./receive";
 

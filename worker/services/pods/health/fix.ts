@@ -6,8 +6,8 @@ import { pods } from "../../../db/schema";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { recordEventStatement } from "../events";
-import { NOT_RUNNING, podTarget } from "../inside/target";
 import { hostFailure } from "../power";
+import { NOT_RUNNING, podTarget } from "../target";
 import { parseDiagnosis } from "./report";
 
 export interface FixView {

@@ -3,7 +3,7 @@ import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { recordEventStatement } from "../events";
 import { hostFailure } from "../power";
-import { callPodHost, podTarget } from "./target";
+import { callPodHost, podTarget } from "../target";
 
 /**
  * The app's `.env` inside the pod. The file is the truth (the pod's user edits it over SSH too), so

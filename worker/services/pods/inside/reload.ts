@@ -6,7 +6,7 @@ import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { recordEventStatement } from "../events";
 import { hostFailure, powerPod } from "../power";
-import { NOT_RUNNING, podTarget } from "./target";
+import { NOT_RUNNING, podTarget } from "../target";
 
 export interface ReloadView {
   status: "reloaded";

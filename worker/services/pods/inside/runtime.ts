@@ -4,7 +4,7 @@ import { fail, ok, type Result } from "../../../../shared/errors";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { hostFailure } from "../power";
-import { podTarget } from "./target";
+import { podTarget } from "../target";
 
 /** Preset details, disk usage and the Node.js version: read from the pod, framed by the catalog. */
 

@@ -5,8 +5,8 @@ import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";
 import { recordEventStatement } from "../events";
 import { reloadPodApp } from "../inside/reload";
-import { NOT_RUNNING, podTarget } from "../inside/target";
 import { hostFailure, powerPod } from "../power";
+import { NOT_RUNNING, podTarget } from "../target";
 import { readZipUpload, runtimeMismatch } from "./archive";
 import { type StagedZip, stageZipForm } from "./form";
 

@@ -1,9 +1,9 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import type { Op, OpParams, OpResult } from "../../../../shared/protocol";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { findTeamPod, type PodWithHost } from "../lookup";
-import { hostFailure, hostOf } from "../power";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { Op, OpParams, OpResult } from "../../../shared/protocol";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { findTeamPod, type PodWithHost } from "./lookup";
+import { hostFailure, hostOf } from "./power";
 
 export interface PodTarget {
   found: PodWithHost;
