@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { fileOps } from "./file-ops";
+import { filesOps } from "./files";
 import { healthOps } from "./health-ops";
 import { insideOps } from "./inside-ops";
 import { ZipSeed, zipOps } from "./zip-ops";
@@ -82,7 +82,7 @@ export const ops = {
   },
   ...insideOps,
   ...zipOps,
-  ...fileOps,
+  ...filesOps,
   ...healthOps,
 } as const;
 

@@ -1,9 +1,9 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import { FILE_UPLOAD_MAX_BYTES } from "../../../../shared/limits";
-import { POD_HOME } from "../../../../shared/pod-paths";
-import { formFailure, readStreamedForm } from "../../../lib/streamed-form";
-import type { ServiceContext } from "../../context";
-import { podTarget } from "../target";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { FILE_UPLOAD_MAX_BYTES } from "../../../shared/limits";
+import { POD_HOME } from "../../../shared/pod-paths";
+import { formFailure, readStreamedForm } from "../../lib/streamed-form";
+import type { ServiceContext } from "../context";
+import { podTarget } from "../pods/target";
 import { APP_ROOT, podPathOf, uploadNameOf } from "./paths";
 import { commitReceived, discardReceived, type Received, receiveInto } from "./receive";
 

@@ -1,10 +1,10 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import { FILE_CONTENT_MAX_BYTES } from "../../../../shared/protocol/file-ops";
-import { cancelRelay, MAX_RELAY_BYTES, newRelayId, relayStub } from "../../blobs/relay";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { hostFailure } from "../power";
-import { podTarget } from "../target";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { FILE_CONTENT_MAX_BYTES } from "../../../shared/protocol/files";
+import { cancelRelay, MAX_RELAY_BYTES, newRelayId, relayStub } from "../blobs/relay";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { hostFailure } from "../pods/power";
+import { podTarget } from "../pods/target";
 import { parentOf, podPathOf } from "./paths";
 import { commitReceived, receiveInto, TRANSFER_TIMEOUT_MS } from "./receive";
 

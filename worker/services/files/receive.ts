@@ -1,11 +1,11 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import { cancelRelay, newRelayId, relayStub } from "../../blobs/relay";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { hostFailure } from "../power";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { cancelRelay, newRelayId, relayStub } from "../blobs/relay";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { hostFailure } from "../pods/power";
 
 /**
- * Bytes into a running pod, in two steps (shared/protocol/file-ops.ts): `receive` streams them
+ * Bytes into a running pod, in two steps (shared/protocol/files.ts): `receive` streams them
  * through a TransferRelay (../../../durable-objects/transfer-relay.ts) into a temp file in a
  * directory of the pod, then `commit` renames that over the target — or `discard` removes it. The
  * bytes can flow before the target or the size is known (a multipart form's `path` may come after

@@ -1,6 +1,6 @@
-import { ok, type Result } from "../../../../shared/errors";
-import type { ServiceContext } from "../../context";
-import { callPodHost } from "../target";
+import { ok, type Result } from "../../../shared/errors";
+import type { ServiceContext } from "../context";
+import { callPodHost } from "../pods/target";
 import { podPathOf } from "./paths";
 
 const LIST_TIMEOUT_MS = 45_000;

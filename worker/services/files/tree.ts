@@ -1,6 +1,6 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import type { ServiceContext } from "../../context";
-import { callPodHost } from "../target";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { ServiceContext } from "../context";
+import { callPodHost } from "../pods/target";
 import { podPathOf } from "./paths";
 
 /** a recursive copy or delete of a large tree takes time; the host gives up at 120 s */

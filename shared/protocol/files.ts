@@ -40,7 +40,7 @@ export const FILE_LIST_MAX_ENTRIES = 10_000;
 
 const Found = z.object({ found: z.boolean() });
 
-export const fileOps = {
+export const filesOps = {
   /** the directory's entries, directories first then by name; `found` false when it is missing */
   "pod.files.list": {
     params: z.object({ name: PodName, path: PodPath }),

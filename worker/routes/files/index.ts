@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FILE_UPLOAD_MAX_BYTES } from "../../../shared/limits";
 import { POD_PATH_ROOTS } from "../../../shared/pod-paths";
-import { FILE_CONTENT_MAX_BYTES, FILE_LIST_MAX_ENTRIES } from "../../../shared/protocol/file-ops";
+import { FILE_CONTENT_MAX_BYTES, FILE_LIST_MAX_ENTRIES } from "../../../shared/protocol/files";
 import { fileUploadBodyLimit, jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
@@ -14,22 +14,22 @@ import {
   StatusBody,
   serviceContext,
 } from "../../http/router";
-import { listPodFiles } from "../../services/pods/files/list";
-import { APP_ROOT } from "../../services/pods/files/paths";
+import { listPodFiles } from "../../services/files/list";
+import { APP_ROOT } from "../../services/files/paths";
 import {
   attachmentDisposition,
   downloadPodFile,
   readPodFile,
   writePodFile,
-} from "../../services/pods/files/transfer";
-import { createPodFolder, deletePodPath, movePodPath } from "../../services/pods/files/tree";
-import { uploadPodFile } from "../../services/pods/files/upload";
-import { PodParams } from "./schemas";
+} from "../../services/files/transfer";
+import { createPodFolder, deletePodPath, movePodPath } from "../../services/files/tree";
+import { uploadPodFile } from "../../services/files/upload";
+import { PodParams } from "../pods/schemas";
 
 /**
  * The Files endpoints, mounted at /api/pods beside the pods router. Everything runs as pod_user in
  * the running pod (a stopped pod is 400); file bytes stream through a TransferRelay, never through
- * the host's Durable Object (see services/pods/files/transfer.ts).
+ * the host's Durable Object (see services/files/transfer.ts).
  */
 
 const tags = ["Files"];
@@ -71,7 +71,7 @@ const WriteRequest = z.object({
 
 /**
  * Documented from zod but referenced, not inlined: an inlined zod form would be validated up front,
- * which means reading it whole; the service reads it as it arrives (services/pods/files/upload.ts).
+ * which means reading it whole; the service reads it as it arrives (services/files/upload.ts).
  */
 const UploadForm = z
   .object({
@@ -92,7 +92,7 @@ const UploadForm = z
 
 const PathResult = <S extends string>(status: S) => StatusBody(status).extend({ path: z.string() });
 
-export const podFilesRouter = createRouter()
+export const filesRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
@@ -332,4 +332,4 @@ export const podFilesRouter = createRouter()
     },
   );
 
-podFilesRouter.openAPIRegistry.register("UploadForm", UploadForm);
+filesRouter.openAPIRegistry.register("UploadForm", UploadForm);

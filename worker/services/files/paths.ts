@@ -1,5 +1,5 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import { checkPodPath, POD_HOME } from "../../../../shared/pod-paths";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { checkPodPath, POD_HOME } from "../../../shared/pod-paths";
 
 /** Where listing and upload go when the caller names no path: the app root. */
 export const APP_ROOT = `${POD_HOME}/app`;
