@@ -1,4 +1,4 @@
-import { ENV_FILE, ENV_NAME } from "../../shared/protocol/inside-ops";
+import { ENV_FILE, ENV_NAME } from "../../shared/protocol/inside";
 import { AgentError } from "../errors";
 import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";

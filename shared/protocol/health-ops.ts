@@ -3,7 +3,7 @@ import { z } from "zod";
 /**
  * App health: what the agent's periodic check finds wrong with a running pod's app (a Diagnosis,
  * shipped with `agent:health` and stored as the pod's `app_health_diagnosis` JSON string), and the
- * op that applies a diagnosis's one-click fix. Spread into `ops` in ./ops.ts like ./inside-ops.ts.
+ * op that applies a diagnosis's one-click fix. Spread into `ops` in ./ops.ts like ./inside.ts.
  */
 
 // The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).

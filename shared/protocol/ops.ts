@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { filesOps } from "./files";
 import { healthOps } from "./health-ops";
-import { insideOps } from "./inside-ops";
+import { insideOps } from "./inside";
 import { ZipSeed, zipOps } from "./zip-ops";
 
 /**

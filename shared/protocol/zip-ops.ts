@@ -5,7 +5,7 @@ import { z } from "zod";
  * itself never crosses the WebSocket: the Worker stages it in R2 and sends its key; the agent fetches
  * it over HTTP (agent/transfer/blobs.ts), checks it again with shared/zip, unpacks it as pod_user into
  * a fresh directory and swaps that in for ~/app, keeping ~/app/.env unless the archive has one.
- * Spread into `ops` in ./ops.ts like ./inside-ops.ts.
+ * Spread into `ops` in ./ops.ts like ./inside.ts.
  */
 
 // The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FIX_ACTIONS } from "../../../shared/protocol/health-ops";
-import { RELOAD_MAX_OUTPUT_BYTES } from "../../../shared/protocol/inside-ops";
+import { RELOAD_MAX_OUTPUT_BYTES } from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";

@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../../shared/errors";
 import type { FixAction } from "../../../../shared/protocol/health-ops";
-import { RELOAD_STEP_TIMEOUT_S } from "../../../../shared/protocol/inside-ops";
+import { RELOAD_STEP_TIMEOUT_S } from "../../../../shared/protocol/inside";
 import { pods } from "../../../db/schema";
 import type { ServiceContext } from "../../context";
 import { callHost } from "../../hosts/host-client";

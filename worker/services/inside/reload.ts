@@ -1,12 +1,12 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import type { OpResult } from "../../../../shared/protocol";
-import { RELOAD_STEP_TIMEOUT_S } from "../../../../shared/protocol/inside-ops";
-import type { Db } from "../../../db/client";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { recordEventStatement } from "../events";
-import { hostFailure, powerPod } from "../power";
-import { NOT_RUNNING, podTarget } from "../target";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { OpResult } from "../../../shared/protocol";
+import { RELOAD_STEP_TIMEOUT_S } from "../../../shared/protocol/inside";
+import type { Db } from "../../db/client";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { recordEventStatement } from "../pods/events";
+import { hostFailure, powerPod } from "../pods/power";
+import { NOT_RUNNING, podTarget } from "../pods/target";
 
 export interface ReloadView {
   status: "reloaded";

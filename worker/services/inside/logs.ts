@@ -1,7 +1,7 @@
-import { ok, type Result } from "../../../../shared/errors";
-import type { LogSource } from "../../../../shared/protocol/inside-ops";
-import type { ServiceContext } from "../../context";
-import { callPodHost } from "../target";
+import { ok, type Result } from "../../../shared/errors";
+import type { LogSource } from "../../../shared/protocol/inside";
+import type { ServiceContext } from "../context";
+import { callPodHost } from "../pods/target";
 
 const LOGS_TIMEOUT_MS = 40_000;
 

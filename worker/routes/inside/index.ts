@@ -9,7 +9,7 @@ import {
   EXEC_MAX_TIMEOUT_S,
   LOG_SOURCES,
   RELOAD_MAX_OUTPUT_BYTES,
-} from "../../../shared/protocol/inside-ops";
+} from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
@@ -21,12 +21,12 @@ import {
   jsonResponse,
   serviceContext,
 } from "../../http/router";
-import { getPodEnv, setPodEnv, unsetPodEnv } from "../../services/pods/inside/env";
-import { execInPod } from "../../services/pods/inside/exec";
-import { readPodLogs } from "../../services/pods/inside/logs";
-import { reloadPodApp } from "../../services/pods/inside/reload";
-import { podDiskUsage, podPreset, setNodeVersion } from "../../services/pods/inside/runtime";
-import { PodParams } from "./schemas";
+import { getPodEnv, setPodEnv, unsetPodEnv } from "../../services/inside/env";
+import { execInPod } from "../../services/inside/exec";
+import { readPodLogs } from "../../services/inside/logs";
+import { reloadPodApp } from "../../services/inside/reload";
+import { podDiskUsage, podPreset, setNodeVersion } from "../../services/inside/runtime";
+import { PodParams } from "../pods/schemas";
 
 /**
  * Working inside a pod, mounted at /api/pods beside the pods router: the command runner, the app's
@@ -153,7 +153,7 @@ const ReloadFailure = z
   })
   .openapi("ReloadFailure");
 
-export const podInsideRouter = createRouter()
+export const insideRouter = createRouter()
   .openapi(
     createRoute({
       ...common,

@@ -1,7 +1,7 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import { checkPodPath } from "../../../../shared/pod-paths";
-import type { ServiceContext } from "../../context";
-import { callPodHost } from "../target";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { checkPodPath } from "../../../shared/pod-paths";
+import type { ServiceContext } from "../context";
+import { callPodHost } from "../pods/target";
 
 export interface ExecInput {
   command: string[];

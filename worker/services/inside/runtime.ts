@@ -1,10 +1,10 @@
-import type { NODE_VERSIONS } from "../../../../shared/catalog";
-import { findPlan, findPreset, RUNTIMES } from "../../../../shared/catalog";
-import { fail, ok, type Result } from "../../../../shared/errors";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { hostFailure } from "../power";
-import { podTarget } from "../target";
+import type { NODE_VERSIONS } from "../../../shared/catalog";
+import { findPlan, findPreset, RUNTIMES } from "../../../shared/catalog";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { hostFailure } from "../pods/power";
+import { podTarget } from "../pods/target";
 
 /** Preset details, disk usage and the Node.js version: read from the pod, framed by the catalog. */
 

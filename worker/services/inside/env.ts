@@ -1,9 +1,9 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { recordEventStatement } from "../events";
-import { hostFailure } from "../power";
-import { callPodHost, podTarget } from "../target";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { recordEventStatement } from "../pods/events";
+import { hostFailure } from "../pods/power";
+import { callPodHost, podTarget } from "../pods/target";
 
 /**
  * The app's `.env` inside the pod. The file is the truth (the pod's user edits it over SSH too), so
