@@ -18,9 +18,9 @@ import { podsRouter } from "./routes/pods";
 import { podHealthRouter } from "./routes/pods/health";
 import { podMetricsRouter } from "./routes/pods/metrics";
 import { podSshRouter } from "./routes/pods/ssh";
-import { podZipRouter } from "./routes/pods/zip";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
+import { zipRouter } from "./routes/zip/index";
 
 export function createApp() {
   const app = createRouter();
@@ -34,7 +34,7 @@ export function createApp() {
   app.route("/api/pods", podsRouter);
   app.route("/api/pods", podSshRouter);
   app.route("/api/pods", insideRouter);
-  app.route("/api/pods", podZipRouter);
+  app.route("/api/pods", zipRouter);
   app.route("/api/pods", filesRouter);
   app.route("/api/pods", podMetricsRouter);
   app.route("/api/pods", podHealthRouter);

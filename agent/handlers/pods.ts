@@ -1,6 +1,6 @@
 import type { ContainerInspectInfo } from "dockerode";
 import type { PodSpec, PodState } from "../../shared/protocol";
-import type { ZipSeed } from "../../shared/protocol/zip-ops";
+import type { ZipSeed } from "../../shared/protocol/zip";
 import { isConflict, isNotFound } from "../docker/client";
 import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
 import {

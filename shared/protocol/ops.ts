@@ -2,7 +2,7 @@ import { z } from "zod";
 import { filesOps } from "./files";
 import { healthOps } from "./health-ops";
 import { insideOps } from "./inside";
-import { ZipSeed, zipOps } from "./zip-ops";
+import { ZipSeed, zipOps } from "./zip";
 
 /**
  * Every command the control plane can send to a host agent: a name, a params schema and a result
@@ -58,7 +58,7 @@ export const ops = {
   },
   /**
    * create (or adopt the existing, same-named) container, volume and network, start it, render the
-   * vhost; with `seed`, the staged archive becomes ~/app before the first start (./zip-ops.ts)
+   * vhost; with `seed`, the staged archive becomes ~/app before the first start (./zip.ts)
    */
   "pod.create": { params: PodSpec.extend({ seed: ZipSeed.optional() }), result: PodState },
   "pod.start": { params: NameOnly, result: PodState },

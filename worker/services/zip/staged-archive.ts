@@ -1,12 +1,12 @@
-import { fail, type Result } from "../../../../shared/errors";
+import { fail, type Result } from "../../../shared/errors";
 import {
   LOCAL_HEADER_BYTES,
   locateEntries,
   readZipDirectory,
   type ZipDirectory,
   type ZipReader,
-} from "../../../../shared/zip/archive";
-import { checkZipEntries, ZIP_MAX_ENTRIES, type ZipManifest } from "../../../../shared/zip/policy";
+} from "../../../shared/zip/archive";
+import { checkZipEntries, ZIP_MAX_ENTRIES, type ZipManifest } from "../../../shared/zip/policy";
 
 /**
  * The table of contents of an archive staged in R2, read with the same parser the agent runs on

@@ -9,10 +9,10 @@ import { rateLimit } from "../../http/rate-limit";
 import { authenticated, createRouter, errors, jsonResponse, serviceContext } from "../../http/router";
 import { describeIssues } from "../../http/validation";
 import { discardStagedBlob, incomingStagingKey } from "../../services/blobs/staging";
-import { stageZipForm } from "../../services/pods/zip/form";
-import { createPodFromZip } from "../../services/pods/zip/from-zip";
-import { uploadZipToPod } from "../../services/pods/zip/reupload";
-import { Pod, PodNameSchema, PodParams } from "./schemas";
+import { stageZipForm } from "../../services/zip/form";
+import { createPodFromZip } from "../../services/zip/from-zip";
+import { uploadZipToPod } from "../../services/zip/reupload";
+import { Pod, PodNameSchema, PodParams } from "../pods/schemas";
 
 /**
  * ZIP archives, mounted at /api/pods beside the pods router: a new pod from an archive, and an
@@ -28,7 +28,7 @@ const ZipPart = z
   .string()
   .openapi({ type: "string", format: "binary", description: `the ZIP archive. ${RULES}` });
 
-/** the form's text fields (the archive streams to storage as it arrives: ../../services/pods/zip/form.ts) */
+/** the form's text fields (the archive streams to storage as it arrives: ../../services/zip/form.ts) */
 const FromZipFields = z.object({
   name: PodNameSchema.optional().openapi({
     description: "default: from the file's name plus a random tail (`my-site.zip` → `my-site-k3x9qa`)",
@@ -76,7 +76,7 @@ const DepsFailure = z
 
 const FIELD_NAMES = Object.keys(FromZipFields.shape);
 
-export const podZipRouter = createRouter()
+export const zipRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
@@ -131,5 +131,5 @@ export const podZipRouter = createRouter()
     },
   );
 
-podZipRouter.openAPIRegistry.register("FromZipForm", FromZipForm);
-podZipRouter.openAPIRegistry.register("ZipForm", ZipForm);
+zipRouter.openAPIRegistry.register("FromZipForm", FromZipForm);
+zipRouter.openAPIRegistry.register("ZipForm", ZipForm);

@@ -1,9 +1,9 @@
-import { fail, ok, type Result } from "../../../../shared/errors";
-import { ZIP_UPLOAD_MAX_BYTES } from "../../../../shared/limits";
-import { readStreamedForm, type StreamedForm } from "../../../lib/streamed-form";
-import { discardStagedBlob } from "../../blobs/staging";
-import { putStream } from "../../blobs/stream-put";
-import type { ServiceContext } from "../../context";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { ZIP_UPLOAD_MAX_BYTES } from "../../../shared/limits";
+import { readStreamedForm, type StreamedForm } from "../../lib/streamed-form";
+import { discardStagedBlob } from "../blobs/staging";
+import { putStream } from "../blobs/stream-put";
+import type { ServiceContext } from "../context";
 
 /**
  * A ZIP upload's form read as it arrives: the `zip` part streams into R2 under the given staging

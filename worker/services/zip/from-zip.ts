@@ -1,10 +1,10 @@
-import type { PresetSlug } from "../../../../shared/catalog";
-import { fail, type Result } from "../../../../shared/errors";
-import type { Caller } from "../../auth/caller";
-import { discardStagedBlob } from "../../blobs/staging";
-import type { ServiceContext } from "../../context";
-import { createPod } from "../create";
-import type { PodView } from "../view";
+import type { PresetSlug } from "../../../shared/catalog";
+import { fail, type Result } from "../../../shared/errors";
+import type { Caller } from "../auth/caller";
+import { discardStagedBlob } from "../blobs/staging";
+import type { ServiceContext } from "../context";
+import { createPod } from "../pods/create";
+import type { PodView } from "../pods/view";
 import { readZipUpload, runtimeMismatch } from "./archive";
 import type { StagedZip } from "./form";
 

@@ -1,12 +1,12 @@
-import { PRESET_SLUGS } from "../../../../shared/catalog";
-import { fail, ok, type Result } from "../../../../shared/errors";
-import { discardStagedBlob, newStagingKey } from "../../blobs/staging";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { reloadPodApp } from "../../inside/reload";
-import { recordEventStatement } from "../events";
-import { hostFailure, powerPod } from "../power";
-import { NOT_RUNNING, podTarget } from "../target";
+import { PRESET_SLUGS } from "../../../shared/catalog";
+import { fail, ok, type Result } from "../../../shared/errors";
+import { discardStagedBlob, newStagingKey } from "../blobs/staging";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { reloadPodApp } from "../inside/reload";
+import { recordEventStatement } from "../pods/events";
+import { hostFailure, powerPod } from "../pods/power";
+import { NOT_RUNNING, podTarget } from "../pods/target";
 import { readZipUpload, runtimeMismatch } from "./archive";
 import { type StagedZip, stageZipForm } from "./form";
 

@@ -1,7 +1,7 @@
-import type { PresetSlug } from "../../../../shared/catalog";
-import { fail, ok, type Result } from "../../../../shared/errors";
-import type { ZipManifest } from "../../../../shared/zip/policy";
-import type { Bindings } from "../../../env";
+import type { PresetSlug } from "../../../shared/catalog";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { ZipManifest } from "../../../shared/zip/policy";
+import type { Bindings } from "../../env";
 import type { StagedZip } from "./form";
 import { inspectStagedZip } from "./staged-archive";
 
