@@ -17,7 +17,7 @@ import { invitationsRouter } from "./routes/invitations";
 import { podsRouter } from "./routes/pods";
 import { podHealthRouter } from "./routes/pods/health";
 import { podMetricsRouter } from "./routes/pods/metrics";
-import { podSshRouter } from "./routes/pods/ssh";
+import { sshRouter } from "./routes/ssh/index";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
 import { zipRouter } from "./routes/zip/index";
@@ -32,7 +32,7 @@ export function createApp() {
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
   app.route("/api/pods", podsRouter);
-  app.route("/api/pods", podSshRouter);
+  app.route("/api/pods", sshRouter);
   app.route("/api/pods", insideRouter);
   app.route("/api/pods", zipRouter);
   app.route("/api/pods", filesRouter);

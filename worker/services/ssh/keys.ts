@@ -1,7 +1,9 @@
-import { POD_USER } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
+import { recordEventStatement } from "../pods/events";
+import { findTeamPod, type PodWithHost } from "../pods/lookup";
+import { hostFailure, hostOf } from "../pods/power";
 import {
   type KeyMaterial,
   keyMaterial,
@@ -9,48 +11,15 @@ import {
   parsePublicKey,
   sameKey,
 } from "../ssh-keys/public-key";
-import { recordEventStatement } from "./events";
-import { findTeamPod, type PodWithHost } from "./lookup";
-import { hostFailure, hostOf } from "./power";
 
 /**
- * SSH into a pod: where to connect, and the pod's own authorized_keys. The file inside the pod is
+ * The pod's own authorized_keys (the account's keys are services/ssh-keys/). The file inside the pod is
  * the truth (its user may edit it over SSH), so every read and change goes to the host; this side
  * decides what "the same key" means (type and key data, whatever the comment) by reading the file
  * first, so the agent only ever lists, appends or removes exact lines.
  */
 
 const KEYS_TIMEOUT_MS = 15_000;
-
-export interface SshAccess {
-  user: string;
-  host: string;
-  port: number;
-  ssh_ready: true;
-  command: string;
-}
-
-export async function sshAccess(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<SshAccess>> {
-  const found = await findTeamPod(ctx.db, teamId, name);
-  if (!found.ok) return found;
-  const { pod, host } = found.value;
-  if (!host || pod.sshPort === null) {
-    return fail("unavailable", `pod ${name} has no SSH port allocated yet; try again shortly`, {
-      ssh_ready: false,
-    });
-  }
-  return ok({
-    user: POD_USER,
-    host: host.sshHost,
-    port: pod.sshPort,
-    ssh_ready: true,
-    command: `ssh -p ${pod.sshPort} ${POD_USER}@${host.sshHost}`,
-  });
-}
 
 async function readKeys(ctx: ServiceContext, found: PodWithHost): Promise<Result<string[]>> {
   const hostId = hostOf(found);

@@ -11,8 +11,9 @@ import {
   StatusBody,
   serviceContext,
 } from "../../http/router";
-import { addPodKey, listPodKeys, removePodKey, sshAccess } from "../../services/pods/ssh";
-import { PodParams } from "./schemas";
+import { sshAccess } from "../../services/ssh/access";
+import { addPodKey, listPodKeys, removePodKey } from "../../services/ssh/keys";
+import { PodParams } from "../pods/schemas";
 
 const tags = ["SSH"];
 const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
@@ -35,7 +36,7 @@ const KeyBody = z.object({
 });
 
 /** Mounted at /api/pods beside the pods router: SSH access details and the pod's own authorized_keys. */
-export const podSshRouter = createRouter()
+export const sshRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
