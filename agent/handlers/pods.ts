@@ -38,7 +38,7 @@ import { guard } from "./guard";
 import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
-import { keyHandlers } from "./keys";
+import { sshHandlers } from "./ssh";
 import type { HandlerContext, HandlerTable } from "./types";
 import { zipHandlers } from "./zip";
 
@@ -300,7 +300,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       }),
     ),
 
-    ...keyHandlers(deps, locks),
+    ...sshHandlers(deps, locks),
     ...insideHandlers(deps, locks),
     ...fileHandlers(deps),
     ...healthHandlers(deps, locks),

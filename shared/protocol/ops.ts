@@ -2,6 +2,7 @@ import { z } from "zod";
 import { filesOps } from "./files";
 import { healthOps } from "./health-ops";
 import { insideOps } from "./inside";
+import { sshOps } from "./ssh";
 import { ZipSeed, zipOps } from "./zip";
 
 /**
@@ -70,16 +71,7 @@ export const ops = {
   "pod.resize": { params: z.object({ name: PodName, limits: PodLimits }), result: PodState },
   /** a new pod from `spec` whose home volume starts as a copy of `source`'s */
   "pod.clone": { params: z.object({ source: PodName, spec: PodSpec }), result: PodState },
-  /** the pod's `~/.ssh/authorized_keys`, one key per entry (the file is the truth: users edit it too) */
-  "pod.keys.list": { params: NameOnly, result: z.object({ keys: z.array(z.string()) }) },
-  "pod.keys.add": {
-    params: z.object({ name: PodName, key: z.string() }),
-    result: z.object({ added: z.boolean() }),
-  },
-  "pod.keys.remove": {
-    params: z.object({ name: PodName, key: z.string() }),
-    result: z.object({ removed: z.boolean() }),
-  },
+  ...sshOps,
   ...insideOps,
   ...zipOps,
   ...filesOps,
@@ -96,7 +88,7 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
   "host.ping",
   "host.inventory",
   "pod.inspect",
-  "pod.keys.list",
+  "pod.ssh.keys.list",
   "pod.env.get",
   "pod.logs",
   "pod.preset",

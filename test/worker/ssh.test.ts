@@ -59,14 +59,14 @@ describe("GET /api/pods/{name}/ssh", () => {
 const keysPath = (name: string) => `/api/pods/${name}/ssh/keys`;
 
 describe("/api/pods/{name}/ssh/keys", () => {
-  it("GET lists the lines of the pod's authorized_keys (pod.keys.list)", async () => {
+  it("GET lists the lines of the pod's authorized_keys (pod.ssh.keys.list)", async () => {
     const [user, host] = await Promise.all([registerUser(), insertHost()]);
     const { agent } = await FakeAgent.online(host);
     const pod = await podOn(user, host);
 
     const reply = call("GET", keysPath(pod.name), undefined, as(user));
     const sent = await agent.next("control:call");
-    expect(sent).toMatchObject({ op: "pod.keys.list", params: { name: pod.name } });
+    expect(sent).toMatchObject({ op: "pod.ssh.keys.list", params: { name: pod.name } });
     agent.ok(sent, { keys: [KEYS.ed25519.line, "no-pty ssh-ed25519 AAAAhand written"] });
     expect(await reply).toMatchObject({
       status: 200,
@@ -87,7 +87,7 @@ describe("/api/pods/{name}/ssh/keys", () => {
     const reply = call("POST", keysPath(pod.name), { key: `${type}\t${data}  ada@laptop\n` }, as(user));
     agent.ok(await agent.next("control:call"), { keys: [KEYS.rsa2048.line] });
     const add = await agent.next("control:call");
-    expect(add).toMatchObject({ op: "pod.keys.add", params: { name: pod.name, key: KEYS.ed25519.line } });
+    expect(add).toMatchObject({ op: "pod.ssh.keys.add", params: { name: pod.name, key: KEYS.ed25519.line } });
     agent.ok(add, { added: true });
     const res = await reply;
     expect(res.status).toBe(201);
@@ -120,7 +120,7 @@ describe("/api/pods/{name}/ssh/keys", () => {
     const commented = call("POST", keysPath(pod.name), { key: KEYS.ecdsa256.line }, as(user));
     agent.ok(await agent.next("control:call"), { keys: [`# ${KEYS.ecdsa256.line}`] });
     const add = await agent.next("control:call");
-    expect(add).toMatchObject({ op: "pod.keys.add", params: { key: KEYS.ecdsa256.line } });
+    expect(add).toMatchObject({ op: "pod.ssh.keys.add", params: { key: KEYS.ecdsa256.line } });
     agent.ok(add, { added: true });
     expect((await commented).status).toBe(201);
 
@@ -162,7 +162,7 @@ describe("/api/pods/{name}/ssh/keys", () => {
     const reply = call("DELETE", keysPath(pod.name), { key: `${type} ${data}` }, as(user));
     agent.ok(await agent.next("control:call"), { keys: [KEYS.ed25519.line, inFile] });
     const remove = await agent.next("control:call");
-    expect(remove).toMatchObject({ op: "pod.keys.remove", params: { name: pod.name, key: inFile } });
+    expect(remove).toMatchObject({ op: "pod.ssh.keys.remove", params: { name: pod.name, key: inFile } });
     agent.ok(remove, { removed: true });
     expect(await reply).toMatchObject({ status: 200, body: { status: "deleted" } });
     expect(await podEventRecords(pod.id)).toEqual([
@@ -181,7 +181,7 @@ describe("/api/pods/{name}/ssh/keys", () => {
     const reply = call("DELETE", keysPath(pod.name), { key: KEYS.dsa.line }, as(user));
     agent.ok(await agent.next("control:call"), { keys: [KEYS.dsa.line] });
     const remove = await agent.next("control:call");
-    expect(remove).toMatchObject({ op: "pod.keys.remove", params: { key: KEYS.dsa.line } });
+    expect(remove).toMatchObject({ op: "pod.ssh.keys.remove", params: { key: KEYS.dsa.line } });
     agent.ok(remove, { removed: true });
     expect((await reply).status).toBe(200);
   });

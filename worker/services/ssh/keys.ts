@@ -28,7 +28,7 @@ async function readKeys(ctx: ServiceContext, found: PodWithHost): Promise<Result
   const listed = await callHost(
     ctx.env,
     hostId.value,
-    "pod.keys.list",
+    "pod.ssh.keys.list",
     { name },
     { timeoutMs: KEYS_TIMEOUT_MS },
   );
@@ -71,7 +71,7 @@ export async function addPodKey(
   const added = await callHost(
     ctx.env,
     hostId.value,
-    "pod.keys.add",
+    "pod.ssh.keys.add",
     { name, key: key.normalized },
     { timeoutMs: KEYS_TIMEOUT_MS },
   );
@@ -126,7 +126,7 @@ export async function removePodKey(
   const result = await callHost(
     ctx.env,
     hostId.value,
-    "pod.keys.remove",
+    "pod.ssh.keys.remove",
     { name, key: line },
     { timeoutMs: KEYS_TIMEOUT_MS },
   );

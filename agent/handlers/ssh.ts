@@ -12,14 +12,14 @@ import { guard } from "./guard";
 import type { KeyedLock } from "./keyed-lock";
 import type { HandlerTable } from "./types";
 
-type KeyOps = "pod.keys.list" | "pod.keys.add" | "pod.keys.remove";
+type SshKeyOps = "pod.ssh.keys.list" | "pod.ssh.keys.add" | "pod.ssh.keys.remove";
 
 /**
  * The pod's authorized_keys through the control plane. The file in the pod is the truth (its user
  * edits it over SSH too), so every call reads it; a change is a read, an edit and an atomic write
  * under the pod's lock. Keys are the same when type and key data are, whatever the comment.
  */
-export function keyHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, KeyOps> {
+export function sshHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, SshKeyOps> {
   const { docker } = deps;
   const prefix = deps.config.namePrefix;
 
@@ -40,12 +40,12 @@ export function keyHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
   };
 
   return {
-    "pod.keys.list": guard("pod.keys.list", async ({ name }) => {
+    "pod.ssh.keys.list": guard("pod.ssh.keys.list", async ({ name }) => {
       const { text } = await readKeyFile(docker, prefix, name);
       return { keys: parseAuthorizedKeys(text).map((k) => k.line) };
     }),
 
-    "pod.keys.add": guard("pod.keys.add", async ({ name, key }) => {
+    "pod.ssh.keys.add": guard("pod.ssh.keys.add", async ({ name, key }) => {
       const parsed = parse(key);
       return locks.run(name, async () => {
         const next = withKey(await read(name), parsed);
@@ -54,7 +54,7 @@ export function keyHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
       });
     }),
 
-    "pod.keys.remove": guard("pod.keys.remove", async ({ name, key }) => {
+    "pod.ssh.keys.remove": guard("pod.ssh.keys.remove", async ({ name, key }) => {
       const parsed = parse(key);
       return locks.run(name, async () => {
         const next = withoutKey(await read(name), parsed);
