@@ -1,5 +1,5 @@
 import type { PresetSlug } from "../../shared/catalog";
-import type { Diagnosis, DiagnosisClass, FixAction } from "../../shared/protocol/health-ops";
+import type { Diagnosis, DiagnosisClass, FixAction } from "../../shared/protocol/health";
 import {
   type HealthFacts,
   NODE_DEFAULT_ENTRIES,

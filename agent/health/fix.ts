@@ -1,5 +1,5 @@
 import type { PresetSlug } from "../../shared/catalog";
-import type { FixAction } from "../../shared/protocol/health-ops";
+import type { FixAction } from "../../shared/protocol/health";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, LABEL_PORT, podNames } from "../docker/naming";

@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import type { PresetSlug } from "../../shared/catalog";
-import type { Diagnosis } from "../../shared/protocol/health-ops";
+import type { Diagnosis } from "../../shared/protocol/health";
 import type { DockerClient } from "../docker/client";
 import type { Logger } from "../logger";
 import { mapLimit } from "../metrics/map-limit";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ErrorCode } from "../errors";
-import { Diagnosis } from "./health-ops";
+import { Diagnosis } from "./health";
 import { OpName, PodName, PodState } from "./ops";
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { filesOps } from "./files";
-import { healthOps } from "./health-ops";
+import { healthOps } from "./health";
 import { insideOps } from "./inside";
 import { sshOps } from "./ssh";
 import { ZipSeed, zipOps } from "./zip";

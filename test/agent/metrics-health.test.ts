@@ -7,7 +7,7 @@ import { HealthMonitor, portAnswers } from "../../agent/health/monitor";
 import { type HealthFacts, parseSvStatus, probeHealth } from "../../agent/health/probe";
 import { listPods, type RunningPod } from "../../agent/metrics/running-pods";
 import { computeSample, MetricsSampler } from "../../agent/metrics/sampler";
-import type { Diagnosis } from "../../shared/protocol/health-ops";
+import type { Diagnosis } from "../../shared/protocol/health";
 import { type Agent, httpGet, podSpec, startAgent, until } from "./helpers";
 
 /**

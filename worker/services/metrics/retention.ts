@@ -1,7 +1,7 @@
 import { and, eq, gte, inArray, lt, sql } from "drizzle-orm";
-import type { Db } from "../../../db/client";
-import { podMetrics, podMetricsHourly, pods } from "../../../db/schema";
-import { DAY, HOUR } from "../../../lib/time";
+import type { Db } from "../../db/client";
+import { podMetrics, podMetricsHourly, pods } from "../../db/schema";
+import { DAY, HOUR } from "../../lib/time";
 
 export const RAW_RETENTION_MS = 2 * DAY;
 export const ROLLUP_RETENTION_MS = 30 * DAY;

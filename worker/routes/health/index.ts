@@ -1,12 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { FIX_ACTIONS } from "../../../shared/protocol/health-ops";
+import { FIX_ACTIONS } from "../../../shared/protocol/health";
 import { RELOAD_MAX_OUTPUT_BYTES } from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, createRouter, errors, jsonResponse, serviceContext } from "../../http/router";
-import { fixDiagnosis } from "../../services/pods/health/fix";
-import { PodParams } from "./schemas";
+import { fixDiagnosis } from "../../services/health/fix";
+import { PodParams } from "../pods/schemas";
 
 /**
  * App health, mounted at /api/pods beside the pods router. The diagnosis itself is the Pod's
@@ -33,7 +33,7 @@ const FixFailure = z
   })
   .openapi("DiagnosisFixFailure");
 
-export const podHealthRouter = createRouter().openapi(
+export const healthRouter = createRouter().openapi(
   createRoute({
     security: authenticated,
     middleware: [jsonBodyLimit, requireAuth],

@@ -1,8 +1,8 @@
 import { and, eq, ne } from "drizzle-orm";
-import { Diagnosis } from "../../../../shared/protocol/health-ops";
-import type { Db } from "../../../db/client";
-import { pods } from "../../../db/schema";
-import { recordEventStatement } from "../events";
+import { Diagnosis } from "../../../shared/protocol/health";
+import type { Db } from "../../db/client";
+import { pods } from "../../db/schema";
+import { recordEventStatement } from "../pods/events";
 
 /** The stored JSON string of a pod's diagnosis, read back (null when absent or unreadable). */
 export function parseDiagnosis(stored: string | null): Diagnosis | null {

@@ -1,9 +1,9 @@
 import { and, asc, desc, eq, gte, sql } from "drizzle-orm";
-import { ok, type Result } from "../../../../shared/errors";
-import type { Db } from "../../../db/client";
-import { podMetrics, podMetricsHourly } from "../../../db/schema";
-import { HOUR } from "../../../lib/time";
-import { findTeamPod } from "../lookup";
+import { ok, type Result } from "../../../shared/errors";
+import type { Db } from "../../db/client";
+import { podMetrics, podMetricsHourly } from "../../db/schema";
+import { HOUR } from "../../lib/time";
+import { findTeamPod } from "../pods/lookup";
 
 /** The spec's Metrics record. */
 export interface MetricsView {

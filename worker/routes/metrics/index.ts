@@ -8,8 +8,8 @@ import {
   MAX_HISTORY_HOURS,
   metricsHistory,
   RAW_HISTORY_HOURS,
-} from "../../services/pods/metrics/history";
-import { PodParams } from "./schemas";
+} from "../../services/metrics/history";
+import { PodParams } from "../pods/schemas";
 
 /**
  * A pod's resource use, mounted at /api/pods beside the pods router: the newest sample and the
@@ -53,7 +53,7 @@ const HistoryQuery = z.object({
     }),
 });
 
-export const podMetricsRouter = createRouter()
+export const metricsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,

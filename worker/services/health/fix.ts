@@ -1,13 +1,13 @@
 import { eq } from "drizzle-orm";
-import { fail, ok, type Result } from "../../../../shared/errors";
-import type { FixAction } from "../../../../shared/protocol/health-ops";
-import { RELOAD_STEP_TIMEOUT_S } from "../../../../shared/protocol/inside";
-import { pods } from "../../../db/schema";
-import type { ServiceContext } from "../../context";
-import { callHost } from "../../hosts/host-client";
-import { recordEventStatement } from "../events";
-import { hostFailure } from "../power";
-import { NOT_RUNNING, podTarget } from "../target";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { FixAction } from "../../../shared/protocol/health";
+import { RELOAD_STEP_TIMEOUT_S } from "../../../shared/protocol/inside";
+import { pods } from "../../db/schema";
+import type { ServiceContext } from "../context";
+import { callHost } from "../hosts/host-client";
+import { recordEventStatement } from "../pods/events";
+import { hostFailure } from "../pods/power";
+import { NOT_RUNNING, podTarget } from "../pods/target";
 import { parseDiagnosis } from "./report";
 
 export interface FixView {

@@ -1,8 +1,8 @@
 import { and, eq, ne } from "drizzle-orm";
-import type { MetricSample } from "../../../../shared/protocol";
-import type { Db } from "../../../db/client";
-import { podMetrics, pods } from "../../../db/schema";
-import { MINUTE } from "../../../lib/time";
+import type { MetricSample } from "../../../shared/protocol";
+import type { Db } from "../../db/client";
+import { podMetrics, pods } from "../../db/schema";
+import { MINUTE } from "../../lib/time";
 
 /** D1 binds at most 100 parameters per statement: 7 per row. */
 const ROWS_PER_INSERT = 14;
