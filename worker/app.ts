@@ -11,16 +11,16 @@ import { authRouter } from "./routes/auth";
 import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
-import { filesRouter } from "./routes/files/index";
-import { healthRouter } from "./routes/health/index";
-import { insideRouter } from "./routes/inside/index";
+import { filesRouter } from "./routes/files";
+import { healthRouter } from "./routes/health";
+import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
-import { metricsRouter } from "./routes/metrics/index";
+import { metricsRouter } from "./routes/metrics";
 import { podsRouter } from "./routes/pods";
-import { sshRouter } from "./routes/ssh/index";
+import { sshRouter } from "./routes/ssh";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
-import { zipRouter } from "./routes/zip/index";
+import { zipRouter } from "./routes/zip";
 
 export function createApp() {
   const app = createRouter();
@@ -31,6 +31,7 @@ export function createApp() {
   app.route("/api/teams", teamsRouter);
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
+  // A pod's capabilities, each its own router (routes/<capability>/) under the pod's path.
   app.route("/api/pods", podsRouter);
   app.route("/api/pods", sshRouter);
   app.route("/api/pods", insideRouter);
