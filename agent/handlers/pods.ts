@@ -13,7 +13,6 @@ import {
   podNames,
   prefixFilter,
 } from "../docker/naming";
-import { podFileEntries } from "../docker/pod-files";
 import {
   assertOwned,
   ensureNetwork,
@@ -27,6 +26,7 @@ import {
   stopContainer,
   waitRunning,
 } from "../docker/resources";
+import { specFileEntries } from "../docker/spec-files";
 import { buildTar } from "../docker/tar";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
@@ -98,7 +98,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     if (!validDomain(spec.domain))
       throw new AgentError("bad_request", `invalid domain ${JSON.stringify(spec.domain)}`);
     if (spec.port < 1 || spec.port > 65535) throw new AgentError("bad_request", `invalid port ${spec.port}`);
-    podFileEntries(spec); // throws bad_request on names and values the pod's files cannot hold
+    specFileEntries(spec); // throws bad_request on names and values the pod's files cannot hold
   };
 
   /**
@@ -139,7 +139,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       // Files go in only before the first start: a running pod adopted by a retry already has them,
       // and its user may have changed them since.
       if (fresh) {
-        const entries = podFileEntries(spec, { onlyNonEmpty: Boolean(cloneFrom) });
+        const entries = specFileEntries(spec, { onlyNonEmpty: Boolean(cloneFrom) });
         if (entries.length > 0)
           await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
       }

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { containerCreateOptions } from "../../agent/docker/container-spec";
-import { dotenvLine, podFileEntries, renderCrontab } from "../../agent/docker/pod-files";
+import { dotenvLine, renderCrontab, specFileEntries } from "../../agent/docker/spec-files";
 import { buildTar } from "../../agent/docker/tar";
 import { AgentError } from "../../agent/errors";
 import { podSpec } from "./helpers";
@@ -21,10 +21,10 @@ describe("dotenvLine", () => {
   });
 });
 
-describe("podFileEntries", () => {
+describe("specFileEntries", () => {
   it("writes every part for create, only the given parts for clone", () => {
     const spec = podSpec("files", { env: { A: "1" } });
-    expect(podFileEntries(spec).map((e) => e.path)).toEqual([
+    expect(specFileEntries(spec).map((e) => e.path)).toEqual([
       "app",
       "app/.env",
       ".pod",
@@ -32,18 +32,20 @@ describe("podFileEntries", () => {
       ".ssh",
       ".ssh/authorized_keys",
     ]);
-    expect(podFileEntries(spec, { onlyNonEmpty: true }).map((e) => e.path)).toEqual(["app", "app/.env"]);
+    expect(specFileEntries(spec, { onlyNonEmpty: true }).map((e) => e.path)).toEqual(["app", "app/.env"]);
   });
 
   it("refuses worker names that escape the workers dir, and duplicates", () => {
     for (const name of ["..", ".", "a/b", "", "x y"]) {
-      expect(() => podFileEntries(podSpec("wrk", { workers: [{ name, command: "x" }] }))).toThrow(AgentError);
+      expect(() => specFileEntries(podSpec("wrk", { workers: [{ name, command: "x" }] }))).toThrow(
+        AgentError,
+      );
     }
     const twice = [
       { name: "a", command: "x" },
       { name: "a", command: "y" },
     ];
-    expect(() => podFileEntries(podSpec("wrk", { workers: twice }))).toThrow(/twice/);
+    expect(() => specFileEntries(podSpec("wrk", { workers: twice }))).toThrow(/twice/);
   });
 
   it("keeps each cron job on its own line", () => {

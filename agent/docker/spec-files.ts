@@ -4,8 +4,9 @@ import { POD_GID, POD_UID } from "./naming";
 import type { TarEntry } from "./tar";
 
 /**
- * The files a pod spec becomes inside the home volume, as tar entries relative to /home/pod_user,
- * owned by pod_user. Pure functions: everything that could break the file formats is validated here.
+ * The files a pod spec becomes inside the home volume at creation (or a clone), as tar entries
+ * relative to /home/pod_user, owned by pod_user: the app's .env, crontab, workers, authorized_keys.
+ * (The Files API, which works on a running pod's files, is agent/files/.) Pure functions: everything that could break the file formats is validated here.
  */
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
@@ -71,13 +72,13 @@ const dir = (path: string, mode = 0o755): TarEntry => ({
   gid: POD_GID,
 });
 
-export interface PodFileOptions {
+export interface SpecFileOptions {
   /** write a part only when the spec has content for it (clone: keep what the source pod had) */
   onlyNonEmpty?: boolean;
 }
 
 /** Tar entries to extract at /home/pod_user. Directories first so the files' parents exist with the right owner. */
-export function podFileEntries(spec: PodSpec, opts: PodFileOptions = {}): TarEntry[] {
+export function specFileEntries(spec: PodSpec, opts: SpecFileOptions = {}): TarEntry[] {
   const all = !opts.onlyNonEmpty;
   const entries: TarEntry[] = [];
   const envCount = Object.keys(spec.env).length;
