@@ -1,5 +1,8 @@
 import type { PodState } from "../../shared/protocol";
-import { dockerMessage } from "../docker/client";
+import type { HandlerDeps } from "../handlers/deps";
+import { KeyedLock } from "../handlers/keyed-lock";
+import type { AgentEvents } from "../handlers/types";
+import { dockerMessage } from "./client";
 import {
   LABEL_DOMAIN,
   LABEL_POD,
@@ -8,11 +11,8 @@ import {
   LABEL_SSH_PORT,
   podNames,
   prefixFilter,
-} from "../docker/naming";
-import { inspectContainer, podStateOf } from "../docker/resources";
-import type { HandlerDeps } from "./deps";
-import { KeyedLock } from "./keyed-lock";
-import type { AgentEvents } from "./types";
+} from "./naming";
+import { inspectContainer, podStateOf } from "./resources";
 
 interface DockerEvent {
   Type?: string;
