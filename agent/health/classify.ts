@@ -6,10 +6,10 @@ import {
   NODE_OTHER_ENTRIES,
   type PackageJson,
   PYTHON_DEFAULT_ENTRIES,
-} from "./probe";
+} from "./facts";
 
 /**
- * Why a running pod's app does not answer on its port, from the facts probeHealth gathered. Pure,
+ * Why a running pod's app does not answer on its port, from the facts gatherHealthFacts gathered. Pure,
  * so every rule is testable with a string. Called only for an app already found unhealthy; the
  * first rule that matches wins, most specific first:
  *

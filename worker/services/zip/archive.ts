@@ -22,7 +22,7 @@ export interface ZipUpload {
 
 const ENTRY_POINTS = ["package.json", "index.html"];
 
-/** What each runtime's image starts when there is no manifest (images/README.md, agent/inside/probe.ts). */
+/** What each runtime's image starts when there is no manifest (images/README.md, agent/inside/runtime.ts). */
 const START_FILES: Partial<Record<PresetSlug, string[]>> = {
   nodejs: ["server.js", "index.js", "app.js", "main.js"],
   python: ["app.py", "main.py", "server.py"],

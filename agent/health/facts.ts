@@ -107,7 +107,7 @@ export interface PackageJson {
   peerDependencies?: Record<string, unknown>;
 }
 
-export async function probeHealth(
+export async function gatherHealthFacts(
   docker: DockerClient,
   container: string,
   service: "app" | "web",
