@@ -7,7 +7,7 @@ import { z } from "zod";
  *
  * Bytes never travel in these messages: `download` streams a file to the Worker through the relay
  * the Worker named, `receive` streams a relay's bytes into a temp file (the agent's PUT and GET of
- * `/agent/relay/{id}`, see worker/durable-objects/transfer-relay.ts), which `commit` then puts in
+ * `/agent/relay/{id}`, see worker/durable-objects/transfer-relay/), which `commit` then puts in
  * place (or `discard` removes). Writing in two steps lets the Worker stream a multipart upload
  * while it arrives, before it knows the whole form (a `path` may come after the file) or the size.
  * Both the JSON `content` routes and the multipart routes use them.

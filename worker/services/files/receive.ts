@@ -1,12 +1,12 @@
 import { fail, ok, type Result } from "../../../shared/errors";
-import { cancelRelay, newRelayId, relayStub } from "../blobs/relay";
+import { cancelRelay, newRelayId, relayStub } from "../../durable-objects/transfer-relay/client";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
 import { hostFailure } from "../pods/power";
 
 /**
  * Bytes into a running pod, in two steps (shared/protocol/files.ts): `receive` streams them
- * through a TransferRelay (../../../durable-objects/transfer-relay.ts) into a temp file in a
+ * through a TransferRelay (../../durable-objects/transfer-relay/object.ts) into a temp file in a
  * directory of the pod, then `commit` renames that over the target — or `discard` removes it. The
  * bytes can flow before the target or the size is known (a multipart form's `path` may come after
  * its file), and a transfer cut short is never put in place: only the Worker commits, and only

@@ -1,6 +1,11 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import { FILE_CONTENT_MAX_BYTES } from "../../../shared/protocol/files";
-import { cancelRelay, MAX_RELAY_BYTES, newRelayId, relayStub } from "../blobs/relay";
+import {
+  cancelRelay,
+  MAX_RELAY_BYTES,
+  newRelayId,
+  relayStub,
+} from "../../durable-objects/transfer-relay/client";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
 import { hostFailure } from "../pods/power";
@@ -10,7 +15,7 @@ import { commitReceived, receiveInto, TRANSFER_TIMEOUT_MS } from "./receive";
 
 /**
  * File bytes out of a running pod (and the JSON text routes), streamed through a TransferRelay
- * Durable Object (see ../../../durable-objects/transfer-relay.ts) rather than stored on the way:
+ * Durable Object (see ../../durable-objects/transfer-relay/object.ts) rather than stored on the way:
  * the agent PUTs a file as it reads it and the Worker hands that stream to the caller. Only the
  * relay's id crosses the host's Durable Object, and no side ever holds a whole file. Writes go the
  * other way (./receive.ts): a text edit and an upload are written alike, a temp file renamed over

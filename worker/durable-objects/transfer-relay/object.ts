@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { ErrorCode } from "../../shared/errors";
+import type { ErrorCode } from "../../../shared/errors";
 
 /** how long a side that arrived waits for the other one before the transfer fails */
 export const RELAY_WAIT_MS = 30_000;
@@ -30,7 +30,7 @@ export interface RelayBytes {
  * that has the bytes (`produce`: the caller's upload, or the agent's PUT of a file it reads) and the
  * side that wants them (`consume`: the agent's GET, or the caller's download) meet here, and the
  * producer's stream is piped into the consumer's, chunk by chunk with backpressure. The object is
- * named `{hostId}/{uuid}` (services/blobs/relay.ts) and lives for one transfer; it keeps nothing in
+ * named `{hostId}/{uuid}` (./client.ts) and lives for one transfer; it keeps nothing in
  * storage and never a whole payload in memory.
  *
  * This works because a Durable Object may share I/O objects between the requests it serves: the

@@ -1,9 +1,9 @@
 import type { Bindings } from "../../env";
 
 /**
- * Transfers streamed through a TransferRelay Durable Object (see durable-objects/transfer-relay.ts),
+ * Transfers streamed through a TransferRelay Durable Object (see ./object.ts),
  * one object per transfer, named `{hostId}/{uuid}`: only that host's agent can reach it through
- * the agent-facing routes (routes/agent-relay.ts). Only the name crosses the control WebSocket.
+ * the agent-facing routes (../../routes/agent-relay.ts). Only the name crosses the control WebSocket.
  */
 
 /** the largest file a relay carries (the download limit) */
