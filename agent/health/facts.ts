@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { START_FILES } from "../../shared/start-files";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME } from "../docker/naming";
@@ -11,9 +12,6 @@ import { HOME } from "../docker/naming";
  * log. Sections are delimited by a random marker per run, so file contents cannot forge one.
  */
 
-/** entry files the images' app service starts without a start script (images/README.md) */
-export const NODE_DEFAULT_ENTRIES = ["server.js", "index.js", "app.js", "main.js"];
-export const PYTHON_DEFAULT_ENTRIES = ["app.py", "main.py", "server.py"];
 /** where an app's entry often is when it is none of the defaults; the start-script fix uses them */
 export const NODE_OTHER_ENTRIES = [
   "src/server.js",
@@ -41,8 +39,8 @@ const CANDIDATES = [
   "requirements.txt",
   "node_modules",
   ".venv",
-  ...NODE_DEFAULT_ENTRIES,
-  ...PYTHON_DEFAULT_ENTRIES,
+  ...START_FILES.nodejs,
+  ...START_FILES.python,
   ...NODE_OTHER_ENTRIES,
 ];
 

@@ -1,4 +1,5 @@
 import type { NODE_VERSIONS } from "../../shared/catalog";
+import { START_FILES } from "../../shared/start-files";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
@@ -22,12 +23,12 @@ nodejs)
   ver=$("$node" --version 2>/dev/null | sed 's/^v//')
   if [ -n "\${custom:-}" ]; then start=$custom
   elif [ -f package.json ] && "$node" -e 'process.exit(require("./package.json").scripts?.start ? 0 : 1)' 2>/dev/null; then start="npm start"
-  else for f in server.js index.js app.js main.js; do [ -f "$f" ] && { start="node $f"; break; }; done; fi ;;
+  else for f in ${START_FILES.nodejs.join(" ")}; do [ -f "$f" ] && { start="node $f"; break; }; done; fi ;;
 python)
   py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python
   ver=$("$py" --version 2>&1 | sed -n 's/^Python //p')
   if [ -n "\${custom:-}" ]; then start=$custom
-  else for f in app.py main.py server.py; do [ -f "$f" ] && { start="python $f"; break; }; done; fi ;;
+  else for f in ${START_FILES.python.join(" ")}; do [ -f "$f" ] && { start="python $f"; break; }; done; fi ;;
 static)
   ver=$(nginx -v 2>&1 | sed -n 's|.*nginx/||p'); start=nginx ;;
 php)

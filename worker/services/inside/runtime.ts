@@ -1,6 +1,7 @@
 import type { NODE_VERSIONS } from "../../../shared/catalog";
 import { findPlan, findPreset, RUNTIMES } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
+import { START_FILES } from "../../../shared/start-files";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
 import { hostFailure } from "../pods/power";
@@ -27,7 +28,7 @@ const DEFAULT_START: Record<string, string> = {
   static: "nginx",
   php: "nginx + php-fpm",
   nodejs: "npm start",
-  python: "python app.py",
+  python: `python ${START_FILES.python[0]}`,
 };
 
 /**

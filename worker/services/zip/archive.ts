@@ -1,5 +1,6 @@
 import type { PresetSlug } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
+import { START_FILES, type StartFileRuntime } from "../../../shared/start-files";
 import type { ZipManifest } from "../../../shared/zip/policy";
 import type { Bindings } from "../../env";
 import type { StagedZip } from "./form";
@@ -21,12 +22,6 @@ export interface ZipUpload {
 }
 
 const ENTRY_POINTS = ["package.json", "index.html"];
-
-/** What each runtime's image starts when there is no manifest (images/README.md, agent/inside/runtime.ts). */
-const START_FILES: Partial<Record<PresetSlug, string[]>> = {
-  nodejs: ["server.js", "index.js", "app.js", "main.js"],
-  python: ["app.py", "main.py", "server.py"],
-};
 
 /** The files that mark an archive as written for a runtime, in the contract's order of detection. */
 const MARKERS: [PresetSlug, string[]][] = [
@@ -67,7 +62,7 @@ export function runtimeMismatch(preset: PresetSlug, upload: ZipUpload): string |
     return `the archive is a ${upload.detected} app (it has ${found}), not ${preset}`;
   }
   if (preset === "static" || preset === "php") return null;
-  const starts = START_FILES[preset] ?? [];
+  const starts: readonly string[] = preset in START_FILES ? START_FILES[preset as StartFileRuntime] : [];
   if (starts.some((f) => top.includes(f))) return null;
   return `the archive is a static site (no ${[...(marker ?? []), ...starts].join(", ")} at its top level), not a ${preset} app`;
 }
