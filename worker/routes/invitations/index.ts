@@ -17,7 +17,7 @@ import {
   acceptInvitationSignedIn,
   acceptInvitationSignedOut,
   describeInvitation,
-} from "../../services/teams/invitations";
+} from "../../services/invitations/invitations";
 import { setSessionCookie } from "../auth";
 import { Email, Password, PersonName } from "../auth/schemas";
 

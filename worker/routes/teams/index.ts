@@ -11,7 +11,7 @@ import {
   StatusBody,
   serviceContext,
 } from "../../http/router";
-import { createInvitation, deleteInvitation, listInvitations } from "../../services/teams/invitations";
+import { createInvitation, deleteInvitation, listInvitations } from "../../services/invitations/invitations";
 import { addMember, listMembers, removeMember, toMemberView } from "../../services/teams/members";
 import {
   createTeam,

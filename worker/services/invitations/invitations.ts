@@ -7,8 +7,8 @@ import { authenticatePassword, createAccount, findUserByEmail, normalizeEmail } 
 import { createSession } from "../auth/sessions";
 import type { ServiceContext } from "../context";
 import { invitationMail } from "../mail/templates";
-import { requireMember, requireOwner } from "./access";
-import { joinTeam } from "./members";
+import { requireMember, requireOwner } from "../teams/access";
+import { joinTeam } from "../teams/members";
 
 export const INVITATION_TTL = 7 * DAY;
 
