@@ -53,7 +53,13 @@ export const sshRouter = createRouter()
     }),
     async (c) =>
       c.json(
-        unwrap(await sshAccess(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name)),
+        unwrap(
+          await sshAccess({
+            ctx: serviceContext(c),
+            teamId: c.get("caller").teamId,
+            input: c.req.valid("param"),
+          }),
+        ),
         200,
       ),
   )
@@ -72,7 +78,13 @@ export const sshRouter = createRouter()
     }),
     async (c) =>
       c.json(
-        unwrap(await listPodKeys(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name)),
+        unwrap(
+          await listPodKeys({
+            ctx: serviceContext(c),
+            teamId: c.get("caller").teamId,
+            input: c.req.valid("param"),
+          }),
+        ),
         200,
       ),
   )
@@ -99,7 +111,11 @@ export const sshRouter = createRouter()
     async (c) => {
       const { name } = c.req.valid("param");
       const result = unwrap(
-        await addPodKey(serviceContext(c), c.get("caller").teamId, name, c.req.valid("json").key),
+        await addPodKey({
+          ctx: serviceContext(c),
+          teamId: c.get("caller").teamId,
+          input: { name, key: c.req.valid("json").key },
+        }),
       );
       return result.added
         ? c.json({ message: "key added" as const, key: result.key, fingerprint: result.fingerprint }, 201)
@@ -121,7 +137,13 @@ export const sshRouter = createRouter()
     }),
     async (c) => {
       const { name } = c.req.valid("param");
-      unwrap(await removePodKey(serviceContext(c), c.get("caller").teamId, name, c.req.valid("json").key));
+      unwrap(
+        await removePodKey({
+          ctx: serviceContext(c),
+          teamId: c.get("caller").teamId,
+          input: { name, key: c.req.valid("json").key },
+        }),
+      );
       return c.json({ status: "deleted" as const }, 200);
     },
   );

@@ -12,11 +12,15 @@ export interface SshAccess {
   command: string;
 }
 
-export async function sshAccess(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<SshAccess>> {
+export async function sshAccess({
+  ctx,
+  teamId,
+  input: { name },
+}: {
+  ctx: ServiceContext;
+  teamId: string;
+  input: { name: string };
+}): Promise<Result<SshAccess>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   const { pod, host } = found.value;

@@ -35,11 +35,22 @@ async function readKeys(ctx: ServiceContext, found: PodWithHost): Promise<Result
   return listed.ok ? ok(listed.value.keys) : hostFailure(listed, name);
 }
 
-export async function listPodKeys(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<{ keys: string[] }>> {
+interface PodKeyInput {
+  /** the pod's name */
+  name: string;
+  /** an OpenSSH public key line */
+  key: string;
+}
+
+export async function listPodKeys({
+  ctx,
+  teamId,
+  input: { name },
+}: {
+  ctx: ServiceContext;
+  teamId: string;
+  input: { name: string };
+}): Promise<Result<{ keys: string[] }>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   const keys = await readKeys(ctx, found.value);
@@ -49,15 +60,18 @@ export async function listPodKeys(
 export type AddedPodKey = { added: true; key: string; fingerprint: string } | { added: false };
 
 /** Validated like an account key; a key already in the file (any comment) is left as it is. */
-export async function addPodKey(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: string,
-): Promise<Result<AddedPodKey>> {
+export async function addPodKey({
+  ctx,
+  teamId,
+  input: { name, key: keyLine },
+}: {
+  ctx: ServiceContext;
+  teamId: string;
+  input: PodKeyInput;
+}): Promise<Result<AddedPodKey>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
-  const parsed = await parsePublicKey(input, "key");
+  const parsed = await parsePublicKey(keyLine, "key");
   if (!parsed.ok) return parsed;
   const key = parsed.value;
   const material = { type: key.type, data: key.base64, comment: key.comment };
@@ -96,15 +110,18 @@ const isKey = (line: string, key: KeyMaterial) => {
  * Removes every line of the pod's authorized_keys holding the key. The key is not validated beyond
  * its shape: a key the pod's user wrote by hand (an old DSA key, say) can still be removed.
  */
-export async function removePodKey(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: string,
-): Promise<Result<void>> {
+export async function removePodKey({
+  ctx,
+  teamId,
+  input: { name, key: keyLine },
+}: {
+  ctx: ServiceContext;
+  teamId: string;
+  input: PodKeyInput;
+}): Promise<Result<void>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
-  const trimmed = input.trim();
+  const trimmed = keyLine.trim();
   if (/[\r\n]/.test(trimmed)) return fail("bad_request", "key: must be one key on one line");
   const material = keyMaterial(trimmed);
   if (!material) {
