@@ -10,7 +10,7 @@ import { OpName, PodName, PodState } from "./ops";
 /**
  * Raised when an op is removed or changes incompatibly, so an agent of another version is refused
  * at its hello rather than failing op by op. 2: file writes became receive/commit/discard.
- * 3: `pod.ssh.keys.*` became `pod.ssh.keys.*`, the words the API uses for a pod's keys.
+ * 3: `pod.keys.*` became `pod.ssh.keys.*`, the words the API uses for a pod's keys.
  */
 export const PROTOCOL_VERSION = 3;
 
