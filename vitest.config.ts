@@ -21,10 +21,11 @@ export default defineConfig({
         },
       },
       {
-        // The agent against the real Docker engine, and end-to-end runs of Worker + agent + Docker.
+        // The agent against the real Docker engine, end-to-end runs of Worker + agent + Docker, and
+        // the layout check (it reads the file system, which workerd cannot).
         test: {
           name: "node",
-          include: ["test/agent/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          include: ["test/agent/**/*.test.ts", "test/e2e/**/*.test.ts", "test/layout.test.ts"],
           environment: "node",
           testTimeout: 60_000,
           hookTimeout: 180_000,

@@ -7,7 +7,7 @@ import { loadConfig, requireConnection } from "./config";
 import { Dispatcher } from "./connection/dispatch";
 import { ControlSocket } from "./connection/socket";
 import { createDockerClient } from "./docker/client";
-import { watchDockerEvents } from "./handlers/events";
+import { watchDockerEvents } from "./docker/events";
 import { KeyedLock } from "./handlers/keyed-lock";
 import { createHandlers } from "./handlers/pods";
 import { HealthMonitor } from "./health/monitor";

@@ -47,7 +47,7 @@ import type { ContainerCreateOptions } from "dockerode";
 import { createDockerClient, type DockerClient } from "../agent/docker/client";
 import { containerCreateOptions } from "../agent/docker/container-spec";
 import { HOME, podLabels, podNames } from "../agent/docker/naming";
-import { podFileEntries } from "../agent/docker/pod-files";
+import { specFileEntries } from "../agent/docker/spec-files";
 import { buildTar } from "../agent/docker/tar";
 import { Ingress } from "../agent/ingress/nginx";
 import { renderVhost } from "../agent/ingress/vhost";
@@ -257,7 +257,7 @@ class Floor {
     const t2 = now();
     await docker.createContainer(containerCreateOptions(this.prefix, spec, IMAGE));
     const t3 = now();
-    await docker.getContainer(n.container).putArchive(buildTar(podFileEntries(spec)), { path: HOME });
+    await docker.getContainer(n.container).putArchive(buildTar(specFileEntries(spec)), { path: HOME });
     const t4 = now();
     await docker.getContainer(n.container).start();
     const t5 = now();

@@ -77,7 +77,7 @@ async function main() {
     const port = await freePort();
     await a.handlers["pod.create"](podSpec("sshbench", { sshPort: port }), a.ctx);
     const key = await makeKey(dir, "bench");
-    await a.handlers["pod.keys.add"]({ name: "sshbench", key: key.publicKey }, a.ctx);
+    await a.handlers["pod.ssh.keys.add"]({ name: "sshbench", key: key.publicKey }, a.ctx);
     const container = podNames(a.config.namePrefix, "sshbench").container;
     const ssh = clientOptions(join(dir, "known_hosts"), key);
     const target = "pod_user@127.0.0.1";

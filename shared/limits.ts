@@ -2,7 +2,7 @@
 
 const MiB = 1024 * 1024;
 
-/** JSON bodies; routes that take files raise their own limit (worker/app.ts) */
+/** JSON bodies; routes that take files raise their own limit (worker/http/body-limit.ts) */
 export const JSON_BODY_MAX_BYTES = 1 * MiB;
 /** `POST /api/pods/{name}/files/upload`: the `file` part */
 export const FILE_UPLOAD_MAX_BYTES = 32 * MiB;

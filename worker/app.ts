@@ -1,11 +1,3 @@
-import type { Context, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import {
-  FILE_UPLOAD_MAX_BYTES,
-  JSON_BODY_MAX_BYTES,
-  MULTIPART_OVERHEAD_BYTES,
-  ZIP_UPLOAD_MAX_BYTES,
-} from "../shared/limits";
 import type { AppEnv } from "./http/app-env";
 import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
@@ -19,58 +11,34 @@ import { authRouter } from "./routes/auth";
 import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
+import { filesRouter } from "./routes/files";
+import { healthRouter } from "./routes/health";
+import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
+import { metricsRouter } from "./routes/metrics";
 import { podsRouter } from "./routes/pods";
-import { podFilesRouter } from "./routes/pods/files";
-import { podHealthRouter } from "./routes/pods/health";
-import { podInsideRouter } from "./routes/pods/inside";
-import { podMetricsRouter } from "./routes/pods/metrics";
-import { podSshRouter } from "./routes/pods/ssh";
-import { podZipRouter } from "./routes/pods/zip";
+import { sshRouter } from "./routes/ssh";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
-
-/**
- * The routes that take files read their multipart forms as they arrive (lib/streamed-form.ts) and
- * count what they read themselves, so only a declared length over their limit is refused up front.
- * hono's bodyLimit would read a body without a Content-Length whole into memory to count it.
- */
-const STREAMED_FORM_ROUTES: [RegExp, number][] = [
-  [/^\/api\/pods\/[^/]+\/files\/upload$/, FILE_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
-  [/^\/api\/pods\/[^/]+\/zip$/, ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
-  [/^\/api\/pods\/from-zip$/, ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES],
-];
-const tooLarge = (c: Context, maxSize: number) =>
-  c.json({ error: `request body too large: the limit is ${maxSize} bytes` }, 413);
-/** JSON bodies are small: held and counted. */
-const jsonBodyLimit = bodyLimit({
-  maxSize: JSON_BODY_MAX_BYTES,
-  onError: (c) => tooLarge(c, JSON_BODY_MAX_BYTES),
-});
-const bodyLimitFor: MiddlewareHandler = (c, next) => {
-  const streamed = STREAMED_FORM_ROUTES.find(([route]) => route.test(c.req.path));
-  if (!streamed) return jsonBodyLimit(c, next);
-  const declared = Number(c.req.header("content-length"));
-  return declared > streamed[1] ? Promise.resolve(tooLarge(c, streamed[1])) : next();
-};
+import { zipRouter } from "./routes/zip";
 
 export function createApp() {
   const app = createRouter();
 
   app.use("*", requestContext);
-  app.use("/api/*", bodyLimitFor);
 
   app.route("/api/auth", authRouter);
   app.route("/api/teams", teamsRouter);
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
+  // A pod's capabilities, each its own router (routes/<capability>/) under the pod's path.
   app.route("/api/pods", podsRouter);
-  app.route("/api/pods", podSshRouter);
-  app.route("/api/pods", podInsideRouter);
-  app.route("/api/pods", podZipRouter);
-  app.route("/api/pods", podFilesRouter);
-  app.route("/api/pods", podMetricsRouter);
-  app.route("/api/pods", podHealthRouter);
+  app.route("/api/pods", sshRouter);
+  app.route("/api/pods", insideRouter);
+  app.route("/api/pods", zipRouter);
+  app.route("/api/pods", filesRouter);
+  app.route("/api/pods", metricsRouter);
+  app.route("/api/pods", healthRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);

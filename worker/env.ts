@@ -1,6 +1,6 @@
 import type { HostAgent } from "./durable-objects/host-agent";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
-import type { TransferRelay } from "./durable-objects/transfer-relay";
+import type { TransferRelay } from "./durable-objects/transfer-relay/object";
 import type { PodCreateParams } from "./workflows/pod-create";
 
 /** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, D1/R2/DO bindings). */
@@ -9,7 +9,7 @@ export interface Bindings {
   BLOBS: R2Bucket;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
   HOST_AGENT: DurableObjectNamespace<HostAgent>;
-  /** one object per streamed file transfer (durable-objects/transfer-relay.ts) */
+  /** one object per streamed file transfer (durable-objects/transfer-relay/object.ts) */
   TRANSFER_RELAY: DurableObjectNamespace<TransferRelay>;
   /** long operations, one Workflow each (worker/workflows/); instance id = the operation's id */
   POD_CREATE: Workflow<PodCreateParams>;

@@ -4,7 +4,7 @@ import { runScheduledJobs } from "./scheduled";
 
 export { HostAgent } from "./durable-objects/host-agent";
 export { RateLimiter } from "./durable-objects/rate-limiter";
-export { TransferRelay } from "./durable-objects/transfer-relay";
+export { TransferRelay } from "./durable-objects/transfer-relay/object";
 export { PodCreateWorkflow } from "./workflows/pod-create";
 
 const app = createApp();

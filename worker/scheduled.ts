@@ -1,8 +1,8 @@
 import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
 import { sweepStagedBlobs } from "./services/blobs/staging";
+import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
-import { rollUpAndPruneMetrics } from "./services/pods/metrics/retention";
 
 /**
  * The Worker's cron work (wrangler.toml `[triggers] crons`). Every trigger runs every job; a job

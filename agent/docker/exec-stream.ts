@@ -2,6 +2,7 @@ import { constants } from "node:os";
 import type { Duplex, Readable } from "node:stream";
 import { Transform, type TransformCallback } from "node:stream";
 import type { DockerClient } from "./client";
+import { FrameParser, STDERR, STDOUT } from "./frames";
 import { HOME } from "./naming";
 import type { RuncContainers } from "./runc";
 
@@ -180,16 +181,9 @@ class CappedText {
   }
 }
 
-/**
- * The engine's multiplexed stream (8-byte header: stream type, 3 zero bytes, big-endian length;
- * then the payload) split into stdout, passed on as it comes, and stderr, kept up to a cap.
- * Frame payloads are sliced out of the chunks without copying.
- */
+/** The engine's multiplexed stream (./frames.ts) split into stdout, passed on as it comes, and stderr, kept up to a cap. */
 class Demux extends Transform {
-  private readonly head = Buffer.alloc(8);
-  private headLength = 0;
-  private remaining = 0;
-  private type = 0;
+  private readonly frames = new FrameParser();
   private readonly errors: CappedText;
 
   constructor(maxStderr: number) {
@@ -202,26 +196,10 @@ class Demux extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    let offset = 0;
-    while (offset < chunk.length) {
-      if (this.remaining === 0) {
-        const take = Math.min(8 - this.headLength, chunk.length - offset);
-        chunk.copy(this.head, this.headLength, offset, offset + take);
-        this.headLength += take;
-        offset += take;
-        if (this.headLength < 8) break;
-        this.type = this.head.readUInt8(0);
-        this.remaining = this.head.readUInt32BE(4);
-        this.headLength = 0;
-        continue;
-      }
-      const n = Math.min(this.remaining, chunk.length - offset);
-      const payload = chunk.subarray(offset, offset + n);
-      offset += n;
-      this.remaining -= n;
-      if (this.type === 1) this.push(payload);
-      else if (this.type === 2) this.errors.add(payload);
-    }
+    this.frames.push(chunk, (type, payload) => {
+      if (type === STDOUT) this.push(payload);
+      else if (type === STDERR) this.errors.add(payload);
+    });
     callback();
   }
 }

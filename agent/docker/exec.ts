@@ -1,5 +1,6 @@
 import { PassThrough } from "node:stream";
 import type { DockerClient } from "./client";
+import { demuxStream } from "./frames";
 
 export interface ExecResult {
   exitCode: number;
@@ -49,7 +50,7 @@ export async function execInContainer(
   const stderr = new PassThrough();
   stdout.on("data", out.push);
   stderr.on("data", err.push);
-  docker.modem.demuxStream(stream, stdout, stderr);
+  demuxStream(stream, stdout, stderr);
 
   const ended = new Promise<void>((resolve, reject) => {
     stream.on("end", resolve);

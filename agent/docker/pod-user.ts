@@ -3,6 +3,7 @@ import { PassThrough } from "node:stream";
 import { AgentError } from "../errors";
 import { type DockerClient, dockerStatus, isNotFound } from "./client";
 import { type ExecResult, execInContainer } from "./exec";
+import { demuxStream } from "./frames";
 import { HOME, LABEL_PREFIX, podNames } from "./naming";
 import { inspectContainer, removeContainer } from "./resources";
 
@@ -102,7 +103,7 @@ async function runInHelper(
     const err: Buffer[] = [];
     const stdout = new PassThrough().on("data", (b: Buffer) => out.push(b));
     const stderr = new PassThrough().on("data", (b: Buffer) => err.push(b));
-    docker.modem.demuxStream(stream, stdout, stderr);
+    demuxStream(stream, stdout, stderr);
     const ended = new Promise<void>((resolve) => {
       stream.on("end", resolve);
       stream.on("close", resolve);

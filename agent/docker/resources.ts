@@ -2,6 +2,7 @@ import type { ContainerInspectInfo } from "dockerode";
 import type { PodState } from "../../shared/protocol";
 import { AgentError } from "../errors";
 import { type DockerClient, isConflict, isNotFound, isNotModified } from "./client";
+import { framePayloads } from "./frames";
 import { LABEL_POD_ID } from "./naming";
 
 /** Docker objects of one pod: find, make idempotently, remove quietly. */
@@ -160,13 +161,8 @@ async function containerLogTail(docker: DockerClient, name: string): Promise<str
     const buf = (await docker
       .getContainer(name)
       .logs({ stdout: true, stderr: true, tail: 10 })) as unknown as Buffer;
-    // Non-TTY logs are multiplexed: 8-byte frame headers before each chunk.
-    const parts: string[] = [];
-    for (let o = 0; o + 8 <= buf.length; ) {
-      const len = buf.readUInt32BE(o + 4);
-      parts.push(buf.subarray(o + 8, o + 8 + len).toString("utf8"));
-      o += 8 + len;
-    }
+    // Non-TTY logs are multiplexed (./frames.ts).
+    const parts = framePayloads(buf).map((p) => p.toString("utf8"));
     return parts.join("").trim().slice(-500) || "(no output)";
   } catch {
     return "(no log)";

@@ -1,4 +1,4 @@
-import { FILE_LIST_MAX_ENTRIES, type FileEntry } from "../../shared/protocol/file-ops";
+import { FILE_LIST_MAX_ENTRIES, type FileEntry } from "../../shared/protocol/files";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { AgentError } from "../errors";
 import { RESULT_BUDGET_BYTES } from "../inside/budget";

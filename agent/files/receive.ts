@@ -6,7 +6,7 @@ import { EXIT, fileFailure, runFileScript, streamFileScript } from "./run";
 import { needRelay, TRANSFER_TIMEOUT_S } from "./transfer";
 
 /**
- * Writing a file into a pod in two steps (shared/protocol/file-ops.ts): `receive` streams a relay's
+ * Writing a file into a pod in two steps (shared/protocol/files.ts): `receive` streams a relay's
  * bytes into a temp file, and the control plane — which alone knows whether the caller's upload came
  * whole — then has it committed (renamed over the target) or discarded. Starting a process in a
  * container costs ~60 ms, so the process that will commit is started together with the one that

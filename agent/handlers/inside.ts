@@ -1,11 +1,11 @@
-import { ENV_FILE, ENV_NAME } from "../../shared/protocol/inside-ops";
+import { ENV_FILE, ENV_NAME } from "../../shared/protocol/inside";
 import { AgentError } from "../errors";
 import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
 import { readEnvFile, writeEnvFile } from "../inside/env-file";
 import { readLog } from "../inside/logs";
-import { diskUsage, probePreset, restartAppService, switchNodeVersion } from "../inside/probe";
 import { reloadApp } from "../inside/reload";
+import { diskUsage, probePreset, restartAppService, switchNodeVersion } from "../inside/runtime";
 import type { HandlerDeps } from "./deps";
 import { guard } from "./guard";
 import type { KeyedLock } from "./keyed-lock";

@@ -1,7 +1,7 @@
 import { type Readable, Transform } from "node:stream";
 import type { ContainerInspectInfo } from "dockerode";
 import type { HomeSeed, PodSpec, PodState } from "../../shared/protocol";
-import type { ZipSeed } from "../../shared/protocol/zip-ops";
+import type { ZipSeed } from "../../shared/protocol/zip";
 import { isConflict, isNotFound } from "../docker/client";
 import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
 import {
@@ -14,7 +14,6 @@ import {
   podNames,
   prefixFilter,
 } from "../docker/naming";
-import { podFileEntries } from "../docker/pod-files";
 import {
   assertOwned,
   ensureNetwork,
@@ -28,6 +27,7 @@ import {
   stopContainer,
   waitRunning,
 } from "../docker/resources";
+import { specFileEntries } from "../docker/spec-files";
 import { buildTar } from "../docker/tar";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
@@ -39,7 +39,7 @@ import { guard } from "./guard";
 import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
-import { keyHandlers } from "./keys";
+import { sshHandlers } from "./ssh";
 import type { HandlerContext, HandlerTable } from "./types";
 import { zipHandlers } from "./zip";
 
@@ -104,7 +104,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     if (!validDomain(spec.domain))
       throw new AgentError("bad_request", `invalid domain ${JSON.stringify(spec.domain)}`);
     if (spec.port < 1 || spec.port > 65535) throw new AgentError("bad_request", `invalid port ${spec.port}`);
-    podFileEntries(spec); // throws bad_request on names and values the pod's files cannot hold
+    specFileEntries(spec); // throws bad_request on names and values the pod's files cannot hold
   };
 
   /**
@@ -156,7 +156,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       // Files go in only before the first start: a running pod adopted by a retry already has them,
       // and its user may have changed them since.
       if (fresh) {
-        const entries = podFileEntries(spec, { onlyNonEmpty: copied });
+        const entries = specFileEntries(spec, { onlyNonEmpty: copied });
         if (entries.length > 0)
           await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
       }
@@ -337,7 +337,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       }),
     ),
 
-    ...keyHandlers(deps, locks),
+    ...sshHandlers(deps, locks),
     ...insideHandlers(deps, locks),
     ...fileHandlers(deps),
     ...healthHandlers(deps, locks),

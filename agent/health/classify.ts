@@ -1,15 +1,10 @@
 import type { PresetSlug } from "../../shared/catalog";
-import type { Diagnosis, DiagnosisClass, FixAction } from "../../shared/protocol/health-ops";
-import {
-  type HealthFacts,
-  NODE_DEFAULT_ENTRIES,
-  NODE_OTHER_ENTRIES,
-  type PackageJson,
-  PYTHON_DEFAULT_ENTRIES,
-} from "./probe";
+import type { Diagnosis, DiagnosisClass, FixAction } from "../../shared/protocol/health";
+import { START_FILES } from "../../shared/start-files";
+import { type HealthFacts, NODE_OTHER_ENTRIES, type PackageJson } from "./facts";
 
 /**
- * Why a running pod's app does not answer on its port, from the facts probeHealth gathered. Pure,
+ * Why a running pod's app does not answer on its port, from the facts gatherHealthFacts gathered. Pure,
  * so every rule is testable with a string. Called only for an app already found unhealthy; the
  * first rule that matches wins, most specific first:
  *
@@ -235,7 +230,7 @@ function diagnose({ facts, preset, port, now }: ClassifyInput): Diagnosis {
       pkg.scripts &&
       typeof pkg.scripts.start === "string"
     );
-    const defaults = node ? NODE_DEFAULT_ENTRIES : PYTHON_DEFAULT_ENTRIES;
+    const defaults = node ? START_FILES.nodejs : START_FILES.python;
     const nothing =
       last.kind === "nothing" ||
       (!custom && !(node && hasStartScript) && !defaults.some((f) => facts.files.has(f)));
@@ -244,7 +239,7 @@ function diagnose({ facts, preset, port, now }: ClassifyInput): Diagnosis {
         return make(
           "missing_start_script",
           "The app has no start command",
-          `~/app has none of ${PYTHON_DEFAULT_ENTRIES.join(", ")} and there is no ~/.pod/start.`,
+          `~/app has none of ${START_FILES.python.join(", ")} and there is no ~/.pod/start.`,
           "Rename your entry file to app.py, or put the command that starts the app in ~/.pod/start " +
             "(e.g. gunicorn -b 0.0.0.0:$PORT app:app), then restart the app.",
           0.9,
@@ -255,7 +250,7 @@ function diagnose({ facts, preset, port, now }: ClassifyInput): Diagnosis {
       return make(
         "missing_start_script",
         "The app has no start script",
-        `${pkg === null ? "There is no package.json" : pkg === "invalid" ? "package.json is not valid JSON" : 'package.json has no "start" script'}, ~/app has none of ${NODE_DEFAULT_ENTRIES.join(", ")} and there is no ~/.pod/start.${
+        `${pkg === null ? "There is no package.json" : pkg === "invalid" ? "package.json is not valid JSON" : 'package.json has no "start" script'}, ~/app has none of ${START_FILES.nodejs.join(", ")} and there is no ~/.pod/start.${
           entry ? ` ${entry} looks like the app's entry.` : ""
         }`,
         fixable

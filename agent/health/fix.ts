@@ -1,16 +1,16 @@
 import type { PresetSlug } from "../../shared/catalog";
-import type { FixAction } from "../../shared/protocol/health-ops";
+import type { FixAction } from "../../shared/protocol/health";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, LABEL_PORT, podNames } from "../docker/naming";
 import { containerIp, inspectContainer } from "../docker/resources";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
-import { restartAppService } from "../inside/probe";
 import { reloadApp } from "../inside/reload";
+import { restartAppService } from "../inside/runtime";
 import type { Logger } from "../logger";
+import { gatherHealthFacts, NODE_OTHER_ENTRIES, PORT_FORWARD_WORKER } from "./facts";
 import { portAnswers, serviceOf } from "./monitor";
-import { NODE_OTHER_ENTRIES, PORT_FORWARD_WORKER, probeHealth } from "./probe";
 
 /**
  * The one-click fixes of a diagnosis, applied to a running pod as pod_user. Each looks again at
@@ -200,7 +200,7 @@ export async function applyFix(
       if (!port) throw new AgentError("internal", `pod ${pod} has no port label`);
       if (ip && (await portAnswers(ip, port)))
         throw new AgentError("conflict", `the app already answers on port ${port}`);
-      const facts = await probeHealth(docker, names.container, serviceOf({ preset }));
+      const facts = await gatherHealthFacts(docker, names.container, serviceOf({ preset }));
       const mine = facts.ownershipKnown ? facts.listeners.filter((l) => l.byService) : facts.listeners;
       const target =
         mine.find((l) => l.port === port && l.loopback)?.port ?? mine.find((l) => l.port !== port)?.port;

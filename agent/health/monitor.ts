@@ -1,12 +1,12 @@
 import { connect } from "node:net";
 import type { PresetSlug } from "../../shared/catalog";
-import type { Diagnosis } from "../../shared/protocol/health-ops";
+import type { Diagnosis } from "../../shared/protocol/health";
 import type { DockerClient } from "../docker/client";
 import type { Logger } from "../logger";
 import { mapLimit } from "../metrics/map-limit";
 import type { RunningPod } from "../metrics/running-pods";
 import { classify } from "./classify";
-import { probeHealth } from "./probe";
+import { gatherHealthFacts } from "./facts";
 
 export interface HealthReport {
   name: string;
@@ -49,7 +49,7 @@ export const serviceOf = (pod: { preset: PresetSlug | null }): "app" | "web" =>
 /**
  * The app health half of the periodic watch. Cheap for healthy pods: one TCP connect each. Only a
  * pod whose port stays shut on `failuresBeforeDiagnosis` ticks in a row (and that is past its boot
- * grace) gets a look inside (probeHealth, one exec) and a diagnosis.
+ * grace) gets a look inside (gatherHealthFacts, one exec) and a diagnosis.
  *
  * It remembers what it last reported per pod and reports only changes; `resync` (on every
  * reconnect: the control plane may hold anything) makes the next report cover every pod, and
@@ -141,7 +141,7 @@ export class HealthMonitor {
     this.failures.set(pod.name, failures);
     if (failures < this.failuresBeforeDiagnosis || now - pod.startedAt < this.graceMs) return undefined;
     try {
-      const facts = await probeHealth(this.options.docker, pod.container, serviceOf(pod));
+      const facts = await gatherHealthFacts(this.options.docker, pod.container, serviceOf(pod));
       return classify({ name: pod.name, facts, preset: pod.preset, port: pod.port, now });
     } catch (error) {
       this.options.log.warn("health probe failed", { pod: pod.name, error: String(error) });

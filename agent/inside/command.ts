@@ -1,5 +1,5 @@
 import { checkPodPath } from "../../shared/pod-paths";
-import { EXEC_MAX_ARG_BYTES, EXEC_MAX_OUTPUT_BYTES } from "../../shared/protocol/inside-ops";
+import { EXEC_MAX_ARG_BYTES, EXEC_MAX_OUTPUT_BYTES } from "../../shared/protocol/inside";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";

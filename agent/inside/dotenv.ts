@@ -1,4 +1,4 @@
-import { dotenvLine } from "../docker/pod-files";
+import { dotenvLine } from "../docker/spec-files";
 
 /**
  * The app's `.env` as text, read and edited the way the pod's loader reads it

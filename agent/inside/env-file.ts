@@ -1,4 +1,4 @@
-import { ENV_FILE } from "../../shared/protocol/inside-ops";
+import { ENV_FILE } from "../../shared/protocol/inside";
 import type { DockerClient } from "../docker/client";
 import { runAsPodUser } from "../docker/pod-user";
 import { AgentError } from "../errors";

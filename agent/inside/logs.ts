@@ -1,4 +1,4 @@
-import type { LogSource } from "../../shared/protocol/inside-ops";
+import type { LogSource } from "../../shared/protocol/inside";
 import type { DockerClient } from "../docker/client";
 import { HOME } from "../docker/naming";
 import { runAsPodUser } from "../docker/pod-user";

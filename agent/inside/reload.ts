@@ -1,4 +1,4 @@
-import { RELOAD_MAX_OUTPUT_BYTES, RELOAD_STEP_TIMEOUT_S } from "../../shared/protocol/inside-ops";
+import { RELOAD_MAX_OUTPUT_BYTES, RELOAD_STEP_TIMEOUT_S } from "../../shared/protocol/inside";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";

@@ -1,4 +1,5 @@
 import type { Readable, Writable } from "node:stream";
+import { FrameParser, STDERR } from "../docker/frames";
 
 /**
  * Byte plumbing between an SSH channel and a docker exec stream, with backpressure both ways (a
@@ -38,21 +39,18 @@ export function pump(from: Readable, to: Writable, onData: () => void, end: bool
   if (end) from.once("end", () => to.end());
 }
 
-const HEADER = 8;
 /** Small payloads for one target that arrive together are joined up to this size (one SSH packet). */
 const JOIN_LIMIT = 32 * 1024;
 
 /**
- * The engine's multiplexed output (no terminal): frames of an 8-byte header — stream type (1
- * stdout, 2 stderr), 3 zero bytes, a big-endian length — and the payload. Payloads are forwarded as
- * they arrive, without waiting for whole frames, and the source is paused while a target is full.
+ * The engine's multiplexed output (no terminal; ../docker/frames.ts) into stdout and stderr.
+ * Payloads are forwarded as they arrive, without waiting for whole frames, and the source is paused
+ * while a target is full.
  * Consecutive small frames read at once (sftp-server answers each 32 KiB write with a few bytes)
  * leave as one write, so as one SSH packet rather than one each.
  */
 export function demux(from: Readable, stdout: Writable, stderr: Writable, onData: () => void): Promise<void> {
-  let header = Buffer.alloc(0);
-  let remaining = 0;
-  let target: Writable = stdout;
+  const frames = new FrameParser();
   from.on("data", (chunk: Buffer) => {
     onData();
     const full = new Set<Writable>();
@@ -66,26 +64,13 @@ export function demux(from: Readable, stdout: Writable, stderr: Writable, onData
       parts = [];
       size = 0;
     };
-    let off = 0;
-    while (off < chunk.length) {
-      if (remaining === 0) {
-        const take = Math.min(HEADER - header.length, chunk.length - off);
-        header = Buffer.concat([header, chunk.subarray(off, off + take)]);
-        off += take;
-        if (header.length < HEADER) break;
-        target = header[0] === 2 ? stderr : stdout;
-        remaining = header.readUInt32BE(4);
-        header = Buffer.alloc(0);
-        continue;
-      }
-      const take = Math.min(remaining, chunk.length - off);
-      if (target !== partsTarget || size + take > JOIN_LIMIT) flush();
+    frames.push(chunk, (type, payload) => {
+      const target = type === STDERR ? stderr : stdout;
+      if (target !== partsTarget || size + payload.length > JOIN_LIMIT) flush();
       partsTarget = target;
-      parts.push(chunk.subarray(off, off + take));
-      size += take;
-      off += take;
-      remaining -= take;
-    }
+      parts.push(payload);
+      size += payload.length;
+    });
     flush();
     if (full.size > 0) {
       from.pause();

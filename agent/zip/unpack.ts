@@ -3,8 +3,8 @@ import { pipeline, Readable } from "node:stream";
 import { crc32, createInflateRaw } from "node:zlib";
 import type { ZipReader } from "../../shared/zip/archive";
 import { ZIP_MAX_UNCOMPRESSED_BYTES, type ZipItem, type ZipManifest } from "../../shared/zip/policy";
+import { padding, tarEnd, tarHeader } from "../docker/tar";
 import { AgentError } from "../errors";
-import { padding, tarEnd, tarHeader } from "./tar-header";
 
 /**
  * A checked archive (shared/zip) turned into the tar stream the pod's `tar -x` reads: every item

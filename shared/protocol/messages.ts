@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ErrorCode } from "../errors";
-import { Diagnosis } from "./health-ops";
+import { Diagnosis } from "./health";
 import { OpName, PodName, PodState } from "./ops";
 
 /**
@@ -10,7 +10,8 @@ import { OpName, PodName, PodState } from "./ops";
 /**
  * Raised when an op is removed or changes incompatibly, so an agent of another version is refused
  * at its hello rather than failing op by op. 2: file writes became receive/commit/discard. 3: the
- * agent reports whether it can serve (hello's `problem`, `agent:host-health`).
+ * agent reports whether it can serve (hello's `problem`, `agent:host-health`), and `pod.keys.*`
+ * became `pod.ssh.keys.*`, the words the API uses for a pod's keys.
  */
 export const PROTOCOL_VERSION = 3;
 

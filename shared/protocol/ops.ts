@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { fileOps } from "./file-ops";
-import { healthOps } from "./health-ops";
-import { insideOps } from "./inside-ops";
-import { ZipSeed, zipOps } from "./zip-ops";
+import { filesOps } from "./files";
+import { healthOps } from "./health";
+import { insideOps } from "./inside";
+import { sshOps } from "./ssh";
+import { ZipSeed, zipOps } from "./zip";
 
 /**
  * Every command the control plane can send to a host agent: a name, a params schema and a result
@@ -62,7 +63,7 @@ export const ops = {
   },
   /**
    * create (or adopt the existing, same-named) container, volume and network, start it, render the
-   * vhost; with `seed`, the staged archive becomes ~/app before the first start (./zip-ops.ts)
+   * vhost; with `seed`, the staged archive becomes ~/app before the first start (./zip.ts)
    */
   "pod.create": {
     params: PodSpec.extend({ seed: ZipSeed.optional(), home: HomeSeed.optional() }),
@@ -85,19 +86,10 @@ export const ops = {
     params: z.object({ name: PodName, blobKey: z.string().min(1).max(200) }),
     result: z.object({ bytes: z.number().int().min(0) }),
   },
-  /** the pod's `~/.ssh/authorized_keys`, one key per entry (the file is the truth: users edit it too) */
-  "pod.keys.list": { params: NameOnly, result: z.object({ keys: z.array(z.string()) }) },
-  "pod.keys.add": {
-    params: z.object({ name: PodName, key: z.string() }),
-    result: z.object({ added: z.boolean() }),
-  },
-  "pod.keys.remove": {
-    params: z.object({ name: PodName, key: z.string() }),
-    result: z.object({ removed: z.boolean() }),
-  },
+  ...sshOps,
   ...insideOps,
   ...zipOps,
-  ...fileOps,
+  ...filesOps,
   ...healthOps,
 } as const;
 
@@ -111,7 +103,7 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
   "host.ping",
   "host.inventory",
   "pod.inspect",
-  "pod.keys.list",
+  "pod.ssh.keys.list",
   "pod.env.get",
   "pod.logs",
   "pod.preset",

@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
 import { classify } from "../../agent/health/classify";
+import { gatherHealthFacts, type HealthFacts, parseSvStatus } from "../../agent/health/facts";
 import { HealthMonitor, portAnswers } from "../../agent/health/monitor";
-import { type HealthFacts, parseSvStatus, probeHealth } from "../../agent/health/probe";
 import { listPods, type RunningPod } from "../../agent/metrics/running-pods";
 import { computeSample, MetricsSampler } from "../../agent/metrics/sampler";
-import type { Diagnosis } from "../../shared/protocol/health-ops";
+import type { Diagnosis } from "../../shared/protocol/health";
 import { type Agent, httpGet, podSpec, startAgent, until } from "./helpers";
 
 /**
@@ -186,7 +186,7 @@ describe("metrics and app health on real pods", () => {
 
   const diagnose = async (name: string): Promise<Diagnosis> => {
     const pod = await runningPod(name);
-    const facts = await probeHealth(agent.docker, pod.container, "app");
+    const facts = await gatherHealthFacts(agent.docker, pod.container, "app");
     return classify({ name, facts, preset: pod.preset, port: 3000, now: Date.now() });
   };
 

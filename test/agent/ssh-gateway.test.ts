@@ -45,7 +45,9 @@ beforeAll(async () => {
       agent.ctx,
     ),
   ]);
-  expect(await agent.handlers["pod.keys.add"]({ name: "alpha", key: keys.a.publicKey }, agent.ctx)).toEqual({
+  expect(
+    await agent.handlers["pod.ssh.keys.add"]({ name: "alpha", key: keys.a.publicKey }, agent.ctx),
+  ).toEqual({
     added: true,
   });
 });
@@ -60,20 +62,20 @@ describe("pod.keys", () => {
     expect(agent.gateway?.ports()).toEqual({ alpha: ports.alpha, beta: ports.beta });
     const info = await agent.docker.getContainer(container("beta")).inspect();
     expect(info.Config.Labels["podhost.ssh_port"]).toBe(String(ports.beta));
-    const listed = await agent.handlers["pod.keys.list"]({ name: "beta" }, agent.ctx);
+    const listed = await agent.handlers["pod.ssh.keys.list"]({ name: "beta" }, agent.ctx);
     expect(listed.keys).toEqual([keys.b.publicKey]);
   });
 
   it("add is idempotent by key (comment aside), remove reports absence, the file stays 600 in a 700 dir", async () => {
     const { handlers, ctx } = agent;
     const recommented = keys.c.publicKey.replace(/\S+$/, "another-comment");
-    expect(await handlers["pod.keys.add"]({ name: "alpha", key: keys.c.publicKey }, ctx)).toEqual({
+    expect(await handlers["pod.ssh.keys.add"]({ name: "alpha", key: keys.c.publicKey }, ctx)).toEqual({
       added: true,
     });
-    expect(await handlers["pod.keys.add"]({ name: "alpha", key: recommented }, ctx)).toEqual({
+    expect(await handlers["pod.ssh.keys.add"]({ name: "alpha", key: recommented }, ctx)).toEqual({
       added: false,
     });
-    expect((await handlers["pod.keys.list"]({ name: "alpha" }, ctx)).keys).toEqual([
+    expect((await handlers["pod.ssh.keys.list"]({ name: "alpha" }, ctx)).keys).toEqual([
       keys.a.publicKey,
       keys.c.publicKey,
     ]);
@@ -85,22 +87,24 @@ describe("pod.keys", () => {
       "/home/pod_user/.ssh/authorized_keys",
     ]);
     expect(mode.stdout.trim().split("\n")).toEqual(["700 pod_user", "600 pod_user"]);
-    expect(await handlers["pod.keys.remove"]({ name: "alpha", key: recommented }, ctx)).toEqual({
+    expect(await handlers["pod.ssh.keys.remove"]({ name: "alpha", key: recommented }, ctx)).toEqual({
       removed: true,
     });
-    expect(await handlers["pod.keys.remove"]({ name: "alpha", key: keys.c.publicKey }, ctx)).toEqual({
+    expect(await handlers["pod.ssh.keys.remove"]({ name: "alpha", key: keys.c.publicKey }, ctx)).toEqual({
       removed: false,
     });
-    expect((await handlers["pod.keys.list"]({ name: "alpha" }, ctx)).keys).toEqual([keys.a.publicKey]);
+    expect((await handlers["pod.ssh.keys.list"]({ name: "alpha" }, ctx)).keys).toEqual([keys.a.publicKey]);
   });
 
   it("rejects what is not one public key", async () => {
     for (const key of ["not a key", `${keys.c.publicKey}\n${keys.b.publicKey}`, "ssh-ed25519 AAAA"]) {
-      await expect(agent.handlers["pod.keys.add"]({ name: "alpha", key }, agent.ctx)).rejects.toMatchObject({
+      await expect(
+        agent.handlers["pod.ssh.keys.add"]({ name: "alpha", key }, agent.ctx),
+      ).rejects.toMatchObject({
         code: "bad_request",
       });
     }
-    await expect(agent.handlers["pod.keys.list"]({ name: "nope" }, agent.ctx)).rejects.toMatchObject({
+    await expect(agent.handlers["pod.ssh.keys.list"]({ name: "nope" }, agent.ctx)).rejects.toMatchObject({
       code: "not_found",
     });
   });
@@ -114,13 +118,13 @@ describe("pod.keys", () => {
       "",
     ].join("\n");
     await asPodUser("alpha", ["sh", "-c", "cat > /home/pod_user/.ssh/authorized_keys"], file);
-    expect((await agent.handlers["pod.keys.list"]({ name: "alpha" }, agent.ctx)).keys).toEqual([
+    expect((await agent.handlers["pod.ssh.keys.list"]({ name: "alpha" }, agent.ctx)).keys).toEqual([
       `no-pty,command="echo \\"hi there\\"" ${keys.c.publicKey}`,
       keys.a.publicKey,
     ]);
     // the key behind options authenticates too, and its options apply: the forced command answers
     expect((await ssh(ports.alpha, keys.c, ["whoami"])).stdout.toString()).toBe("hi there\n");
-    await agent.handlers["pod.keys.remove"]({ name: "alpha", key: keys.c.publicKey }, agent.ctx);
+    await agent.handlers["pod.ssh.keys.remove"]({ name: "alpha", key: keys.c.publicKey }, agent.ctx);
     const after = await asPodUser("alpha", ["cat", "/home/pod_user/.ssh/authorized_keys"]);
     expect(after.stdout).toBe(["# my keys", "garbage line", keys.a.publicKey, ""].join("\n"));
   });
@@ -251,7 +255,7 @@ describe("ssh", () => {
     ]);
     try {
       expect((await ssh(ports.beta, keys.b, ["true"])).code).toBe(255);
-      await expect(agent.handlers["pod.keys.list"]({ name: "beta" }, agent.ctx)).rejects.toMatchObject({
+      await expect(agent.handlers["pod.ssh.keys.list"]({ name: "beta" }, agent.ctx)).rejects.toMatchObject({
         code: "internal",
       });
     } finally {
@@ -370,10 +374,10 @@ describe("ssh", () => {
     expect((await asPodUser("alpha", ["pgrep", "-x", "sleep"])).exitCode).toBe(1);
   });
 
-  it("refuses a key removed with pod.keys.remove on the next connection", async () => {
+  it("refuses a key removed with pod.ssh.keys.remove on the next connection", async () => {
     expect((await ssh(ports.alpha, keys.inside, ["true"])).code).toBe(0);
     expect(
-      await agent.handlers["pod.keys.remove"]({ name: "alpha", key: keys.inside.publicKey }, agent.ctx),
+      await agent.handlers["pod.ssh.keys.remove"]({ name: "alpha", key: keys.inside.publicKey }, agent.ctx),
     ).toEqual({ removed: true });
     const r = await ssh(ports.alpha, keys.inside, ["true"]);
     expect(r.code).toBe(255);
@@ -518,10 +522,12 @@ describe("pod state", () => {
     const r = await ssh(ports.beta, keys.b, ["true"]);
     expect(r.stderr).toContain("pod beta is not running; start it first");
     expect(r.code).toBe(1);
-    expect(await agent.handlers["pod.keys.add"]({ name: "beta", key: keys.c.publicKey }, agent.ctx)).toEqual({
+    expect(
+      await agent.handlers["pod.ssh.keys.add"]({ name: "beta", key: keys.c.publicKey }, agent.ctx),
+    ).toEqual({
       added: true,
     });
-    expect((await agent.handlers["pod.keys.list"]({ name: "beta" }, agent.ctx)).keys).toEqual([
+    expect((await agent.handlers["pod.ssh.keys.list"]({ name: "beta" }, agent.ctx)).keys).toEqual([
       keys.b.publicKey,
       keys.c.publicKey,
     ]);

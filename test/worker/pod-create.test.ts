@@ -48,7 +48,9 @@ describe("the pod-create workflow", () => {
     await instance?.waitForStatus("complete");
     expect(await instance?.getOutput()).toEqual({ status: "running" });
     // The step that sent the command returned at once; the answer came as the workflow's event.
-    expect(await instance?.waitForStepResult({ name: "create on host (send #1)" })).toEqual({ state: "sent" });
+    expect(await instance?.waitForStepResult({ name: "create on host (send #1)" })).toEqual({
+      state: "sent",
+    });
     expect(await podRecord(pod.id)).toMatchObject({ status: "running", ip: "10.0.0.5" });
     const events = await podEventRecords(pod.id);
     expect(events.map((e) => e.type)).toEqual(["created", "progress", "started"]);

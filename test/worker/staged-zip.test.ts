@@ -4,7 +4,7 @@ import { fail } from "../../shared/errors";
 import { bytesReader, inspectZip } from "../../shared/zip/policy";
 import { claimStagedBlob, incomingStagingKey, newStagingKey } from "../../worker/services/blobs/staging";
 import { putStream } from "../../worker/services/blobs/stream-put";
-import { inspectStagedZip } from "../../worker/services/pods/zip/staged-archive";
+import { inspectStagedZip } from "../../worker/services/zip/staged-archive";
 import { buildZip, siteZip } from "../support/zip";
 import { insertHost } from "./support/agent";
 

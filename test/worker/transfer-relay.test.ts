@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { newRelayId, relayStub } from "../../worker/services/blobs/relay";
+import { newRelayId, relayStub } from "../../worker/durable-objects/transfer-relay/client";
 import { insertHost } from "./support/agent";
 
 /**

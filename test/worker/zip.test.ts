@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
-import { nameFromFile } from "../../worker/services/pods/zip/from-zip";
+import { nameFromFile } from "../../worker/services/zip/from-zip";
 import { buildZip, nodeZip, siteZip, type TestZipEntry } from "../support/zip";
 import { FakeAgent, insertHost, insertPod, podEventRecords, type TestHost } from "./support/agent";
 import { call, freshIp, registerUser, sharedUser, type TestUser } from "./support/client";

@@ -10,10 +10,10 @@ import {
 } from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings, WorkflowBinding } from "../env";
+import { applyHealthReports } from "../services/health/report";
 import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../services/hosts/hosts";
-import { applyHealthReports } from "../services/pods/health/report";
+import { recordMetrics } from "../services/metrics/record";
 import { applyPodState, reconcileInventory } from "../services/pods/host-sync";
-import { recordMetrics } from "../services/pods/metrics/record";
 
 interface Pending {
   resolve: (result: Result<unknown>) => void;

@@ -1,10 +1,10 @@
 import { Hono } from "hono";
+import { hostOwnsRelay, MAX_RELAY_BYTES, relayStub } from "../durable-objects/transfer-relay/client";
 import { ApiError } from "../http/errors";
 import { type HostEnv, requireHostToken } from "../http/host-auth";
-import { hostOwnsRelay, MAX_RELAY_BYTES, relayStub } from "../services/blobs/relay";
 
 /**
- * Streamed transfers as the host agent sees them (see durable-objects/transfer-relay.ts),
+ * Streamed transfers as the host agent sees them (see ./object.ts),
  * authenticated with the host's agent token; a host reaches only relays named after its own id,
  * anything else is 404.
  * - `GET /agent/relay/{id}`: the bytes a caller is uploading, as they arrive (with Content-Length

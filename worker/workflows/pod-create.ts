@@ -4,9 +4,9 @@ import type { PodSpec } from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
 import { claimStagedBlob, discardStagedBlob, newStagingKey } from "../services/blobs/staging";
+import { RELOAD_TIMEOUT_MS, recordReloaded } from "../services/inside/reload";
 import { markCreateFailed } from "../services/pods/create-outcome";
 import { type PodEventType, recordEventStatement } from "../services/pods/events";
-import { RELOAD_TIMEOUT_MS, recordReloaded } from "../services/pods/inside/reload";
 import { runOnHost, type WorkflowRef } from "./host-step";
 
 /** What a new pod's files start from: the preset's defaults, an uploaded archive, or another pod. */

@@ -4,7 +4,7 @@ import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm
  * Pod metrics (spec: Metrics), as the hosts' agents sample them: one raw row per pod and sampling
  * interval, kept 48 hours, and one rollup per pod and hour (averages of the percentages, the
  * largest storage figure, sums of the network bytes), kept 30 days. The scheduled job in
- * worker/services/pods/metrics/retention.ts rolls up and prunes. Times are ISO 8601 UTC strings
+ * worker/services/metrics/retention.ts rolls up and prunes. Times are ISO 8601 UTC strings
  * (`toISOString`, so they sort as text); a rollup's `hour` is the start of its hour.
  */
 export const podMetrics = sqliteTable(

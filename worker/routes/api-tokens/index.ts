@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import {
@@ -13,7 +14,7 @@ import {
 import { createApiToken, listApiTokens, revokeApiToken } from "../../services/api-tokens/api-tokens";
 
 const tags = ["API tokens"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 
 const ApiToken = z
   .object({

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import type { AppEnv } from "../../http/app-env";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { requireAuth, SESSION_COOKIE } from "../../http/middleware";
 import { rateLimit } from "../../http/rate-limit";
@@ -51,7 +52,7 @@ export const authRouter = createRouter()
       path: "/register",
       tags,
       summary: "Create an account (with a personal team) and sign in",
-      middleware: [rateLimit("register")],
+      middleware: [jsonBodyLimit, rateLimit("register")],
       request: { body: jsonBody(RegisterRequest) },
       responses: {
         201: jsonResponse(AuthResult, "Signed in; the `pod_session` cookie is set"),
@@ -72,7 +73,7 @@ export const authRouter = createRouter()
       path: "/login",
       tags,
       summary: "Sign in with email and password",
-      middleware: [rateLimit("login")],
+      middleware: [jsonBodyLimit, rateLimit("login")],
       request: { body: jsonBody(LoginRequest) },
       responses: {
         200: jsonResponse(AuthResult, "Signed in; the `pod_session` cookie is set"),
@@ -93,7 +94,7 @@ export const authRouter = createRouter()
       tags,
       summary: "End the session that made the call",
       security: authenticated,
-      middleware: [requireAuth],
+      middleware: [jsonBodyLimit, requireAuth],
       responses: { 200: jsonResponse(StatusBody("logged_out"), "Session ended"), ...errors(400, 401) },
     }),
     async (c) => {
@@ -117,7 +118,7 @@ export const authRouter = createRouter()
       tags,
       summary: "The signed-in user",
       security: authenticated,
-      middleware: [requireAuth],
+      middleware: [jsonBodyLimit, requireAuth],
       responses: { 200: jsonResponse(User, "The user"), ...errors(401) },
     }),
     (c) => c.json(c.get("caller").user, 200),
@@ -130,7 +131,7 @@ export const authRouter = createRouter()
       path: "/forgot-password",
       tags,
       summary: "Mail a password reset token (answers the same whether or not the account exists)",
-      middleware: [rateLimit("forgotPassword")],
+      middleware: [jsonBodyLimit, rateLimit("forgotPassword")],
       request: { body: jsonBody(z.object({ email: Email })) },
       responses: { 200: jsonResponse(StatusBody("sent"), "Accepted"), ...errors(400, 429) },
     }),
@@ -143,6 +144,7 @@ export const authRouter = createRouter()
     createRoute({
       operationId: "resetPassword",
       security: [],
+      middleware: [jsonBodyLimit],
       method: "post",
       path: "/reset-password",
       tags,
@@ -160,6 +162,7 @@ export const authRouter = createRouter()
     createRoute({
       operationId: "verifyEmail",
       security: [],
+      middleware: [jsonBodyLimit],
       method: "post",
       path: "/verify-email",
       tags,
@@ -180,7 +183,7 @@ export const authRouter = createRouter()
       tags,
       summary: "Mail a new verification token (nothing is mailed when the address is already verified)",
       security: authenticated,
-      middleware: [requireAuth],
+      middleware: [jsonBodyLimit, requireAuth],
       responses: { 200: jsonResponse(StatusBody("sent"), "Sent"), ...errors(401) },
     }),
     async (c) => {

@@ -1,19 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import {
-  dailyPrice,
-  formatDisk,
-  formatMemory,
-  PLANS,
-  PRESETS,
-  REGIONS,
-  RUNTIMES,
-} from "../../../shared/catalog";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { requireAuth } from "../../http/middleware";
-import { authenticated, createRouter, errors, jsonResponse } from "../../http/router";
-import { regionsWithPlaceableHosts } from "../../services/hosts/hosts";
+import { authenticated, createRouter, errors, jsonResponse, serviceContext } from "../../http/router";
+import { listPlans, listPresets, listRegions, listRuntimes } from "../../services/catalog/catalog";
 
 const tags = ["Catalog"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 
 const Plan = z
   .object({
@@ -45,27 +37,6 @@ const Runtime = z
   .object({ preset: z.string(), name: z.string(), versions: z.array(z.string()), default: z.string() })
   .openapi("Runtime");
 
-// The catalog is configuration: computed once per isolate, not per request.
-const plans = PLANS.map((p) => ({
-  slug: p.slug,
-  name: p.name,
-  cpu: p.cpu,
-  memory: formatMemory(p.memoryMb),
-  disk: formatDisk(p.diskGb),
-  monthly_price: p.monthlyPrice,
-  daily_price: dailyPrice(p),
-  backups_kept: p.backupsKept,
-  database_services: p.databaseServices,
-}));
-const presets = PRESETS.map((p) => ({
-  slug: p.slug,
-  name: p.name,
-  port: p.port,
-  app_root: p.appRoot,
-  public_root: p.publicRoot,
-}));
-const runtimes = RUNTIMES.map((r) => ({ ...r, versions: [...r.versions] }));
-
 export const catalogRouter = createRouter()
   .openapi(
     createRoute({
@@ -76,7 +47,7 @@ export const catalogRouter = createRouter()
       summary: "Plans, smallest first (prices in cents)",
       responses: { 200: jsonResponse(z.object({ plans: z.array(Plan) }), "Plans"), ...errors(401) },
     }),
-    (c) => c.json({ plans }, 200),
+    (c) => c.json({ plans: listPlans() }, 200),
   )
   .openapi(
     createRoute({
@@ -87,7 +58,7 @@ export const catalogRouter = createRouter()
       summary: "Pod presets",
       responses: { 200: jsonResponse(z.object({ presets: z.array(Preset) }), "Presets"), ...errors(401) },
     }),
-    (c) => c.json({ presets }, 200),
+    (c) => c.json({ presets: listPresets() }, 200),
   )
   .openapi(
     createRoute({
@@ -98,14 +69,7 @@ export const catalogRouter = createRouter()
       summary: "Regions; `available` while the region has a connected host",
       responses: { 200: jsonResponse(z.object({ regions: z.array(Region) }), "Regions"), ...errors(401) },
     }),
-    async (c) => {
-      // A region is available while at least one of its hosts has an agent connected.
-      const online = await regionsWithPlaceableHosts(c.get("db"));
-      return c.json(
-        { regions: REGIONS.map((r) => ({ slug: r.slug, name: r.name, available: online.has(r.slug) })) },
-        200,
-      );
-    },
+    async (c) => c.json({ regions: await listRegions({ ctx: serviceContext(c) }) }, 200),
   )
   .openapi(
     createRoute({
@@ -116,5 +80,5 @@ export const catalogRouter = createRouter()
       summary: "Runtimes and their versions per preset",
       responses: { 200: jsonResponse(z.object({ runtimes: z.array(Runtime) }), "Runtimes"), ...errors(401) },
     }),
-    (c) => c.json({ runtimes }, 200),
+    (c) => c.json({ runtimes: listRuntimes() }, 200),
   );

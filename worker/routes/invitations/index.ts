@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/app-env";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { optionalAuth } from "../../http/middleware";
 import { enforceRateLimit } from "../../http/rate-limit";
@@ -16,7 +17,7 @@ import {
   acceptInvitationSignedIn,
   acceptInvitationSignedOut,
   describeInvitation,
-} from "../../services/teams/invitations";
+} from "../../services/invitations/invitations";
 import { setSessionCookie } from "../auth";
 import { Email, Password, PersonName } from "../auth/schemas";
 
@@ -47,6 +48,7 @@ export const invitationsRouter = createRouter()
     createRoute({
       operationId: "getInvitation",
       security: [],
+      middleware: [jsonBodyLimit],
       method: "get",
       path: "/{token}",
       tags,
@@ -65,7 +67,7 @@ export const invitationsRouter = createRouter()
       tags,
       summary:
         "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins, and counts against the login rate limit. The team becomes active.",
-      middleware: [optionalAuth],
+      middleware: [jsonBodyLimit, optionalAuth],
       request: { body: jsonBody(AcceptRequest) },
       responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 404, 409, 429) },
     }),

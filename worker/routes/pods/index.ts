@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { rateLimit } from "../../http/rate-limit";
@@ -22,7 +23,7 @@ import { resizePod } from "../../services/pods/resize";
 import { CreatePodRequest, Event, Paging, Pod, PodList, PodNameSchema, PodParams } from "./schemas";
 
 const tags = ["Pods"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 
 const powerRoute = (action: "start" | "stop" | "restart") =>
   createRoute({
@@ -43,7 +44,7 @@ export const podsRouter = createRouter()
       method: "post",
       path: "/",
       summary: "Create a pod (202, status `creating`; `running` once its host has started it)",
-      middleware: [rateLimit("createPod"), requireAuth],
+      middleware: [jsonBodyLimit, rateLimit("createPod"), requireAuth],
       request: { body: jsonBody(CreatePodRequest) },
       responses: { 202: jsonResponse(Pod, "Accepted"), ...errors(400, 401, 402, 409, 429, 503) },
     }),

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import {
@@ -14,7 +15,7 @@ import { addSshKey, deleteSshKey, listSshKeys, updateSshKey } from "../../servic
 import { CreateSshKeyRequest, SshKey, SshKeyParams, UpdateSshKeyRequest } from "./schemas";
 
 const tags = ["SSH keys"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 
 /** The caller's account keys (per user, whichever team is active). */
 export const sshKeysRouter = createRouter()

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import {
@@ -10,7 +11,7 @@ import {
   StatusBody,
   serviceContext,
 } from "../../http/router";
-import { createInvitation, deleteInvitation, listInvitations } from "../../services/teams/invitations";
+import { createInvitation, deleteInvitation, listInvitations } from "../../services/invitations/invitations";
 import { addMember, listMembers, removeMember, toMemberView } from "../../services/teams/members";
 import {
   createTeam,
@@ -24,7 +25,7 @@ import { Email, User } from "../auth/schemas";
 import { Invitation, InviteRole, Member, MemberDetails, Team, TeamIdParam, TeamName } from "./schemas";
 
 const tags = ["Teams"];
-const common = { tags, security: authenticated, middleware: [requireAuth] };
+const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
 const MemberParams = TeamIdParam.extend({ uid: z.string().max(64) });
 const InvitationParams = TeamIdParam.extend({ invId: z.string().max(64) });
 const MembershipRequest = z.object({ email: Email, role: InviteRole });

@@ -22,7 +22,8 @@ export async function findTeamPod(db: Db, teamId: string, name: string): Promise
   return row ? ok(row) : fail("not_found", `pod ${name} not found`);
 }
 
-export const reloadPod = async (db: Db, podId: string) =>
+/** The pod's row (and its host's) read again by id, e.g. after a host command changed it; not a reload of its app. */
+export const readPodRow = async (db: Db, podId: string) =>
   (
     await db
       .select({ pod: pods, host: hosts })

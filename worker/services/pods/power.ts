@@ -2,7 +2,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
 import { type PodEventType, recordEventStatement } from "./events";
-import { findTeamPod, type PodWithHost, reloadPod } from "./lookup";
+import { findTeamPod, type PodWithHost, readPodRow } from "./lookup";
 import { type PodView, toPodView } from "./view";
 
 /** start, stop and restart wait up to 30 s for the host to confirm (contract). */
@@ -19,7 +19,7 @@ const transitions = {
 export type PowerAction = keyof typeof transitions;
 
 export async function viewOf(ctx: ServiceContext, podId: string): Promise<Result<PodView>> {
-  const row = await reloadPod(ctx.db, podId);
+  const row = await readPodRow(ctx.db, podId);
   return row
     ? ok(toPodView(row.pod, row.host?.name ?? null, ctx.env.POD_DOMAIN))
     : fail("not_found", "pod not found");

@@ -1,0 +1,26 @@
+import { z } from "zod";
+
+/**
+ * The pod's own `~/.ssh/authorized_keys` (the API's `/api/pods/{name}/ssh/keys`; an account's keys
+ * never reach a host by themselves). The file in the pod is the truth: its user edits it over SSH
+ * too, so every op reads it. One key per entry, the whole line. Spread into `ops` in ./ops.ts like
+ * ./inside.ts.
+ */
+
+// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
+const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
+
+export const sshOps = {
+  "pod.ssh.keys.list": {
+    params: z.object({ name: PodName }),
+    result: z.object({ keys: z.array(z.string()) }),
+  },
+  "pod.ssh.keys.add": {
+    params: z.object({ name: PodName, key: z.string() }),
+    result: z.object({ added: z.boolean() }),
+  },
+  "pod.ssh.keys.remove": {
+    params: z.object({ name: PodName, key: z.string() }),
+    result: z.object({ removed: z.boolean() }),
+  },
+} as const;

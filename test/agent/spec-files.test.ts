@@ -1,0 +1,101 @@
+import { execFileSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { containerCreateOptions } from "../../agent/docker/container-spec";
+import { dotenvLine, renderCrontab, specFileEntries } from "../../agent/docker/spec-files";
+import { buildTar } from "../../agent/docker/tar";
+import { AgentError } from "../../agent/errors";
+import { podSpec } from "./helpers";
+
+/** Pure builders: what the pod's files and container options look like, without an engine. */
+
+describe("dotenvLine", () => {
+  it("double-quotes and escapes backslash, quote, newline, CR and tab; leaves # = $ alone", () => {
+    expect(dotenvLine("A", 'x\\y"z\nw\r\t# = $HOME')).toBe('A="x\\\\y\\"z\\nw\\r\\t# = $HOME"');
+    expect(dotenvLine("EMPTY", "")).toBe('EMPTY=""');
+  });
+
+  it("rejects names the loader would skip", () => {
+    for (const bad of ["", "1A", "A B", "A=B", "A\nB", "ä"]) {
+      expect(() => dotenvLine(bad, "x")).toThrow(AgentError);
+    }
+  });
+});
+
+describe("specFileEntries", () => {
+  it("writes every part for create, only the given parts for clone", () => {
+    const spec = podSpec("files", { env: { A: "1" } });
+    expect(specFileEntries(spec).map((e) => e.path)).toEqual([
+      "app",
+      "app/.env",
+      ".pod",
+      ".pod/crontab",
+      ".ssh",
+      ".ssh/authorized_keys",
+    ]);
+    expect(specFileEntries(spec, { onlyNonEmpty: true }).map((e) => e.path)).toEqual(["app", "app/.env"]);
+  });
+
+  it("refuses worker names that escape the workers dir, and duplicates", () => {
+    for (const name of ["..", ".", "a/b", "", "x y"]) {
+      expect(() => specFileEntries(podSpec("wrk", { workers: [{ name, command: "x" }] }))).toThrow(
+        AgentError,
+      );
+    }
+    const twice = [
+      { name: "a", command: "x" },
+      { name: "a", command: "y" },
+    ];
+    expect(() => specFileEntries(podSpec("wrk", { workers: twice }))).toThrow(/twice/);
+  });
+
+  it("keeps each cron job on its own line", () => {
+    expect(renderCrontab([{ schedule: "@daily", command: "php artisan x" }])).toMatch(
+      /\n@daily php artisan x\n$/,
+    );
+    expect(() => renderCrontab([{ schedule: "* * * * *", command: "a\nb" }])).toThrow(AgentError);
+  });
+});
+
+describe("buildTar", () => {
+  it("is a tar that GNU tar lists with pod_user's ids and the given modes", () => {
+    const long = `${"d".repeat(80)}/${"f".repeat(60)}`;
+    const tar = buildTar([
+      { path: "dir", type: "dir", mode: 0o700, uid: 1000, gid: 1000 },
+      { path: "dir/file", type: "file", mode: 0o600, content: "héllo\n", uid: 1000, gid: 1000 },
+      { path: long, type: "file", mode: 0o644, content: "x".repeat(1000), uid: 1000, gid: 1000 },
+    ]);
+    const listing = execFileSync("tar", ["-tv", "--numeric-owner", "-f", "-"], { input: tar }).toString();
+    expect(listing).toMatch(/^drwx------ 1000\/1000 +0 .* dir\/$/m);
+    expect(listing).toMatch(/^-rw------- 1000\/1000 +7 .* dir\/file$/m);
+    expect(listing).toContain(long);
+    expect(execFileSync("tar", ["-xOf", "-", "dir/file"], { input: tar }).toString()).toBe("héllo\n");
+  });
+
+  it("refuses absolute and parent paths", () => {
+    for (const path of ["/etc/x", "../x", "a/../../x"]) {
+      expect(() => buildTar([{ path, type: "file", mode: 0o644, uid: 0, gid: 0 }])).toThrow();
+    }
+  });
+});
+
+describe("containerCreateOptions", () => {
+  it("never asks for privileges, host paths, published ports or the docker socket", () => {
+    const o = containerCreateOptions("px", podSpec("iso", { preset: "php" }), "podhost/php:latest");
+    expect(o.HostConfig).toMatchObject({
+      Privileged: false,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      Init: true,
+      ReadonlyRootfs: true,
+      NetworkMode: "px-iso",
+      PortBindings: {},
+    });
+    expect(o.User).toBe("1000:1000");
+    expect(o.HostConfig?.Binds).toBeUndefined();
+    expect(o.HostConfig?.Mounts).toEqual([
+      { Type: "volume", Source: "px-iso-home", Target: "/home/pod_user", ReadOnly: false },
+    ]);
+    expect(Object.keys(o.HostConfig?.Tmpfs ?? {})).toContain("/var/lib/php/sessions");
+  });
+});

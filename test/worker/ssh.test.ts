@@ -1,0 +1,334 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it } from "vitest";
+import type { PodSpec } from "../../shared/protocol";
+import { FakeAgent, insertHost, insertPod, podEventRecords, type TestHost } from "./support/agent";
+import { call, registerUser, type TestUser } from "./support/client";
+import { KEYS } from "./support/ssh-keys";
+
+/**
+ * SSH access to pods through the Worker: the connection details read from D1, and the pod's
+ * authorized_keys through the host agent, played here by a FakeAgent on the host's socket.
+ */
+
+afterEach(() => FakeAgent.closeAll());
+
+const as = (user: TestUser) => ({ token: user.token });
+
+/** A pod of the user's active team on `host`, holding SSH port `port` (null: none allocated). */
+async function podOn(user: TestUser, host: TestHost | null, port: number | null = 2201) {
+  const pod = await insertPod({ hostId: host?.id ?? null, teamId: user.user.active_team_id });
+  await env.DB.prepare("UPDATE pods SET ssh_port = ? WHERE id = ?").bind(port, pod.id).run();
+  return pod;
+}
+
+describe("GET /api/pods/{name}/ssh", () => {
+  it("gives user, host, port and the command to run", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const pod = await podOn(user, host, 2242);
+    const res = await call("GET", `/api/pods/${pod.name}/ssh`, undefined, as(user));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      user: "pod_user",
+      host: "ssh.example.test",
+      port: 2242,
+      ssh_ready: true,
+      command: "ssh -p 2242 pod_user@ssh.example.test",
+    });
+  });
+
+  it("answers 503 with ssh_ready false while no port is allocated", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    for (const pod of [await podOn(user, null, null), await podOn(user, host, null)]) {
+      const res = await call("GET", `/api/pods/${pod.name}/ssh`, undefined, as(user));
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ error: expect.stringContaining("no SSH port"), ssh_ready: false });
+    }
+  });
+
+  it("answers 404 for an unknown pod and for another team's pod", async () => {
+    const [alice, eve, host] = await Promise.all([registerUser(), registerUser(), insertHost()]);
+    const pod = await podOn(alice, host);
+    for (const name of [pod.name, "no-such-pod"]) {
+      const res = await call("GET", `/api/pods/${name}/ssh`, undefined, as(eve));
+      expect(res.status, name).toBe(404);
+      expect(res.body).toEqual({ error: expect.any(String) });
+    }
+  });
+});
+
+const keysPath = (name: string) => `/api/pods/${name}/ssh/keys`;
+
+describe("/api/pods/{name}/ssh/keys", () => {
+  it("GET lists the lines of the pod's authorized_keys (pod.ssh.keys.list)", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(user, host);
+
+    const reply = call("GET", keysPath(pod.name), undefined, as(user));
+    const sent = await agent.next("control:call");
+    expect(sent).toMatchObject({ op: "pod.ssh.keys.list", params: { name: pod.name } });
+    agent.ok(sent, { keys: [KEYS.ed25519.line, "no-pty ssh-ed25519 AAAAhand written"] });
+    expect(await reply).toMatchObject({
+      status: 200,
+      body: { keys: [KEYS.ed25519.line, "no-pty ssh-ed25519 AAAAhand written"] },
+    });
+
+    const empty = call("GET", keysPath(pod.name), undefined, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [] });
+    expect(await empty).toMatchObject({ status: 200, body: { keys: [] } });
+  });
+
+  it("POST installs a new key (normalized) with 201 and an ssh_key_added event", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(user, host);
+    const [type, data] = KEYS.ed25519.line.split(" ");
+
+    const reply = call("POST", keysPath(pod.name), { key: `${type}\t${data}  ada@laptop\n` }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [KEYS.rsa2048.line] });
+    const add = await agent.next("control:call");
+    expect(add).toMatchObject({ op: "pod.ssh.keys.add", params: { name: pod.name, key: KEYS.ed25519.line } });
+    agent.ok(add, { added: true });
+    const res = await reply;
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      message: "key added",
+      key: KEYS.ed25519.line,
+      fingerprint: KEYS.ed25519.fingerprint,
+    });
+    expect(await podEventRecords(pod.id)).toEqual([
+      {
+        type: "ssh_key_added",
+        message: 'SSH key "ada@laptop" added',
+        metadata: JSON.stringify({ fingerprint: KEYS.ed25519.fingerprint, type: "ssh-ed25519" }),
+      },
+    ]);
+  });
+
+  it("POST answers 200 'key already exists' for a key the pod has, whatever its comment or options", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(user, host);
+    const [type, data] = KEYS.ecdsa256.line.split(" ");
+
+    const reply = call("POST", keysPath(pod.name), { key: `${type} ${data} another comment` }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [`no-pty ${KEYS.ecdsa256.line}`] });
+    await agent.expectNone("control:call");
+    expect(await reply).toMatchObject({ status: 200, body: { message: "key already exists" } });
+
+    // A commented-out line does not count: the key is added.
+    const commented = call("POST", keysPath(pod.name), { key: KEYS.ecdsa256.line }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [`# ${KEYS.ecdsa256.line}`] });
+    const add = await agent.next("control:call");
+    expect(add).toMatchObject({ op: "pod.ssh.keys.add", params: { key: KEYS.ecdsa256.line } });
+    agent.ok(add, { added: true });
+    expect((await commented).status).toBe(201);
+
+    // The agent has the last word: a key another request added meanwhile is not added twice.
+    const raced = call("POST", keysPath(pod.name), { key: KEYS.ecdsa256.line }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [] });
+    agent.ok(await agent.next("control:call"), { added: false });
+    expect(await raced).toMatchObject({ status: 200, body: { message: "key already exists" } });
+    expect((await podEventRecords(pod.id)).map((e) => e.type)).toEqual(["ssh_key_added"]);
+  });
+
+  it("POST answers 400 for an invalid key without asking the host", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(user, host);
+    for (const [key, reason] of [
+      [KEYS.rsa1024.line, /key: .*2048/],
+      [KEYS.dsa.line, /key: DSA/],
+      [`${KEYS.ed25519.line}\n${KEYS.rsa2048.line}`, /key: .*one line/],
+      ["", /key: is empty/],
+    ] as const) {
+      const res = await call("POST", keysPath(pod.name), { key }, as(user));
+      expect(res.status, key).toBe(400);
+      expect(res.body).toEqual({ error: expect.stringMatching(reason) });
+    }
+    const missing = await call("POST", keysPath(pod.name), {}, as(user));
+    expect(missing).toMatchObject({ status: 400, body: { error: "key: is required" } });
+    await agent.expectNone("control:call");
+  });
+
+  it("DELETE removes the file's line(s) holding the key, with 200 and an ssh_key_removed event", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(user, host);
+    const [type, data] = KEYS.rsa2048.line.split(" ");
+    const inFile = `from="10.0.0.0/8" ${KEYS.rsa2048.line}`;
+
+    // The request names the key without its comment; the exact line of the file is what goes.
+    const reply = call("DELETE", keysPath(pod.name), { key: `${type} ${data}` }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [KEYS.ed25519.line, inFile] });
+    const remove = await agent.next("control:call");
+    expect(remove).toMatchObject({ op: "pod.ssh.keys.remove", params: { name: pod.name, key: inFile } });
+    agent.ok(remove, { removed: true });
+    expect(await reply).toMatchObject({ status: 200, body: { status: "deleted" } });
+    expect(await podEventRecords(pod.id)).toEqual([
+      {
+        type: "ssh_key_removed",
+        message: 'SSH key "rsa2048@ci" removed',
+        metadata: JSON.stringify({ fingerprint: KEYS.rsa2048.fingerprint, type: "ssh-rsa" }),
+      },
+    ]);
+  });
+
+  it("DELETE can remove a key the pod's user wrote by hand, even of a type no longer accepted", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(user, host);
+    const reply = call("DELETE", keysPath(pod.name), { key: KEYS.dsa.line }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [KEYS.dsa.line] });
+    const remove = await agent.next("control:call");
+    expect(remove).toMatchObject({ op: "pod.ssh.keys.remove", params: { key: KEYS.dsa.line } });
+    agent.ok(remove, { removed: true });
+    expect((await reply).status).toBe(200);
+  });
+
+  it("DELETE answers 404 when the pod has no keys or not this one", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(user, host);
+    for (const keys of [[], [KEYS.ed25519Other.line]]) {
+      const reply = call("DELETE", keysPath(pod.name), { key: KEYS.ed25519.line }, as(user));
+      agent.ok(await agent.next("control:call"), { keys });
+      const res = await reply;
+      expect(res.status, JSON.stringify(keys)).toBe(404);
+      expect(res.body).toEqual({ error: expect.any(String) });
+    }
+    // Gone between the read and the removal: still 404.
+    const raced = call("DELETE", keysPath(pod.name), { key: KEYS.ed25519.line }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [KEYS.ed25519.line] });
+    agent.ok(await agent.next("control:call"), { removed: false });
+    expect((await raced).status).toBe(404);
+    await agent.expectNone("control:call");
+    expect(await podEventRecords(pod.id)).toEqual([]);
+  });
+
+  it("DELETE answers 400 for something that is not a key line", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const pod = await podOn(user, host);
+    for (const key of ["not a key", `${KEYS.ed25519.line}\n${KEYS.rsa2048.line}`]) {
+      const res = await call("DELETE", keysPath(pod.name), { key }, as(user));
+      expect(res.status, key).toBe(400);
+      expect(res.body.error).toMatch(/^key: /);
+    }
+    const noBody = await call("DELETE", keysPath(pod.name), undefined, as(user));
+    expect(noBody.status).toBe(400);
+    expect(noBody.body).toEqual({ error: expect.any(String) });
+  });
+
+  it("answers 503 when the pod's host has no agent connected, or the pod has no host", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    for (const pod of [await podOn(user, host), await podOn(user, null, null)]) {
+      for (const [method, body] of [
+        ["GET", undefined],
+        ["POST", { key: KEYS.ed25519.line }],
+        ["DELETE", { key: KEYS.ed25519.line }],
+      ] as const) {
+        const res = await call(method, keysPath(pod.name), body, as(user));
+        expect(res.status, `${method} ${pod.name}`).toBe(503);
+        expect(res.body).toEqual({ error: expect.any(String) });
+      }
+    }
+  });
+
+  it("answers 404 for an unknown pod or another team's, before looking at the key", async () => {
+    const [alice, eve, host] = await Promise.all([registerUser(), registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await podOn(alice, host);
+    for (const name of [pod.name, "no-such-pod"]) {
+      for (const [method, body] of [
+        ["GET", undefined],
+        ["POST", { key: KEYS.ed25519.line }],
+        ["POST", { key: "not a key" }],
+        ["DELETE", { key: KEYS.ed25519.line }],
+      ] as const) {
+        const res = await call(method, keysPath(name), body, as(eve));
+        expect(res.status, `${method} ${name}`).toBe(404);
+      }
+    }
+    await agent.expectNone("control:call");
+  });
+});
+
+describe("auto_inject account keys", () => {
+  /** Creates a pod on `host` and returns the spec its agent was asked to create. */
+  async function createPodSpec(
+    user: TestUser,
+    host: TestHost,
+    agent: FakeAgent,
+    body: Record<string, unknown> = {},
+  ) {
+    const name = `p${crypto.randomUUID().slice(0, 8)}`;
+    const res = await call(
+      "POST",
+      "/api/pods",
+      { name, preset: "static", server_id: host.id, ...body },
+      as(user),
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const sent = await agent.next("control:call");
+    expect(sent.op).toBe("pod.create");
+    agent.ok(sent, { name, state: "running", ip: "172.30.0.9" });
+    return sent.params as PodSpec;
+  }
+
+  it("installs the caller's auto_inject keys beside the request's ssh_key into a new pod, each once", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    for (const [line, auto_inject] of [
+      [KEYS.ed25519.line, true],
+      [KEYS.rsa2048.line, false],
+      [KEYS.ecdsa256.line, true],
+    ] as const) {
+      await call("POST", "/api/ssh-keys", { public_key: line, auto_inject }, as(user));
+    }
+    // Someone else's auto_inject key never reaches this user's pods.
+    const other = await registerUser();
+    await call("POST", "/api/ssh-keys", { public_key: KEYS.ecdsa384.line, auto_inject: true }, as(other));
+
+    const withRequestKey = await createPodSpec(user, host, agent, { ssh_key: `${KEYS.ed25519Other.line}\n` });
+    expect(withRequestKey.authorizedKeys).toEqual([
+      KEYS.ed25519Other.line,
+      KEYS.ed25519.line,
+      KEYS.ecdsa256.line,
+    ]);
+
+    // The request's key is also an account key: installed once.
+    const [type, data] = KEYS.ecdsa256.line.split(" ");
+    const duplicate = await createPodSpec(user, host, agent, { ssh_key: `${type} ${data}` });
+    expect(duplicate.authorizedKeys).toEqual([`${type} ${data}`, KEYS.ed25519.line]);
+
+    // Account keys added or deleted later do not touch existing pods: no command goes to the host.
+    const later = await call(
+      "POST",
+      "/api/ssh-keys",
+      { public_key: KEYS.ecdsa521.line, auto_inject: true },
+      as(user),
+    );
+    await call("DELETE", `/api/ssh-keys/${later.body.id}`, undefined, as(user));
+    await agent.expectNone("control:call");
+  });
+
+  it("refuses an invalid ssh_key on pod creation with 400 before placing the pod", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    for (const [ssh_key, reason] of [
+      ["not a key", /ssh_key: not an OpenSSH public key/],
+      [KEYS.rsa1024.line, /ssh_key: .*2048/],
+    ] as const) {
+      const res = await call(
+        "POST",
+        "/api/pods",
+        { name: "keyless", preset: "static", server_id: host.id, ssh_key },
+        as(user),
+      );
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: expect.stringMatching(reason) });
+    }
+    await agent.expectNone("control:call");
+    expect((await call("GET", "/api/pods", undefined, as(user))).body.total).toBe(0);
+  });
+});

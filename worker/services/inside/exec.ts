@@ -1,0 +1,50 @@
+import { fail, ok, type Result } from "../../../shared/errors";
+import { checkPodPath } from "../../../shared/pod-paths";
+import type { ServiceContext } from "../context";
+import { callPodHost } from "../pods/target";
+
+export interface ExecInput {
+  command: string[];
+  workdir?: string;
+  timeout_s: number;
+}
+
+export interface ExecOutput {
+  exit_code: number | null;
+  stdout: string;
+  stderr: string;
+  duration_ms: number;
+  timed_out: boolean;
+}
+
+/** the host's own timeout plus the time to reach it and answer */
+const CALL_MARGIN_MS = 20_000;
+
+/** Run argv as pod_user in a running pod; a non-zero exit is a result, not an error. */
+export async function execInPod(
+  ctx: ServiceContext,
+  teamId: string,
+  name: string,
+  input: ExecInput,
+): Promise<Result<ExecOutput>> {
+  if (input.workdir !== undefined) {
+    const checked = checkPodPath(input.workdir);
+    if (!checked.ok) return fail("bad_request", `workdir: ${checked.reason}`);
+  }
+  const r = await callPodHost(
+    ctx,
+    teamId,
+    name,
+    "pod.exec",
+    { name, command: input.command, workdir: input.workdir, timeoutS: input.timeout_s },
+    { timeoutMs: input.timeout_s * 1000 + CALL_MARGIN_MS },
+  );
+  if (!r.ok) return r;
+  return ok({
+    exit_code: r.value.exitCode,
+    stdout: r.value.stdout,
+    stderr: r.value.stderr,
+    duration_ms: r.value.durationMs,
+    timed_out: r.value.timedOut,
+  });
+}
