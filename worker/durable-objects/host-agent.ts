@@ -160,14 +160,7 @@ export class HostAgent extends DurableObject<Bindings> {
       Date.now(),
     );
     const waiting = this.wait(id, options.timeoutMs);
-    this.send(socket, {
-      type: "control:call",
-      id,
-      idempotencyKey: options.idempotencyKey,
-      op,
-      params,
-      timeoutMs: options.timeoutMs,
-    });
+    this.sendCall(socket, id, op, params, options);
     await this.scheduleCleanup();
     return waiting;
   }
@@ -215,14 +208,7 @@ export class HostAgent extends DurableObject<Bindings> {
         JSON.stringify(options.notify),
       );
     }
-    this.send(socket, {
-      type: "control:call",
-      id,
-      idempotencyKey: options.idempotencyKey,
-      op,
-      params,
-      timeoutMs: options.timeoutMs,
-    });
+    this.sendCall(socket, id, op, params, options);
     await this.scheduleCleanup();
     return { state: "sent" };
   }
@@ -241,14 +227,7 @@ export class HostAgent extends DurableObject<Bindings> {
     const id = crypto.randomUUID();
     this.unjournaled.set(id, op);
     const waiting = this.wait(id, options.timeoutMs);
-    this.send(socket, {
-      type: "control:call",
-      id,
-      idempotencyKey: options.idempotencyKey,
-      op,
-      params,
-      timeoutMs: options.timeoutMs,
-    });
+    this.sendCall(socket, id, op, params, options);
     try {
       return await waiting;
     } finally {
@@ -394,6 +373,17 @@ export class HostAgent extends DurableObject<Bindings> {
     ws.send(JSON.stringify(message));
   }
 
+  private sendCall(
+    ws: WebSocket,
+    id: string,
+    op: Op,
+    params: unknown,
+    options: { idempotencyKey: string; timeoutMs: number },
+  ) {
+    const { idempotencyKey, timeoutMs } = options;
+    this.send(ws, { type: "control:call", id, idempotencyKey, op, params, timeoutMs });
+  }
+
   private wait(id: string, timeoutMs: number): Promise<Result<unknown>> {
     return new Promise((resolve) => {
       const existing = this.pending.get(id);
@@ -457,12 +447,8 @@ export class HostAgent extends DurableObject<Bindings> {
       )
       .toArray();
     for (const row of rows) {
-      this.send(ws, {
-        type: "control:call",
-        id: row.id,
+      this.sendCall(ws, row.id, row.op, JSON.parse(row.params) as unknown, {
         idempotencyKey: row.idempotency_key,
-        op: row.op,
-        params: JSON.parse(row.params) as unknown,
         timeoutMs: row.timeout_ms,
       });
     }
