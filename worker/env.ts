@@ -1,4 +1,4 @@
-import type { HostAgent } from "./durable-objects/host-agent";
+import type { HostAgent } from "./durable-objects/host-agent/object";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
 import type { PodCreateParams } from "./workflows/pod-create";

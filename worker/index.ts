@@ -2,7 +2,7 @@ import { createApp } from "./app";
 import type { Bindings } from "./env";
 import { runScheduledJobs } from "./scheduled";
 
-export { HostAgent } from "./durable-objects/host-agent";
+export { HostAgent } from "./durable-objects/host-agent/object";
 export { RateLimiter } from "./durable-objects/rate-limiter";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
 export { PodCreateWorkflow } from "./workflows/pod-create";

@@ -1,7 +1,7 @@
 import type { WorkflowStep } from "cloudflare:workers";
 import { fail, type Result } from "../../shared/errors";
 import type { Op, OpParams, OpResult } from "../../shared/protocol";
-import type { Dispatched } from "../durable-objects/host-agent";
+import type { Dispatched } from "../durable-objects/host-agent/object";
 import type { Bindings, WorkflowBinding } from "../env";
 import { hostAgentStub, typedOutcome } from "../services/hosts/host-client";
 

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { fail, ok, type Result } from "../../shared/errors";
+import { fail, ok, type Result } from "../../../shared/errors";
 import {
   AgentMessage,
   type ControlMessage,
@@ -7,13 +7,17 @@ import {
   type Op,
   PodState,
   PROTOCOL_VERSION,
-} from "../../shared/protocol";
-import { createDb } from "../db/client";
-import type { Bindings, WorkflowBinding } from "../env";
-import { applyHealthReports } from "../services/health/report";
-import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../services/hosts/hosts";
-import { recordMetrics } from "../services/metrics/record";
-import { applyPodState, reconcileInventory } from "../services/pods/host-sync";
+} from "../../../shared/protocol";
+import { createDb } from "../../db/client";
+import type { Bindings } from "../../env";
+import { applyHealthReports } from "../../services/health/report";
+import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../../services/hosts/hosts";
+import { recordMetrics } from "../../services/metrics/record";
+import { JOURNAL_RETENTION_MS, Journal, type Notify } from "./journal";
+
+export type { Notify } from "./journal";
+
+import { applyPodState, reconcileInventory } from "../../services/pods/host-sync";
 
 interface Pending {
   resolve: (result: Result<unknown>) => void;
@@ -23,16 +27,6 @@ interface Pending {
 interface Attachment {
   hostId: string;
   connectedAt: number;
-}
-
-/**
- * Where a dispatched command's outcome goes: an event of type `type` to the workflow instance
- * `instanceId` of the binding `workflow` (see worker/workflows/host-step.ts).
- */
-export interface Notify {
-  workflow: WorkflowBinding;
-  instanceId: string;
-  type: string;
 }
 
 /** What `dispatch` did: answered from the journal, sent (the outcome comes as an event), or not sent. */
@@ -52,7 +46,6 @@ const POD_STATE_OPS = new Set<Op>([
   "pod.clone",
 ]);
 
-const JOURNAL_RETENTION_MS = 60 * 60_000;
 const LAST_SEEN_EVERY_MS = 30_000;
 
 /**
@@ -82,23 +75,11 @@ export class HostAgent extends DurableObject<Bindings> {
   private cleanupScheduled = false;
   private lastSeenWrite = 0;
 
+  private readonly journal: Journal;
+
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
-    ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS journal (
-      id TEXT PRIMARY KEY,
-      idempotency_key TEXT NOT NULL UNIQUE,
-      op TEXT NOT NULL,
-      state TEXT NOT NULL,            -- sent | done | failed
-      outcome TEXT,                   -- JSON Result once settled
-      created_at INTEGER NOT NULL
-    )`);
-    // Dispatched commands (journal v2): what to send again after a reconnect and whom to tell.
-    const columns = ctx.storage.sql.exec<{ name: string }>("PRAGMA table_info(journal)").toArray();
-    if (!columns.some((c) => c.name === "notify")) {
-      ctx.storage.sql.exec("ALTER TABLE journal ADD COLUMN params TEXT");
-      ctx.storage.sql.exec("ALTER TABLE journal ADD COLUMN timeout_ms INTEGER");
-      ctx.storage.sql.exec("ALTER TABLE journal ADD COLUMN notify TEXT");
-    }
+    this.journal = new Journal(ctx.storage.sql);
   }
 
   /** The agent's WebSocket upgrade, already authenticated by the Worker (which names the host). */
@@ -129,13 +110,8 @@ export class HostAgent extends DurableObject<Bindings> {
     options: { timeoutMs: number; idempotencyKey: string },
   ): Promise<Result<unknown>> {
     if (isReadOnlyOp(op)) return this.callUnjournaled(op, params, options);
-    const previous = this.ctx.storage.sql
-      .exec<{ id: string; state: string; outcome: string | null }>(
-        "SELECT id, state, outcome FROM journal WHERE idempotency_key = ?",
-        options.idempotencyKey,
-      )
-      .toArray()[0];
-    if (previous?.outcome) return JSON.parse(previous.outcome) as Result<unknown>;
+    const previous = this.journal.byKey(options.idempotencyKey);
+    if (previous?.outcome) return previous.outcome;
     if (previous && this.pending.has(previous.id)) return this.wait(previous.id, options.timeoutMs);
     if (previous) {
       // Its waiter died with an earlier instance (a reset): it must not run again, and every retry
@@ -152,13 +128,7 @@ export class HostAgent extends DurableObject<Bindings> {
     if (!socket) return fail("unavailable", await this.notConnected());
 
     const id = crypto.randomUUID();
-    this.ctx.storage.sql.exec(
-      "INSERT INTO journal (id, idempotency_key, op, state, created_at) VALUES (?, ?, ?, 'sent', ?)",
-      id,
-      options.idempotencyKey,
-      op,
-      Date.now(),
-    );
+    this.journal.recordCall(id, options.idempotencyKey, op);
     const waiting = this.wait(id, options.timeoutMs);
     this.sendCall(socket, id, op, params, options);
     await this.scheduleCleanup();
@@ -176,38 +146,20 @@ export class HostAgent extends DurableObject<Bindings> {
     params: unknown,
     options: { timeoutMs: number; idempotencyKey: string; notify: Notify },
   ): Promise<Dispatched> {
-    const previous = this.ctx.storage.sql
-      .exec<{ id: string; outcome: string | null }>(
-        "SELECT id, outcome FROM journal WHERE idempotency_key = ?",
-        options.idempotencyKey,
-      )
-      .toArray()[0];
-    if (previous?.outcome)
-      return { state: "settled", outcome: JSON.parse(previous.outcome) as Result<unknown> };
+    const previous = this.journal.byKey(options.idempotencyKey);
+    if (previous?.outcome) return { state: "settled", outcome: previous.outcome };
     const socket = this.socket();
     if (!socket) return { state: "unavailable", message: await this.notConnected() };
     const id = previous?.id ?? crypto.randomUUID();
-    if (previous) {
-      this.ctx.storage.sql.exec(
-        "UPDATE journal SET notify = ?, params = ?, timeout_ms = ? WHERE id = ?",
-        JSON.stringify(options.notify),
-        JSON.stringify(params),
-        options.timeoutMs,
-        id,
-      );
-    } else {
-      this.ctx.storage.sql.exec(
-        `INSERT INTO journal (id, idempotency_key, op, state, created_at, params, timeout_ms, notify)
-         VALUES (?, ?, ?, 'sent', ?, ?, ?, ?)`,
-        id,
-        options.idempotencyKey,
-        op,
-        Date.now(),
-        JSON.stringify(params),
-        options.timeoutMs,
-        JSON.stringify(options.notify),
-      );
-    }
+    this.journal.recordDispatch({
+      id,
+      idempotencyKey: options.idempotencyKey,
+      op,
+      params,
+      timeoutMs: options.timeoutMs,
+      notify: options.notify,
+      existing: Boolean(previous),
+    });
     this.sendCall(socket, id, op, params, options);
     await this.scheduleCleanup();
     return { state: "sent" };
@@ -331,16 +283,7 @@ export class HostAgent extends DurableObject<Bindings> {
 
   override async alarm(): Promise<void> {
     this.cleanupScheduled = false;
-    this.ctx.storage.sql.exec(
-      "DELETE FROM journal WHERE state != 'sent' AND created_at < ?",
-      Date.now() - JOURNAL_RETENTION_MS,
-    );
-    // 'sent' rows older than any timeout belong to callers long gone.
-    this.ctx.storage.sql.exec(
-      "UPDATE journal SET state = 'failed', outcome = ? WHERE state = 'sent' AND created_at < ?",
-      JSON.stringify(fail("unavailable", "the command timed out")),
-      Date.now() - JOURNAL_RETENTION_MS,
-    );
+    this.journal.prune();
   }
 
   private async disconnected(ws: WebSocket, reason: string) {
@@ -362,7 +305,7 @@ export class HostAgent extends DurableObject<Bindings> {
   private journaledOp(id: string): Op | undefined {
     const unjournaled = this.unjournaled.get(id);
     if (unjournaled) return unjournaled;
-    return this.ctx.storage.sql.exec<{ op: Op }>("SELECT op FROM journal WHERE id = ?", id).toArray()[0]?.op;
+    return this.journal.opOf(id);
   }
 
   private socket(): WebSocket | undefined {
@@ -408,21 +351,14 @@ export class HostAgent extends DurableObject<Bindings> {
 
   /** Records the outcome once (later copies change nothing), then wakes the waiter or the workflow. */
   private async settle(id: string, outcome: Result<unknown>) {
-    const settled = this.ctx.storage.sql
-      .exec<{ notify: string | null }>(
-        "UPDATE journal SET state = ?, outcome = ? WHERE id = ? AND state = 'sent' RETURNING notify",
-        outcome.ok ? "done" : "failed",
-        JSON.stringify(outcome),
-        id,
-      )
-      .toArray()[0];
+    const { notify } = this.journal.settle(id, outcome);
     const waiter = this.pending.get(id);
     if (waiter) {
       clearTimeout(waiter.timer);
       this.pending.delete(id);
       waiter.resolve(outcome);
     }
-    if (settled?.notify) await this.notify(JSON.parse(settled.notify) as Notify, outcome);
+    if (notify) await this.notify(notify, outcome);
   }
 
   private async notify(target: Notify, outcome: Result<unknown>) {
@@ -440,18 +376,7 @@ export class HostAgent extends DurableObject<Bindings> {
 
   /** After a (re)connect: every dispatched command still without an outcome goes out again. */
   private resendDispatched(ws: WebSocket) {
-    const rows = this.ctx.storage.sql
-      .exec<{ id: string; idempotency_key: string; op: Op; params: string; timeout_ms: number }>(
-        `SELECT id, idempotency_key, op, params, timeout_ms FROM journal
-         WHERE state = 'sent' AND notify IS NOT NULL ORDER BY created_at`,
-      )
-      .toArray();
-    for (const row of rows) {
-      this.sendCall(ws, row.id, row.op, JSON.parse(row.params) as unknown, {
-        idempotencyKey: row.idempotency_key,
-        timeoutMs: row.timeout_ms,
-      });
-    }
+    for (const d of this.journal.pendingDispatches()) this.sendCall(ws, d.id, d.op, d.params, d);
   }
 
   private failAllPending(message: string) {
