@@ -42,11 +42,9 @@ export function registerCopyPodPath(app: Router) {
   app.openapi(route, async (c) => {
     const { name } = c.req.valid("param");
     const body = c.req.valid("json");
+    const input = { name, mode: "copy" as const, from: body.source_path, to: body.dest_path };
     const copied = unwrap(
-      await movePodPath(serviceContext(c), c.get("caller").teamId, name, "copy", {
-        from: body.source_path,
-        to: body.dest_path,
-      }),
+      await movePodPath({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input }),
     );
     return c.json({ status: "copied" as const, source_path: copied.from, dest_path: copied.to }, 200);
   });

@@ -31,8 +31,10 @@ const route = createRoute({
 
 export function registerCreatePodFolder(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { path } = c.req.valid("json");
-    return c.json(unwrap(await createPodFolder(serviceContext(c), c.get("caller").teamId, name, path)), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("json") };
+    return c.json(
+      unwrap(await createPodFolder({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

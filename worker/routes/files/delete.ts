@@ -27,8 +27,10 @@ const route = createRoute({
 
 export function registerDeletePodPath(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { path } = c.req.valid("query");
-    return c.json(unwrap(await deletePodPath(serviceContext(c), c.get("caller").teamId, name, path)), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("query") };
+    return c.json(
+      unwrap(await deletePodPath({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

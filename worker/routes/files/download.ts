@@ -27,14 +27,16 @@ const route = createRoute({
 
 export function registerDownloadPodFile(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { path } = c.req.valid("query");
+    const input = { ...c.req.valid("param"), ...c.req.valid("query") };
     // waitUntil only for the host's closing answer of a transfer that lives and dies with this
     // response (best effort: the relay has ended the transfer either way).
     const file = unwrap(
-      await downloadPodFile(serviceContext(c), c.get("caller").teamId, name, path, (work) =>
-        c.executionCtx.waitUntil(work),
-      ),
+      await downloadPodFile({
+        ctx: serviceContext(c),
+        teamId: c.get("caller").teamId,
+        input,
+        background: (work) => c.executionCtx.waitUntil(work),
+      }),
     );
     return c.body(file.body, 200, {
       "content-type": "application/octet-stream",

@@ -50,8 +50,10 @@ const route = createRoute({
 
 export function registerListPodFiles(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const path = c.req.valid("query").path || APP_ROOT;
-    return c.json(unwrap(await listPodFiles(serviceContext(c), c.get("caller").teamId, name, path)), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("query") };
+    return c.json(
+      unwrap(await listPodFiles({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

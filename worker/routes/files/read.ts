@@ -30,8 +30,10 @@ const route = createRoute({
 
 export function registerReadPodFile(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { path } = c.req.valid("query");
-    return c.json(unwrap(await readPodFile(serviceContext(c), c.get("caller").teamId, name, path)), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("query") };
+    return c.json(
+      unwrap(await readPodFile({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

@@ -41,11 +41,9 @@ export function registerRenamePodPath(app: Router) {
   app.openapi(route, async (c) => {
     const { name } = c.req.valid("param");
     const body = c.req.valid("json");
+    const input = { name, mode: "rename" as const, from: body.old_path, to: body.new_path };
     const moved = unwrap(
-      await movePodPath(serviceContext(c), c.get("caller").teamId, name, "rename", {
-        from: body.old_path,
-        to: body.new_path,
-      }),
+      await movePodPath({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input }),
     );
     return c.json({ status: "renamed" as const, old_path: moved.from, new_path: moved.to }, 200);
   });

@@ -62,7 +62,11 @@ export function registerUploadPodFile(app: Router) {
   app.openapi(route, async (c) => {
     const { name } = c.req.valid("param");
     const form = { body: c.req.raw.body, contentType: c.req.header("content-type") };
-    return c.json(unwrap(await uploadPodFile(serviceContext(c), c.get("caller").teamId, name, form)), 200);
+    const input = { name, form };
+    return c.json(
+      unwrap(await uploadPodFile({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
   app.openAPIRegistry.register("UploadForm", UploadForm);
 }

@@ -36,9 +36,9 @@ const route = createRoute({
 
 export function registerWritePodFile(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
+    const input = { ...c.req.valid("param"), ...c.req.valid("json") };
     return c.json(
-      unwrap(await writePodFile(serviceContext(c), c.get("caller").teamId, name, c.req.valid("json"))),
+      unwrap(await writePodFile({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
     );
   });

@@ -23,10 +23,11 @@ const route = createRoute({
 });
 
 export function registerGetPodEnv(app: Router) {
-  app.openapi(route, async (c) =>
-    c.json(
-      unwrap(await getPodEnv(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name)),
+  app.openapi(route, async (c) => {
+    const input = c.req.valid("param");
+    return c.json(
+      unwrap(await getPodEnv({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
-    ),
-  );
+    );
+  });
 }

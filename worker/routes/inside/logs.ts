@@ -41,9 +41,9 @@ const route = createRoute({
 
 export function registerGetPodLogs(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
+    const input = { ...c.req.valid("param"), ...c.req.valid("query") };
     return c.json(
-      unwrap(await readPodLogs(serviceContext(c), c.get("caller").teamId, name, c.req.valid("query"))),
+      unwrap(await readPodLogs({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
     );
   });

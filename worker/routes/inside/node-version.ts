@@ -31,10 +31,9 @@ const route = createRoute({
 
 export function registerSetPodNodeVersion(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { version } = c.req.valid("json");
+    const input = { ...c.req.valid("param"), ...c.req.valid("json") };
     return c.json(
-      unwrap(await setNodeVersion(serviceContext(c), c.get("caller").teamId, name, version)),
+      unwrap(await setNodeVersion({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
     );
   });

@@ -46,10 +46,11 @@ const route = createRoute({
 });
 
 export function registerReloadPod(app: Router) {
-  app.openapi(route, async (c) =>
-    c.json(
-      unwrap(await reloadPodApp(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name)),
+  app.openapi(route, async (c) => {
+    const input = c.req.valid("param");
+    return c.json(
+      unwrap(await reloadPodApp({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
-    ),
-  );
+    );
+  });
 }

@@ -46,8 +46,10 @@ const route = createRoute({
 
 export function registerSetPodEnv(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { vars } = c.req.valid("json");
-    return c.json(unwrap(await setPodEnv(serviceContext(c), c.get("caller").teamId, name, vars)), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("json") };
+    return c.json(
+      unwrap(await setPodEnv({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

@@ -33,8 +33,10 @@ const route = createRoute({
 
 export function registerUnsetPodEnv(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { keys } = c.req.valid("json");
-    return c.json(unwrap(await unsetPodEnv(serviceContext(c), c.get("caller").teamId, name, keys)), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("json") };
+    return c.json(
+      unwrap(await unsetPodEnv({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

@@ -27,7 +27,8 @@ const route = createRoute({
 
 export function registerDeletePod(app: Router) {
   app.openapi(route, async (c) => {
-    unwrap(await deletePod(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name));
+    const input = c.req.valid("param");
+    unwrap(await deletePod({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input }));
     return c.json({ status: "deleted" as const }, 200);
   });
 }

@@ -2,9 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { authenticated, errors, jsonResponse, type Router } from "../../http/router";
-import { listEvents } from "../../services/pods/events";
-import { findTeamPod } from "../../services/pods/lookup";
+import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
+import { listPodEvents } from "../../services/pods/events";
 import { Event, PodParams } from "./schemas";
 
 const route = createRoute({
@@ -39,7 +38,10 @@ const route = createRoute({
 
 export function registerListPodEvents(app: Router) {
   app.openapi(route, async (c) => {
-    const found = unwrap(await findTeamPod(c.get("db"), c.get("caller").teamId, c.req.valid("param").name));
-    return c.json(await listEvents(c.get("db"), found.pod.id, c.req.valid("query")), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("query") };
+    return c.json(
+      unwrap(await listPodEvents({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

@@ -19,10 +19,11 @@ const route = createRoute({
 });
 
 export function registerGetPod(app: Router) {
-  app.openapi(route, async (c) =>
-    c.json(
-      unwrap(await getPodLive(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name)),
+  app.openapi(route, async (c) => {
+    const input = c.req.valid("param");
+    return c.json(
+      unwrap(await getPodLive({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
-    ),
-  );
+    );
+  });
 }

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { requireAuth } from "../../http/middleware";
-import { authenticated, errors, jsonResponse, type Router } from "../../http/router";
+import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { listPods } from "../../services/pods/list";
 import { Paging, PodList } from "./schemas";
 
@@ -19,6 +19,9 @@ const route = createRoute({
 
 export function registerListPods(app: Router) {
   app.openapi(route, async (c) =>
-    c.json(await listPods(c.get("db"), c.get("caller").teamId, c.env.POD_DOMAIN, c.req.valid("query")), 200),
+    c.json(
+      await listPods({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input: c.req.valid("query") }),
+      200,
+    ),
   );
 }

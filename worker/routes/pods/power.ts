@@ -27,10 +27,11 @@ const powerRoute = (action: PowerAction) =>
   });
 
 export function registerPowerPod(app: Router, action: PowerAction) {
-  app.openapi(powerRoute(action), async (c) =>
-    c.json(
-      unwrap(await powerPod(serviceContext(c), c.get("caller").teamId, c.req.valid("param").name, action)),
+  app.openapi(powerRoute(action), async (c) => {
+    const input = { ...c.req.valid("param"), action };
+    return c.json(
+      unwrap(await powerPod({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
-    ),
-  );
+    );
+  });
 }

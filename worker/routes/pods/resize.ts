@@ -30,8 +30,10 @@ const route = createRoute({
 
 export function registerResizePod(app: Router) {
   app.openapi(route, async (c) => {
-    const { name } = c.req.valid("param");
-    const { plan_slug } = c.req.valid("json");
-    return c.json(unwrap(await resizePod(serviceContext(c), c.get("caller").teamId, name, plan_slug)), 200);
+    const input = { ...c.req.valid("param"), ...c.req.valid("json") };
+    return c.json(
+      unwrap(await resizePod({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
+      200,
+    );
   });
 }

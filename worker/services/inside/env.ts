@@ -1,5 +1,5 @@
 import { fail, ok, type Result } from "../../../shared/errors";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
 import { recordEventStatement } from "../pods/events";
 import { hostFailure } from "../pods/power";
@@ -19,7 +19,11 @@ export interface EnvView {
   vars: Record<string, string>;
 }
 
-export async function getPodEnv(ctx: ServiceContext, teamId: string, name: string): Promise<Result<EnvView>> {
+export async function getPodEnv({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<EnvView>> {
   const r = await callPodHost(
     ctx,
     teamId,
@@ -35,12 +39,13 @@ export async function getPodEnv(ctx: ServiceContext, teamId: string, name: strin
 }
 
 /** Merge into the file (contract), then restart the app service where there is one. */
-export async function setPodEnv(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  vars: Record<string, string>,
-): Promise<Result<EnvView & { restarted: string[] }>> {
+export async function setPodEnv({
+  ctx,
+  teamId,
+  input: { name, vars },
+}: TeamCall<{ name: string; vars: Record<string, string> }>): Promise<
+  Result<EnvView & { restarted: string[] }>
+> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
@@ -65,12 +70,11 @@ export async function setPodEnv(
  * Drop keys from the file; the app service restarts (nodejs, python) when something was removed,
  * so the running process loses the variables too, as it gains them on a PUT.
  */
-export async function unsetPodEnv(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  keys: string[],
-): Promise<Result<EnvView>> {
+export async function unsetPodEnv({
+  ctx,
+  teamId,
+  input: { name, keys },
+}: TeamCall<{ name: string; keys: string[] }>): Promise<Result<EnvView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;

@@ -2,7 +2,7 @@ import type { NODE_VERSIONS } from "../../../shared/catalog";
 import { findPlan, findPreset, RUNTIMES } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { START_FILES } from "../../../shared/start-files";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
 import { hostFailure } from "../pods/power";
 import { podTarget } from "../pods/target";
@@ -35,11 +35,11 @@ const DEFAULT_START: Record<string, string> = {
  * The catalog's port and roots, with the runtime version and start command the pod reports. A pod
  * that cannot be asked (stopped host, slow probe) still answers, from the catalog's defaults.
  */
-export async function podPreset(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<PresetView>> {
+export async function podPreset({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<PresetView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const slug = target.value.found.pod.preset;
@@ -71,11 +71,11 @@ export interface DiskUsageView {
   paths: { path: string; bytes: number }[];
 }
 
-export async function podDiskUsage(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<DiskUsageView>> {
+export async function podDiskUsage({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<DiskUsageView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const plan = findPlan(target.value.found.pod.planSlug);
@@ -98,12 +98,13 @@ export async function podDiskUsage(
 }
 
 /** 400 unless the pod is Node.js and on another major; then ~/.pod/node-version and an app restart. */
-export async function setNodeVersion(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  version: (typeof NODE_VERSIONS)[number],
-): Promise<Result<{ node_version: (typeof NODE_VERSIONS)[number] }>> {
+export async function setNodeVersion({
+  ctx,
+  teamId,
+  input: { name, version },
+}: TeamCall<{ name: string; version: (typeof NODE_VERSIONS)[number] }>): Promise<
+  Result<{ node_version: (typeof NODE_VERSIONS)[number] }>
+> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;

@@ -1,5 +1,5 @@
 import { fail, ok, type Result } from "../../../shared/errors";
-import type { ServiceContext } from "../context";
+import type { ServiceContext, TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
 import { type PodEventType, recordEventStatement } from "./events";
 import { findTeamPod, type PodWithHost, readPodRow } from "./lookup";
@@ -41,12 +41,11 @@ export function hostFailure(result: { code: string; message: string }, podName: 
   return fail(result.code as Parameters<typeof fail>[0], result.message);
 }
 
-export async function powerPod(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  action: PowerAction,
-): Promise<Result<PodView>> {
+export async function powerPod({
+  ctx,
+  teamId,
+  input: { name, action },
+}: TeamCall<{ name: string; action: PowerAction }>): Promise<Result<PodView>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   const hostId = hostOf(found.value);
@@ -59,11 +58,11 @@ export async function powerPod(
 }
 
 /** The pod with its status as the host sees it right now; 503 when the host cannot be asked. */
-export async function getPodLive(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<PodView>> {
+export async function getPodLive({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<PodView>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   const hostId = hostOf(found.value);

@@ -3,7 +3,7 @@ import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
 import { releaseCapacity } from "../hosts/hosts";
 import { recordEventStatement } from "./events";
@@ -17,7 +17,11 @@ const DELETE_TIMEOUT_MS = 60_000;
  * Removes the pod's containers, volumes and network on its host, then marks it `deleted` (the row
  * stays: the name is reserved for 7 days) and gives its room and SSH port back.
  */
-export async function deletePod(ctx: ServiceContext, teamId: string, name: string): Promise<Result<void>> {
+export async function deletePod({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<void>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   const { pod } = found.value;

@@ -3,7 +3,7 @@ import { findPlan } from "../../../shared/catalog";
 import { fail, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
 import { reserveCapacity } from "../hosts/hosts";
 import { resolvePlan } from "./admission";
@@ -14,13 +14,12 @@ import { limitsOf } from "./spec";
 import type { PodView } from "./view";
 
 /** New plan limits on the running container; the host must have room for the difference (409). */
-export async function resizePod(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  planSlug: string,
-): Promise<Result<PodView>> {
-  const target = resolvePlan(planSlug);
+export async function resizePod({
+  ctx,
+  teamId,
+  input: { name, plan_slug },
+}: TeamCall<{ name: string; plan_slug: string }>): Promise<Result<PodView>> {
+  const target = resolvePlan(plan_slug);
   if (!target.ok) return target;
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;

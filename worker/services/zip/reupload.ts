@@ -1,7 +1,7 @@
 import { PRESET_SLUGS } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { discardStagedBlob, newStagingKey } from "../blobs/staging";
-import type { ServiceContext } from "../context";
+import type { ServiceContext, TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
 import { reloadPodApp } from "../inside/reload";
 import { recordEventStatement } from "../pods/events";
@@ -25,12 +25,14 @@ const DEPLOY_TIMEOUT_MS = 660_000;
  * archive has one), and a reload installs dependencies and restarts the services. A failed install
  * is the reload's 500 with `deps_output`: the new files are in place by then, and the error says so.
  */
-export async function uploadZipToPod(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  request: { body: ReadableStream<Uint8Array> | null; contentType: string | undefined },
-): Promise<Result<ZipUploadView>> {
+export async function uploadZipToPod({
+  ctx,
+  teamId,
+  input: { name, form: request },
+}: TeamCall<{
+  name: string;
+  form: { body: ReadableStream<Uint8Array> | null; contentType: string | undefined };
+}>): Promise<Result<ZipUploadView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
@@ -61,7 +63,7 @@ async function deployStaged(
   if (mismatch) return fail("bad_request", `zip: ${mismatch} (pod ${name} runs ${preset})`);
 
   if (pod.status === "stopped") {
-    const started = await powerPod(ctx, teamId, name, "start");
+    const started = await powerPod({ ctx, teamId, input: { name, action: "start" } });
     if (!started.ok) return started;
   } else if (pod.status !== "running") {
     return fail("bad_request", NOT_RUNNING);
@@ -84,7 +86,7 @@ async function deployStaged(
     { files, bytes, archive: upload.value.filename },
   );
 
-  const reloaded = await reloadPodApp(ctx, teamId, name);
+  const reloaded = await reloadPodApp({ ctx, teamId, input: { name } });
   if (!reloaded.ok) {
     return fail(
       reloaded.code,
