@@ -8,8 +8,7 @@ import {
 } from "../../durable-objects/transfer-relay/client";
 import type { ServiceContext, TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
-import { hostFailure } from "../pods/power";
-import { podTarget } from "../pods/target";
+import { hostFailure, podTarget } from "../pods/target";
 import { parentOf, podPathOf } from "./paths";
 import { commitReceived, receiveInto, TRANSFER_TIMEOUT_MS } from "./receive";
 

@@ -1,9 +1,7 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { TeamCall } from "../context";
-import { callHost } from "../hosts/host-client";
 import { recordEventStatement } from "../pods/events";
-import { hostFailure } from "../pods/power";
-import { callPodHost, podTarget } from "../pods/target";
+import { callPodHost, callTarget, podTarget } from "../pods/target";
 
 /**
  * The app's `.env` inside the pod. The file is the truth (the pod's user edits it over SSH too), so
@@ -49,14 +47,14 @@ export async function setPodEnv({
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.env.set",
     { name, vars, restartApp: APP_PRESETS.has(pod.preset) },
     { timeoutMs: ENV_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   const keys = Object.keys(vars);
   await recordEventStatement(ctx.db, pod.id, "env_updated", `environment variables set: ${keys.join(", ")}`, {
     action: "set",
@@ -78,14 +76,14 @@ export async function unsetPodEnv({
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.env.unset",
     { name, keys, restartApp: APP_PRESETS.has(pod.preset) },
     { timeoutMs: ENV_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.exists) return fail("not_found", `pod ${name} has no env file (${r.value.path})`);
   await recordEventStatement(
     ctx.db,

@@ -3,10 +3,9 @@ import type { OpResult } from "../../../shared/protocol";
 import { RELOAD_STEP_TIMEOUT_S } from "../../../shared/protocol/inside";
 import type { Db } from "../../db/client";
 import type { TeamCall } from "../context";
-import { callHost } from "../hosts/host-client";
 import { recordEventStatement } from "../pods/events";
-import { hostFailure, powerPod } from "../pods/power";
-import { NOT_RUNNING, podTarget } from "../pods/target";
+import { powerPod } from "../pods/power";
+import { callTarget, NOT_RUNNING, podTarget } from "../pods/target";
 
 export interface ReloadView {
   status: "reloaded";
@@ -57,14 +56,14 @@ export async function reloadPodApp({
   }
   const preset = PRESETS.find((p) => p === pod.preset);
   if (!preset) return fail("internal", `pod ${name} has an unknown preset ${pod.preset}`);
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.reload",
     { name, preset },
     { timeoutMs: RELOAD_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.ok) {
     return fail(
       "internal",

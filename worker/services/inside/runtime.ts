@@ -3,9 +3,7 @@ import { findPlan, findPreset, RUNTIMES } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { START_FILES } from "../../../shared/start-files";
 import type { TeamCall } from "../context";
-import { callHost } from "../hosts/host-client";
-import { hostFailure } from "../pods/power";
-import { podTarget } from "../pods/target";
+import { callTarget, podTarget } from "../pods/target";
 
 /** Preset details, disk usage and the Node.js version: read from the pod, framed by the catalog. */
 
@@ -46,9 +44,9 @@ export async function podPreset({
   const preset = findPreset(slug);
   const runtime = RUNTIMES.find((r) => r.preset === slug);
   if (!preset || !runtime) return fail("internal", `pod ${name} has an unknown preset ${slug}`);
-  const probed = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const probed = await callTarget(
+    ctx,
+    target.value,
     "pod.preset",
     { name, preset: preset.slug },
     { timeoutMs: PROBE_TIMEOUT_MS },
@@ -80,14 +78,8 @@ export async function podDiskUsage({
   if (!target.ok) return target;
   const plan = findPlan(target.value.found.pod.planSlug);
   if (!plan) return fail("internal", `pod ${name} has an unknown plan`);
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
-    "pod.disk",
-    { name },
-    { timeoutMs: DISK_TIMEOUT_MS },
-  );
-  if (!r.ok) return hostFailure(r, name);
+  const r = await callTarget(ctx, target.value, "pod.disk", { name }, { timeoutMs: DISK_TIMEOUT_MS });
+  if (!r.ok) return r;
   const limit = plan.diskGb * GB;
   return ok({
     used_bytes: r.value.usedBytes,
@@ -110,14 +102,14 @@ export async function setNodeVersion({
   const { pod } = target.value.found;
   if (pod.preset !== "nodejs")
     return fail("bad_request", `pod ${name} is not a Node.js pod (preset ${pod.preset})`);
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.node-version",
     { name, version },
     { timeoutMs: NODE_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.changed) return fail("bad_request", `version: pod ${name} is already on Node.js ${version}`);
   return ok({ node_version: version });
 }

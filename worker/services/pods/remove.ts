@@ -4,12 +4,11 @@ import { ok, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
-import { callHost } from "../hosts/host-client";
 import { releaseCapacity } from "../hosts/hosts";
 import { recordEventStatement } from "./events";
 import { findTeamPod } from "./lookup";
 import { planResources } from "./placement";
-import { hostFailure } from "./power";
+import { callTarget } from "./target";
 
 const DELETE_TIMEOUT_MS = 60_000;
 
@@ -25,10 +24,11 @@ export async function deletePod({
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   const { pod } = found.value;
+  // A pod that never reached a host has nothing to remove there (not the usual 503 of podTarget).
   if (pod.hostId) {
-    const removed = await callHost(
-      ctx.env,
-      pod.hostId,
+    const removed = await callTarget(
+      ctx,
+      { found: found.value, hostId: pod.hostId },
       "pod.delete",
       { name },
       {
@@ -36,7 +36,7 @@ export async function deletePod({
         idempotencyKey: `pod.delete:${pod.id}`,
       },
     );
-    if (!removed.ok) return hostFailure(removed, name);
+    if (!removed.ok) return removed;
   }
   const now = nowIso();
   const plan = findPlan(pod.planSlug);
