@@ -8,6 +8,9 @@ import { validationHook } from "./validation";
 /** Every resource router: typed env, and validation failures answered as 400 `{error}` naming the field. */
 export const createRouter = () => new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
+/** What a route file's `register<Operation>(app)` adds its operation to. */
+export type Router = ReturnType<typeof createRouter>;
+
 export const serviceContext = (c: Context<AppEnv>): ServiceContext => {
   const db = c.get("db");
   return { db, env: c.env, mailer: createMailer(db) };

@@ -8,3 +8,13 @@ export interface ServiceContext {
   env: Bindings;
   mailer: Mailer;
 }
+
+/**
+ * What a verb on one team's resource receives: `verb({ ctx, teamId, input })`. `input` is what the
+ * caller asked for (a pod's name and the request's fields); `teamId` is whose resources it may touch.
+ */
+export interface TeamCall<I> {
+  ctx: ServiceContext;
+  teamId: string;
+  input: I;
+}

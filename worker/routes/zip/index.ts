@@ -123,9 +123,9 @@ export const zipRouter = createRouter()
       },
     }),
     async (c) => {
-      const { name } = c.req.valid("param");
+      const input = { ...c.req.valid("param"), form: formOf(c) };
       return c.json(
-        unwrap(await uploadZipToPod(serviceContext(c), c.get("caller").teamId, name, formOf(c))),
+        unwrap(await uploadZipToPod({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
         200,
       );
     },

@@ -1,7 +1,7 @@
 import { ok, type Result } from "../../../shared/errors";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callPodHost } from "../pods/target";
-import { podPathOf } from "./paths";
+import { APP_ROOT, podPathOf } from "./paths";
 
 const LIST_TIMEOUT_MS = 45_000;
 
@@ -15,15 +15,15 @@ export interface FileEntryView {
 
 /**
  * A directory of a running pod as pod_user sees it: directories first, then by name. A missing
- * directory is an empty list (spec); a path that is not a directory is 400.
+ * directory is an empty list (spec); a path that is not a directory is 400. No (or an empty) path
+ * is the app root.
  */
-export async function listPodFiles(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: string,
-): Promise<Result<{ path: string; files: FileEntryView[] }>> {
-  const path = podPathOf("path", input);
+export async function listPodFiles({
+  ctx,
+  teamId,
+  input: { name, path: requested },
+}: TeamCall<{ name: string; path?: string }>): Promise<Result<{ path: string; files: FileEntryView[] }>> {
+  const path = podPathOf("path", requested || APP_ROOT);
   if (!path.ok) return path;
   const r = await callPodHost(
     ctx,

@@ -2,7 +2,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { cancelRelay, newRelayId, relayStub } from "../../durable-objects/transfer-relay/client";
 import type { ServiceContext } from "../context";
 import { callHost } from "../hosts/host-client";
-import { hostFailure } from "../pods/power";
+import { hostFailure } from "../pods/target";
 
 /**
  * Bytes into a running pod, in two steps (shared/protocol/files.ts): `receive` streams them

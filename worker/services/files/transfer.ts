@@ -6,10 +6,9 @@ import {
   newRelayId,
   relayStub,
 } from "../../durable-objects/transfer-relay/client";
-import type { ServiceContext } from "../context";
+import type { ServiceContext, TeamCall } from "../context";
 import { callHost } from "../hosts/host-client";
-import { hostFailure } from "../pods/power";
-import { podTarget } from "../pods/target";
+import { hostFailure, podTarget } from "../pods/target";
 import { parentOf, podPathOf } from "./paths";
 import { commitReceived, receiveInto, TRANSFER_TIMEOUT_MS } from "./receive";
 
@@ -85,12 +84,14 @@ async function getFile(
 }
 
 /** `PUT …/files/content`: the text as UTF-8, parents created. */
-export async function writePodFile(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: { path: string; content: string },
-): Promise<Result<{ status: "saved"; path: string }>> {
+export async function writePodFile({
+  ctx,
+  teamId,
+  input,
+}: TeamCall<{ name: string; path: string; content: string }>): Promise<
+  Result<{ status: "saved"; path: string }>
+> {
+  const { name } = input;
   const path = podPathOf("path", input.path);
   if (!path.ok) return path;
   const target = await podTarget(ctx, teamId, name, { running: true });
@@ -116,13 +117,12 @@ export async function writePodFile(
  * `GET …/files/content`: a file as text. It must be valid UTF-8 (kept exactly, a BOM included) and
  * at most 5 MiB; anything else is 400 pointing at the download route, which takes any bytes.
  */
-export async function readPodFile(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: string,
-): Promise<Result<{ path: string; content: string }>> {
-  const path = podPathOf("path", input);
+export async function readPodFile({
+  ctx,
+  teamId,
+  input: { name, path: requested },
+}: TeamCall<{ name: string; path: string }>): Promise<Result<{ path: string; content: string }>> {
+  const path = podPathOf("path", requested);
   if (!path.ok) return path;
   const incoming = await getFile(ctx, teamId, name, path.value, FILE_CONTENT_MAX_BYTES);
   if (!incoming.ok) return incoming;
@@ -160,14 +160,13 @@ export interface DownloadView {
  * host's answer comes once the caller read everything (or went away); `background` keeps the Worker
  * for it.
  */
-export async function downloadPodFile(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: string,
-  background: Background,
-): Promise<Result<DownloadView>> {
-  const path = podPathOf("path", input);
+export async function downloadPodFile({
+  ctx,
+  teamId,
+  input: { name, path: requested },
+  background,
+}: TeamCall<{ name: string; path: string }> & { background: Background }): Promise<Result<DownloadView>> {
+  const path = podPathOf("path", requested);
   if (!path.ok) return path;
   const incoming = await getFile(ctx, teamId, name, path.value, MAX_RELAY_BYTES);
   if (!incoming.ok) return incoming;

@@ -1,5 +1,5 @@
 import { fail, ok, type Result } from "../../../shared/errors";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callPodHost } from "../pods/target";
 import { podPathOf } from "./paths";
 
@@ -10,13 +10,12 @@ const MKDIR_TIMEOUT_MS = 30_000;
 const missing = (path: string) => fail("not_found", `${path}: no such file or directory`);
 
 /** `rm -rf` as pod_user; 404 when nothing is there. The roots and the app root are refused. */
-export async function deletePodPath(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: string,
-): Promise<Result<{ status: "deleted"; path: string }>> {
-  const path = podPathOf("path", input);
+export async function deletePodPath({
+  ctx,
+  teamId,
+  input: { name, path: requested },
+}: TeamCall<{ name: string; path: string }>): Promise<Result<{ status: "deleted"; path: string }>> {
+  const path = podPathOf("path", requested);
   if (!path.ok) return path;
   const r = await callPodHost(
     ctx,
@@ -35,13 +34,14 @@ export async function deletePodPath(
  * Move `old_path` to `new_path` (409 if that exists; its parents are created), or copy it there
  * recursively. 404 when the source is missing; a destination inside the source is 400.
  */
-export async function movePodPath(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  mode: "rename" | "copy",
-  input: { from: string; to: string },
-): Promise<Result<{ from: string; to: string }>> {
+export async function movePodPath({
+  ctx,
+  teamId,
+  input,
+}: TeamCall<{ name: string; mode: "rename" | "copy"; from: string; to: string }>): Promise<
+  Result<{ from: string; to: string }>
+> {
+  const { name, mode } = input;
   const [fromField, toField] = mode === "rename" ? ["old_path", "new_path"] : ["source_path", "dest_path"];
   const from = podPathOf(fromField, input.from);
   if (!from.ok) return from;
@@ -61,13 +61,12 @@ export async function movePodPath(
 }
 
 /** `mkdir -p`: the whole tree; an existing directory is fine, an existing file is 409. */
-export async function createPodFolder(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: string,
-): Promise<Result<{ status: "created"; path: string }>> {
-  const path = podPathOf("path", input);
+export async function createPodFolder({
+  ctx,
+  teamId,
+  input: { name, path: requested },
+}: TeamCall<{ name: string; path: string }>): Promise<Result<{ status: "created"; path: string }>> {
+  const path = podPathOf("path", requested);
   if (!path.ok) return path;
   const r = await callPodHost(
     ctx,

@@ -2,7 +2,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { FILE_UPLOAD_MAX_BYTES } from "../../../shared/limits";
 import { POD_HOME } from "../../../shared/pod-paths";
 import { formFailure, readStreamedForm } from "../../lib/streamed-form";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { podTarget } from "../pods/target";
 import { APP_ROOT, podPathOf, uploadNameOf } from "./paths";
 import { commitReceived, discardReceived, type Received, receiveInto } from "./receive";
@@ -27,12 +27,17 @@ const tooLarge = () =>
 /** the form's `path`, checked; the app root when absent or empty */
 const targetDir = (path: string | undefined) => podPathOf("path", path || APP_ROOT);
 
-export async function uploadPodFile(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  request: { body: ReadableStream<Uint8Array> | null; contentType: string | undefined },
-): Promise<Result<{ status: "uploaded"; path: string }>> {
+/** the multipart request, unread: the verb reads it as it arrives */
+export interface UploadRequest {
+  body: ReadableStream<Uint8Array> | null;
+  contentType: string | undefined;
+}
+
+export async function uploadPodFile({
+  ctx,
+  teamId,
+  input: { name, form: request },
+}: TeamCall<{ name: string; form: UploadRequest }>): Promise<Result<{ status: "uploaded"; path: string }>> {
   const target = await podTarget(ctx, teamId, name, { running: true });
   if (!target.ok) return target;
   const pod = { hostId: target.value.hostId, pod: name };

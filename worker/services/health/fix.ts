@@ -4,10 +4,8 @@ import type { FixAction } from "../../../shared/protocol/health";
 import { RELOAD_STEP_TIMEOUT_S } from "../../../shared/protocol/inside";
 import { pods } from "../../db/schema";
 import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
 import { recordEventStatement } from "../pods/events";
-import { hostFailure } from "../pods/power";
-import { NOT_RUNNING, podTarget } from "../pods/target";
+import { callTarget, NOT_RUNNING, podTarget } from "../pods/target";
 import { parseDiagnosis } from "./report";
 
 export interface FixView {
@@ -46,14 +44,14 @@ export async function fixDiagnosis(
   const preset = PRESETS.find((p) => p === pod.preset);
   if (!preset) return fail("internal", `pod ${name} has an unknown preset ${pod.preset}`);
   const action = diagnosis.fix_action;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.health.fix",
     { name, preset, action },
     { timeoutMs: FIX_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.ok) {
     return fail(
       "internal",

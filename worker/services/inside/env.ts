@@ -1,9 +1,7 @@
 import { fail, ok, type Result } from "../../../shared/errors";
-import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
+import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
-import { hostFailure } from "../pods/power";
-import { callPodHost, podTarget } from "../pods/target";
+import { callPodHost, callTarget, podTarget } from "../pods/target";
 
 /**
  * The app's `.env` inside the pod. The file is the truth (the pod's user edits it over SSH too), so
@@ -19,7 +17,11 @@ export interface EnvView {
   vars: Record<string, string>;
 }
 
-export async function getPodEnv(ctx: ServiceContext, teamId: string, name: string): Promise<Result<EnvView>> {
+export async function getPodEnv({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<EnvView>> {
   const r = await callPodHost(
     ctx,
     teamId,
@@ -35,23 +37,24 @@ export async function getPodEnv(ctx: ServiceContext, teamId: string, name: strin
 }
 
 /** Merge into the file (contract), then restart the app service where there is one. */
-export async function setPodEnv(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  vars: Record<string, string>,
-): Promise<Result<EnvView & { restarted: string[] }>> {
+export async function setPodEnv({
+  ctx,
+  teamId,
+  input: { name, vars },
+}: TeamCall<{ name: string; vars: Record<string, string> }>): Promise<
+  Result<EnvView & { restarted: string[] }>
+> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.env.set",
     { name, vars, restartApp: APP_PRESETS.has(pod.preset) },
     { timeoutMs: ENV_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   const keys = Object.keys(vars);
   await recordEventStatement(ctx.db, pod.id, "env_updated", `environment variables set: ${keys.join(", ")}`, {
     action: "set",
@@ -65,23 +68,22 @@ export async function setPodEnv(
  * Drop keys from the file; the app service restarts (nodejs, python) when something was removed,
  * so the running process loses the variables too, as it gains them on a PUT.
  */
-export async function unsetPodEnv(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  keys: string[],
-): Promise<Result<EnvView>> {
+export async function unsetPodEnv({
+  ctx,
+  teamId,
+  input: { name, keys },
+}: TeamCall<{ name: string; keys: string[] }>): Promise<Result<EnvView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.env.unset",
     { name, keys, restartApp: APP_PRESETS.has(pod.preset) },
     { timeoutMs: ENV_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.exists) return fail("not_found", `pod ${name} has no env file (${r.value.path})`);
   await recordEventStatement(
     ctx.db,

@@ -1,9 +1,11 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import { checkPodPath } from "../../../shared/pod-paths";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callPodHost } from "../pods/target";
 
 export interface ExecInput {
+  /** the pod's name */
+  name: string;
   command: string[];
   workdir?: string;
   timeout_s: number;
@@ -21,12 +23,8 @@ export interface ExecOutput {
 const CALL_MARGIN_MS = 20_000;
 
 /** Run argv as pod_user in a running pod; a non-zero exit is a result, not an error. */
-export async function execInPod(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  input: ExecInput,
-): Promise<Result<ExecOutput>> {
+export async function execInPod({ ctx, teamId, input }: TeamCall<ExecInput>): Promise<Result<ExecOutput>> {
+  const { name } = input;
   if (input.workdir !== undefined) {
     const checked = checkPodPath(input.workdir);
     if (!checked.ok) return fail("bad_request", `workdir: ${checked.reason}`);

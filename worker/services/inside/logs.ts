@@ -1,11 +1,13 @@
 import { ok, type Result } from "../../../shared/errors";
 import type { LogSource } from "../../../shared/protocol/inside";
-import type { ServiceContext } from "../context";
+import type { TeamCall } from "../context";
 import { callPodHost } from "../pods/target";
 
 const LOGS_TIMEOUT_MS = 40_000;
 
 export interface LogsInput {
+  /** the pod's name */
+  name: string;
   source: LogSource;
   lines: number;
   grep?: string;
@@ -22,12 +24,8 @@ export interface LogsView {
  * a stopped pod too (the files are in its home volume). A filtered read with no match is a success
  * carrying `message: "no entries"` (contract); a missing log file is simply no lines.
  */
-export async function readPodLogs(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  q: LogsInput,
-): Promise<Result<LogsView>> {
+export async function readPodLogs({ ctx, teamId, input: q }: TeamCall<LogsInput>): Promise<Result<LogsView>> {
+  const { name } = q;
   const grep = q.grep === "" ? undefined : q.grep;
   const r = await callPodHost(
     ctx,

@@ -2,11 +2,10 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import type { OpResult } from "../../../shared/protocol";
 import { RELOAD_STEP_TIMEOUT_S } from "../../../shared/protocol/inside";
 import type { Db } from "../../db/client";
-import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
+import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
-import { hostFailure, powerPod } from "../pods/power";
-import { NOT_RUNNING, podTarget } from "../pods/target";
+import { powerPod } from "../pods/power";
+import { callTarget, NOT_RUNNING, podTarget } from "../pods/target";
 
 export interface ReloadView {
   status: "reloaded";
@@ -41,30 +40,30 @@ export async function recordReloaded(db: Db, podId: string, r: ReloadDone) {
  * Reinstall dependencies and restart the pod's services. A stopped pod is started first (contract);
  * a failed install or build is 500 with `deps_output`, the tail of the failing command's output.
  */
-export async function reloadPodApp(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<ReloadView>> {
+export async function reloadPodApp({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<ReloadView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
   if (pod.status === "stopped") {
-    const started = await powerPod(ctx, teamId, name, "start");
+    const started = await powerPod({ ctx, teamId, input: { name, action: "start" } });
     if (!started.ok) return started;
   } else if (pod.status !== "running") {
     return fail("bad_request", NOT_RUNNING);
   }
   const preset = PRESETS.find((p) => p === pod.preset);
   if (!preset) return fail("internal", `pod ${name} has an unknown preset ${pod.preset}`);
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.reload",
     { name, preset },
     { timeoutMs: RELOAD_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.ok) {
     return fail(
       "internal",

@@ -2,10 +2,8 @@ import type { NODE_VERSIONS } from "../../../shared/catalog";
 import { findPlan, findPreset, RUNTIMES } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { START_FILES } from "../../../shared/start-files";
-import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
-import { hostFailure } from "../pods/power";
-import { podTarget } from "../pods/target";
+import type { TeamCall } from "../context";
+import { callTarget, podTarget } from "../pods/target";
 
 /** Preset details, disk usage and the Node.js version: read from the pod, framed by the catalog. */
 
@@ -35,20 +33,20 @@ const DEFAULT_START: Record<string, string> = {
  * The catalog's port and roots, with the runtime version and start command the pod reports. A pod
  * that cannot be asked (stopped host, slow probe) still answers, from the catalog's defaults.
  */
-export async function podPreset(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<PresetView>> {
+export async function podPreset({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<PresetView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const slug = target.value.found.pod.preset;
   const preset = findPreset(slug);
   const runtime = RUNTIMES.find((r) => r.preset === slug);
   if (!preset || !runtime) return fail("internal", `pod ${name} has an unknown preset ${slug}`);
-  const probed = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const probed = await callTarget(
+    ctx,
+    target.value,
     "pod.preset",
     { name, preset: preset.slug },
     { timeoutMs: PROBE_TIMEOUT_MS },
@@ -71,23 +69,17 @@ export interface DiskUsageView {
   paths: { path: string; bytes: number }[];
 }
 
-export async function podDiskUsage(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-): Promise<Result<DiskUsageView>> {
+export async function podDiskUsage({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<DiskUsageView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const plan = findPlan(target.value.found.pod.planSlug);
   if (!plan) return fail("internal", `pod ${name} has an unknown plan`);
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
-    "pod.disk",
-    { name },
-    { timeoutMs: DISK_TIMEOUT_MS },
-  );
-  if (!r.ok) return hostFailure(r, name);
+  const r = await callTarget(ctx, target.value, "pod.disk", { name }, { timeoutMs: DISK_TIMEOUT_MS });
+  if (!r.ok) return r;
   const limit = plan.diskGb * GB;
   return ok({
     used_bytes: r.value.usedBytes,
@@ -98,25 +90,26 @@ export async function podDiskUsage(
 }
 
 /** 400 unless the pod is Node.js and on another major; then ~/.pod/node-version and an app restart. */
-export async function setNodeVersion(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  version: (typeof NODE_VERSIONS)[number],
-): Promise<Result<{ node_version: (typeof NODE_VERSIONS)[number] }>> {
+export async function setNodeVersion({
+  ctx,
+  teamId,
+  input: { name, version },
+}: TeamCall<{ name: string; version: (typeof NODE_VERSIONS)[number] }>): Promise<
+  Result<{ node_version: (typeof NODE_VERSIONS)[number] }>
+> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
   const { pod } = target.value.found;
   if (pod.preset !== "nodejs")
     return fail("bad_request", `pod ${name} is not a Node.js pod (preset ${pod.preset})`);
-  const r = await callHost(
-    ctx.env,
-    target.value.hostId,
+  const r = await callTarget(
+    ctx,
+    target.value,
     "pod.node-version",
     { name, version },
     { timeoutMs: NODE_TIMEOUT_MS },
   );
-  if (!r.ok) return hostFailure(r, name);
+  if (!r.ok) return r;
   if (!r.value.changed) return fail("bad_request", `version: pod ${name} is already on Node.js ${version}`);
   return ok({ node_version: version });
 }

@@ -1,8 +1,11 @@
 import { and, count, desc, eq } from "drizzle-orm";
+import { ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
 import type { Db } from "../../db/client";
 import { podEvents } from "../../db/schema";
 import { nowIso } from "../../lib/time";
+import type { TeamCall } from "../context";
+import { findTeamPod } from "./lookup";
 
 export type PodEventType =
   | "created"
@@ -46,8 +49,23 @@ export interface EventView {
   created_at: string;
 }
 
-/** Newest first; `metadata` is omitted when empty (contract). */
-export async function listEvents(db: Db, podId: string, q: { limit: number; offset: number; type?: string }) {
+export interface EventsPage {
+  events: EventView[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/** The team's pod's events, newest first; `metadata` is omitted when empty (contract). */
+export async function listPodEvents({
+  ctx,
+  teamId,
+  input: q,
+}: TeamCall<{ name: string; limit: number; offset: number; type?: string }>): Promise<Result<EventsPage>> {
+  const found = await findTeamPod(ctx.db, teamId, q.name);
+  if (!found.ok) return found;
+  const { db } = ctx;
+  const podId = found.value.pod.id;
   const where = and(eq(podEvents.podId, podId), q.type ? eq(podEvents.type, q.type) : undefined);
   const [rows, totals] = await Promise.all([
     db
@@ -66,5 +84,5 @@ export async function listEvents(db: Db, podId: string, q: { limit: number; offs
     ...(e.metadata ? { metadata: e.metadata } : {}),
     created_at: e.createdAt,
   }));
-  return { events, total: totals[0]?.n ?? 0, limit: q.limit, offset: q.offset };
+  return ok({ events, total: totals[0]?.n ?? 0, limit: q.limit, offset: q.offset });
 }

@@ -3,13 +3,12 @@ import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
-import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
+import type { TeamCall } from "../context";
 import { releaseCapacity } from "../hosts/hosts";
 import { recordEventStatement } from "./events";
 import { findTeamPod } from "./lookup";
 import { planResources } from "./placement";
-import { hostFailure } from "./power";
+import { callTarget } from "./target";
 
 const DELETE_TIMEOUT_MS = 60_000;
 
@@ -17,14 +16,19 @@ const DELETE_TIMEOUT_MS = 60_000;
  * Removes the pod's containers, volumes and network on its host, then marks it `deleted` (the row
  * stays: the name is reserved for 7 days) and gives its room and SSH port back.
  */
-export async function deletePod(ctx: ServiceContext, teamId: string, name: string): Promise<Result<void>> {
+export async function deletePod({
+  ctx,
+  teamId,
+  input: { name },
+}: TeamCall<{ name: string }>): Promise<Result<void>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   const { pod } = found.value;
+  // A pod that never reached a host has nothing to remove there (not the usual 503 of podTarget).
   if (pod.hostId) {
-    const removed = await callHost(
-      ctx.env,
-      pod.hostId,
+    const removed = await callTarget(
+      ctx,
+      { found: found.value, hostId: pod.hostId },
       "pod.delete",
       { name },
       {
@@ -32,7 +36,7 @@ export async function deletePod(ctx: ServiceContext, teamId: string, name: strin
         idempotencyKey: `pod.delete:${pod.id}`,
       },
     );
-    if (!removed.ok) return hostFailure(removed, name);
+    if (!removed.ok) return removed;
   }
   const now = nowIso();
   const plan = findPlan(pod.planSlug);

@@ -3,63 +3,57 @@ import { findPlan } from "../../../shared/catalog";
 import { fail, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
-import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
+import type { TeamCall } from "../context";
 import { reserveCapacity } from "../hosts/hosts";
 import { resolvePlan } from "./admission";
 import { recordEventStatement } from "./events";
-import { findTeamPod } from "./lookup";
-import { hostFailure, hostOf, viewOf } from "./power";
+import { viewOf } from "./power";
 import { limitsOf } from "./spec";
+import { callTarget, podTarget } from "./target";
 import type { PodView } from "./view";
 
 /** New plan limits on the running container; the host must have room for the difference (409). */
-export async function resizePod(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  planSlug: string,
-): Promise<Result<PodView>> {
-  const target = resolvePlan(planSlug);
+export async function resizePod({
+  ctx,
+  teamId,
+  input: { name, plan_slug },
+}: TeamCall<{ name: string; plan_slug: string }>): Promise<Result<PodView>> {
+  const plan = resolvePlan(plan_slug);
+  if (!plan.ok) return plan;
+  const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
-  const found = await findTeamPod(ctx.db, teamId, name);
-  if (!found.ok) return found;
-  const { pod } = found.value;
-  const hostId = hostOf(found.value);
-  if (!hostId.ok) return hostId;
+  const { pod } = target.value.found;
+  const { hostId } = target.value;
   const current = findPlan(pod.planSlug);
-  if (!current || current.slug === target.value.slug) return viewOf(ctx, pod.id);
+  if (!current || current.slug === plan.value.slug) return viewOf(ctx, pod.id);
 
   const delta = {
-    cpu: target.value.cpu - current.cpu,
-    memoryMb: target.value.memoryMb - current.memoryMb,
-    diskGb: target.value.diskGb - current.diskGb,
+    cpu: plan.value.cpu - current.cpu,
+    memoryMb: plan.value.memoryMb - current.memoryMb,
+    diskGb: plan.value.diskGb - current.diskGb,
   };
-  if (!(await reserveCapacity(ctx.db, hostId.value, delta))) {
-    return fail("conflict", `the pod's server has no room for the ${target.value.slug} plan`);
+  if (!(await reserveCapacity(ctx.db, hostId, delta))) {
+    return fail("conflict", `the pod's server has no room for the ${plan.value.slug} plan`);
   }
-  const result = await callHost(ctx.env, hostId.value, "pod.resize", {
-    name,
-    limits: limitsOf(target.value),
-  });
+  const result = await callTarget(ctx, target.value, "pod.resize", { name, limits: limitsOf(plan.value) });
   if (!result.ok) {
-    await reserveCapacity(ctx.db, hostId.value, {
+    await reserveCapacity(ctx.db, hostId, {
       cpu: -delta.cpu,
       memoryMb: -delta.memoryMb,
       diskGb: -delta.diskGb,
     });
-    return hostFailure(result, name);
+    return result;
   }
   await ctx.db.batch([
-    ctx.db.update(pods).set({ planSlug: target.value.slug, updatedAt: nowIso() }).where(eq(pods.id, pod.id)),
+    ctx.db.update(pods).set({ planSlug: plan.value.slug, updatedAt: nowIso() }).where(eq(pods.id, pod.id)),
     recordEventStatement(
       ctx.db,
       pod.id,
       "resized",
-      `plan changed from ${current.slug} to ${target.value.slug}`,
+      `plan changed from ${current.slug} to ${plan.value.slug}`,
       {
         from: current.slug,
-        to: target.value.slug,
+        to: plan.value.slug,
       },
     ),
   ]);

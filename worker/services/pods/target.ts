@@ -1,9 +1,15 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Op, OpParams, OpResult } from "../../../shared/protocol";
 import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
+import { type CallOptions, callHost } from "../hosts/host-client";
 import { findTeamPod, type PodWithHost } from "./lookup";
-import { hostFailure, hostOf } from "./power";
+
+/**
+ * A pod on its host: every verb that asks a pod's host to do something starts here. It finds the
+ * team's pod (another team's is the same 404 as a missing one), refuses one that has no host yet
+ * (503) or, where the verb needs it, is not running (400), calls the host, and puts the host's
+ * failures in the pod's words.
+ */
 
 export interface PodTarget {
   found: PodWithHost;
@@ -12,8 +18,30 @@ export interface PodTarget {
 
 export const NOT_RUNNING = "pod is not running; start it first";
 
+/** The pod must be on a host for anything the host does. */
+export function hostOf(found: PodWithHost): Result<string> {
+  return found.pod.hostId ? ok(found.pod.hostId) : fail("unavailable", "the pod has no host yet");
+}
+
+/** A container the host no longer has is a state problem of the pod, not a missing API resource. */
+export function hostFailure(result: { code: string; message: string }, podName: string) {
+  if (result.code === "not_found") {
+    return fail(
+      "conflict",
+      `pod ${podName} has no container on its host (status error); delete it or restore a backup`,
+    );
+  }
+  return fail(result.code as Parameters<typeof fail>[0], result.message);
+}
+
+/** A pod already found, with its host; for verbs that check their input between the lookup and the host. */
+export function targetOf(found: PodWithHost): Result<PodTarget> {
+  const hostId = hostOf(found);
+  return hostId.ok ? ok({ found, hostId: hostId.value }) : hostId;
+}
+
 /**
- * The team's pod and the host it lives on: what every "inside the pod" verb starts from.
+ * The team's pod and the host it lives on: what every verb on a pod's host starts from.
  * `running: true` also refuses a pod the control plane does not believe is running (400, as the
  * spec's "pod not running where required"); the host checks the container again.
  */
@@ -26,15 +54,25 @@ export async function podTarget(
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   if (opts.running && found.value.pod.status !== "running") return fail("bad_request", NOT_RUNNING);
-  const hostId = hostOf(found.value);
-  if (!hostId.ok) return hostId;
-  return ok({ found: found.value, hostId: hostId.value });
+  return targetOf(found.value);
+}
+
+/** One op on the host of a pod already targeted, the host's failure in the pod's words. */
+export async function callTarget<O extends Op>(
+  ctx: ServiceContext,
+  target: PodTarget,
+  op: O,
+  params: OpParams<O>,
+  opts: CallOptions = {},
+): Promise<Result<OpResult<O>>> {
+  const r = await callHost(ctx.env, target.hostId, op, params, opts);
+  return r.ok ? r : hostFailure(r, target.found.pod.name);
 }
 
 /**
  * One op on the host of the team's pod: the lookup, the call, and the host's failure in the pod's
- * words — what each simple inside-the-pod verb is made of. `running` (the default) also refuses a
- * pod that is not running with the usual 400.
+ * words — what each simple verb is made of. `running` (the default) also refuses a pod that is not
+ * running with the usual 400; `running: false` is for verbs that work on a stopped pod.
  */
 export async function callPodHost<O extends Op>(
   ctx: ServiceContext,
@@ -46,6 +84,5 @@ export async function callPodHost<O extends Op>(
 ): Promise<Result<OpResult<O>>> {
   const target = await podTarget(ctx, teamId, name, { running: opts.running ?? true });
   if (!target.ok) return target;
-  const r = await callHost(ctx.env, target.value.hostId, op, params, { timeoutMs: opts.timeoutMs });
-  return r.ok ? r : hostFailure(r, name);
+  return callTarget(ctx, target.value, op, params, { timeoutMs: opts.timeoutMs });
 }

@@ -1,9 +1,8 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
 import { recordEventStatement } from "../pods/events";
-import { findTeamPod, type PodWithHost } from "../pods/lookup";
-import { hostFailure, hostOf } from "../pods/power";
+import { findTeamPod } from "../pods/lookup";
+import { callTarget, type PodTarget, targetOf } from "../pods/target";
 import {
   type KeyMaterial,
   keyMaterial,
@@ -21,18 +20,10 @@ import {
 
 const KEYS_TIMEOUT_MS = 15_000;
 
-async function readKeys(ctx: ServiceContext, found: PodWithHost): Promise<Result<string[]>> {
-  const hostId = hostOf(found);
-  if (!hostId.ok) return hostId;
-  const name = found.pod.name;
-  const listed = await callHost(
-    ctx.env,
-    hostId.value,
-    "pod.ssh.keys.list",
-    { name },
-    { timeoutMs: KEYS_TIMEOUT_MS },
-  );
-  return listed.ok ? ok(listed.value.keys) : hostFailure(listed, name);
+async function readKeys(ctx: ServiceContext, target: PodTarget): Promise<Result<string[]>> {
+  const name = target.found.pod.name;
+  const listed = await callTarget(ctx, target, "pod.ssh.keys.list", { name }, { timeoutMs: KEYS_TIMEOUT_MS });
+  return listed.ok ? ok(listed.value.keys) : listed;
 }
 
 interface PodKeyInput {
@@ -53,7 +44,9 @@ export async function listPodKeys({
 }): Promise<Result<{ keys: string[] }>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
-  const keys = await readKeys(ctx, found.value);
+  const target = targetOf(found.value);
+  if (!target.ok) return target;
+  const keys = await readKeys(ctx, target.value);
   return keys.ok ? ok({ keys: keys.value }) : keys;
 }
 
@@ -76,20 +69,20 @@ export async function addPodKey({
   const key = parsed.value;
   const material = { type: key.type, data: key.base64, comment: key.comment };
 
-  const present = await readKeys(ctx, found.value);
+  const target = targetOf(found.value);
+  if (!target.ok) return target;
+  const present = await readKeys(ctx, target.value);
   if (!present.ok) return present;
   if (present.value.some((line) => isKey(line, material))) return ok({ added: false });
 
-  const hostId = hostOf(found.value);
-  if (!hostId.ok) return hostId;
-  const added = await callHost(
-    ctx.env,
-    hostId.value,
+  const added = await callTarget(
+    ctx,
+    target.value,
     "pod.ssh.keys.add",
     { name, key: key.normalized },
     { timeoutMs: KEYS_TIMEOUT_MS },
   );
-  if (!added.ok) return hostFailure(added, name);
+  if (!added.ok) return added;
   if (!added.value.added) return ok({ added: false }); // another request put it there a moment ago
   await recordEventStatement(
     ctx.db,
@@ -131,23 +124,23 @@ export async function removePodKey({
     );
   }
 
-  const present = await readKeys(ctx, found.value);
+  const target = targetOf(found.value);
+  if (!target.ok) return target;
+  const present = await readKeys(ctx, target.value);
   if (!present.ok) return present;
   if (present.value.length === 0) return fail("not_found", `pod ${name} has no SSH keys`);
   const line = present.value.find((l) => isKey(l, material));
   if (!line) return fail("not_found", `this key is not in pod ${name}'s authorized_keys`);
 
-  const hostId = hostOf(found.value);
-  if (!hostId.ok) return hostId;
   // The file's own line names the key; the agent drops every line holding it (options, comments aside).
-  const result = await callHost(
-    ctx.env,
-    hostId.value,
+  const result = await callTarget(
+    ctx,
+    target.value,
     "pod.ssh.keys.remove",
     { name, key: line },
     { timeoutMs: KEYS_TIMEOUT_MS },
   );
-  if (!result.ok) return hostFailure(result, name);
+  if (!result.ok) return result;
   if (!result.value.removed) return fail("not_found", `this key is not in pod ${name}'s authorized_keys`);
   const fingerprint = await materialFingerprint(material);
   // The comment of the line that was in the file names the key best (the request may carry none).

@@ -1,12 +1,11 @@
 import { PRESET_SLUGS } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { discardStagedBlob, newStagingKey } from "../blobs/staging";
-import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
+import type { ServiceContext, TeamCall } from "../context";
 import { reloadPodApp } from "../inside/reload";
 import { recordEventStatement } from "../pods/events";
-import { hostFailure, powerPod } from "../pods/power";
-import { NOT_RUNNING, podTarget } from "../pods/target";
+import { powerPod } from "../pods/power";
+import { callTarget, NOT_RUNNING, type PodTarget, podTarget } from "../pods/target";
 import { readZipUpload, runtimeMismatch } from "./archive";
 import { type StagedZip, stageZipForm } from "./form";
 
@@ -25,21 +24,21 @@ const DEPLOY_TIMEOUT_MS = 660_000;
  * archive has one), and a reload installs dependencies and restarts the services. A failed install
  * is the reload's 500 with `deps_output`: the new files are in place by then, and the error says so.
  */
-export async function uploadZipToPod(
-  ctx: ServiceContext,
-  teamId: string,
-  name: string,
-  request: { body: ReadableStream<Uint8Array> | null; contentType: string | undefined },
-): Promise<Result<ZipUploadView>> {
+export async function uploadZipToPod({
+  ctx,
+  teamId,
+  input: { name, form: request },
+}: TeamCall<{
+  name: string;
+  form: { body: ReadableStream<Uint8Array> | null; contentType: string | undefined };
+}>): Promise<Result<ZipUploadView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
-  const { pod } = target.value.found;
-  const hostId = target.value.hostId;
-  const form = await stageZipForm(ctx, request, newStagingKey(hostId));
+  const form = await stageZipForm(ctx, request, newStagingKey(target.value.hostId));
   if (!form.ok) return form;
   const blobKey = form.value.file.key;
   try {
-    return await deployStaged(ctx, teamId, name, pod, hostId, form.value.file);
+    return await deployStaged(ctx, teamId, target.value, form.value.file);
   } finally {
     await discardStagedBlob(ctx.env, blobKey);
   }
@@ -48,11 +47,11 @@ export async function uploadZipToPod(
 async function deployStaged(
   ctx: ServiceContext,
   teamId: string,
-  name: string,
-  pod: { id: string; preset: string; status: string },
-  hostId: string,
+  target: PodTarget,
   staged: StagedZip,
 ): Promise<Result<ZipUploadView>> {
+  const { pod } = target.found;
+  const { name } = pod;
   const upload = await readZipUpload(ctx.env, staged);
   if (!upload.ok) return upload;
   const preset = PRESET_SLUGS.find((p) => p === pod.preset);
@@ -61,20 +60,20 @@ async function deployStaged(
   if (mismatch) return fail("bad_request", `zip: ${mismatch} (pod ${name} runs ${preset})`);
 
   if (pod.status === "stopped") {
-    const started = await powerPod(ctx, teamId, name, "start");
+    const started = await powerPod({ ctx, teamId, input: { name, action: "start" } });
     if (!started.ok) return started;
   } else if (pod.status !== "running") {
     return fail("bad_request", NOT_RUNNING);
   }
 
-  const deployed = await callHost(
-    ctx.env,
-    hostId,
+  const deployed = await callTarget(
+    ctx,
+    target,
     "pod.zip.deploy",
     { name, blobKey: staged.key },
     { timeoutMs: DEPLOY_TIMEOUT_MS },
   );
-  if (!deployed.ok) return hostFailure(deployed, name);
+  if (!deployed.ok) return deployed;
   const { files, bytes } = deployed.value;
   await recordEventStatement(
     ctx.db,
@@ -84,7 +83,7 @@ async function deployStaged(
     { files, bytes, archive: upload.value.filename },
   );
 
-  const reloaded = await reloadPodApp(ctx, teamId, name);
+  const reloaded = await reloadPodApp({ ctx, teamId, input: { name } });
   if (!reloaded.ok) {
     return fail(
       reloaded.code,
