@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { PodState } from "../../shared/protocol";
-import { callHost, hostAgentStub } from "../../worker/services/hosts/host-client";
+import { callHost, hostAgentStub } from "../../worker/durable-objects/host-agent/client";
 import {
   dial,
   FakeAgent,

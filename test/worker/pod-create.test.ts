@@ -1,8 +1,8 @@
 import { introspectWorkflow, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import { hostAgentStub } from "../../worker/durable-objects/host-agent/client";
 import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
-import { hostAgentStub } from "../../worker/services/hosts/host-client";
 import { CREATION_DEADLINE_MS } from "../../worker/services/pods/create-outcome";
 import {
   FakeAgent,

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
+import { callHost, hostAgentStub } from "../durable-objects/host-agent/client";
 import { ApiError, unwrap } from "../http/errors";
 import { type HostEnv, requireHostToken } from "../http/host-auth";
-import { callHost, hostAgentStub } from "../services/hosts/host-client";
 import { findHost, whyNotPlaceable } from "../services/hosts/hosts";
 
 /**

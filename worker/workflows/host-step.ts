@@ -1,9 +1,9 @@
 import type { WorkflowStep } from "cloudflare:workers";
 import { fail, type Result } from "../../shared/errors";
 import type { Op, OpParams, OpResult } from "../../shared/protocol";
+import { hostAgentStub, typedOutcome } from "../durable-objects/host-agent/client";
 import type { Dispatched } from "../durable-objects/host-agent/object";
 import type { Bindings, WorkflowBinding } from "../env";
-import { hostAgentStub, typedOutcome } from "../services/hosts/host-client";
 
 export interface HostStep<O extends Op> {
   /** the step's name in the workflow; unique within the instance, also its idempotency key */

@@ -1,7 +1,7 @@
 import { fail, ok, type Result } from "../../../shared/errors";
+import { callHost } from "../../durable-objects/host-agent/client";
 import { cancelRelay, newRelayId, relayStub } from "../../durable-objects/transfer-relay/client";
 import type { ServiceContext } from "../context";
-import { callHost } from "../hosts/host-client";
 import { hostFailure } from "../pods/target";
 
 /**

@@ -1,5 +1,6 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import { FILE_CONTENT_MAX_BYTES } from "../../../shared/protocol/files";
+import { callHost } from "../../durable-objects/host-agent/client";
 import {
   cancelRelay,
   MAX_RELAY_BYTES,
@@ -7,7 +8,6 @@ import {
   relayStub,
 } from "../../durable-objects/transfer-relay/client";
 import type { ServiceContext, TeamCall } from "../context";
-import { callHost } from "../hosts/host-client";
 import { hostFailure, podTarget } from "../pods/target";
 import { parentOf, podPathOf } from "./paths";
 import { commitReceived, receiveInto, TRANSFER_TIMEOUT_MS } from "./receive";

@@ -1,6 +1,6 @@
 import { fail, ok, type Result } from "../../../shared/errors";
+import { callHost } from "../../durable-objects/host-agent/client";
 import type { ServiceContext, TeamCall } from "../context";
-import { callHost } from "../hosts/host-client";
 import { type PodEventType, recordEventStatement } from "./events";
 import { readPodRow } from "./lookup";
 import { callTarget, podTarget } from "./target";

@@ -1,7 +1,7 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Op, OpParams, OpResult } from "../../../shared/protocol";
+import { type CallOptions, callHost } from "../../durable-objects/host-agent/client";
 import type { ServiceContext } from "../context";
-import { type CallOptions, callHost } from "../hosts/host-client";
 import { findTeamPod, type PodWithHost } from "./lookup";
 
 /**
