@@ -1,6 +1,31 @@
+import { isIPv4 } from "node:net";
 import { z } from "zod";
 import type { PresetSlug } from "../shared/catalog";
 import { DOCKER_RUNC_ROOT } from "./docker/runc";
+
+/**
+ * The control plane's address carries the host's token and every command the host runs: over
+ * plain http anyone on the path could read the token and speak for the control plane. So https,
+ * except to this machine itself (a loopback address: `npm start`, the tests), where nothing crosses
+ * a network. The URL parser has already normalized the host (`127.1` is `127.0.0.1`, `[0::1]` is
+ * `[::1]`, names are lowercase).
+ */
+function checkApiUrl(raw: string, ctx: z.RefinementCtx) {
+  const url = new URL(raw);
+  if (url.protocol === "https:") return;
+  if (url.protocol !== "http:") {
+    ctx.addIssue({ code: "custom", message: `must be an https:// URL, not ${url.protocol}//` });
+    return;
+  }
+  const host = url.hostname;
+  const loopback = host === "localhost" || host === "[::1]" || (isIPv4(host) && host.startsWith("127."));
+  if (!loopback) {
+    ctx.addIssue({
+      code: "custom",
+      message: `plain http:// is refused for ${host}: the host token and every command would cross the network in clear; use https://, or http:// only to a loopback address (127.0.0.0/8, ::1, localhost)`,
+    });
+  }
+}
 
 /**
  * The agent's configuration, read once from the environment at the entry point. Everything has a
@@ -8,7 +33,7 @@ import { DOCKER_RUNC_ROOT } from "./docker/runc";
  * needs (handlers and their tests run without them).
  */
 const Env = z.object({
-  PODHOST_API_URL: z.url().optional(),
+  PODHOST_API_URL: z.url().superRefine(checkApiUrl).optional(),
   PODHOST_AGENT_TOKEN: z.string().min(1).optional(),
   PODHOST_STATE_DIR: z.string().min(1).default("/var/lib/podhost-agent"),
   PODHOST_IMAGE_STATIC: z.string().min(1).default("podhost/static:latest"),

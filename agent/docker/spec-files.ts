@@ -5,7 +5,8 @@ import type { TarEntry } from "./tar";
 
 /**
  * The files a pod spec becomes inside the home volume at creation (or a clone), as tar entries
- * relative to /home/pod_user, owned by pod_user: the app's .env, crontab, workers, authorized_keys.
+ * relative to /home/pod_user, owned by pod_user: the app's .env (only when the spec has env vars),
+ * crontab, workers, authorized_keys.
  * (The Files API, which works on a running pod's files, is agent/files/.) Pure functions: everything that could break the file formats is validated here.
  */
 
@@ -82,7 +83,10 @@ export function specFileEntries(spec: PodSpec, opts: SpecFileOptions = {}): TarE
   const all = !opts.onlyNonEmpty;
   const entries: TarEntry[] = [];
   const envCount = Object.keys(spec.env).length;
-  if (all || envCount) entries.push(dir("app"), file("app/.env", renderDotenv(spec.env), 0o600));
+  // No env vars, no .env: an empty file would be "an env file" to the API (DELETE /env answers 404
+  // only when the pod has none), and the image's loader reads a missing file as no variables.
+  if (all || envCount) entries.push(dir("app"));
+  if (envCount) entries.push(file("app/.env", renderDotenv(spec.env), 0o600));
   if (all || spec.cronJobs.length || spec.workers.length) entries.push(dir(".pod"));
   if (all || spec.cronJobs.length) entries.push(file(".pod/crontab", renderCrontab(spec.cronJobs)));
   if (spec.workers.length) {

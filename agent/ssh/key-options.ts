@@ -63,12 +63,15 @@ function parseExpiry(value: string): number | null {
   return date.getTime();
 }
 
+const OPTION_NAME = /[A-Za-z0-9-]+/y;
+
 /** Parse an options field; null when sshd would refuse the line. */
 export function parseKeyOptions(field: string): KeyOptions | null {
   const out: KeyOptions = { noPty: false };
   let i = 0;
   while (i < field.length) {
-    const name = /^[A-Za-z0-9-]+/.exec(field.slice(i))?.[0];
+    OPTION_NAME.lastIndex = i;
+    const name = OPTION_NAME.exec(field)?.[0];
     if (!name) return null;
     i += name.length;
     let value: string | undefined;
@@ -123,23 +126,38 @@ export function keyPermits(options: KeyOptions, ip: string, now = Date.now()): b
 const plainAddress = (ip: string) =>
   (/^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip) ? ip.slice(7) : ip).toLowerCase();
 
+/** sshd copies each `from=` entry into a 1024-byte buffer and refuses a longer one; so do we. */
+export const MAX_FROM_PATTERN_CHARS = 1023;
+/** More entries than anyone lists by hand: a longer list is refused rather than walked. */
+export const MAX_FROM_PATTERNS = 128;
+
+/** The entries of a `from=` list, or null when there are too many or one is too long. */
+function fromEntries(patterns: string): string[] | null {
+  const entries = patterns.split(",", MAX_FROM_PATTERNS + 1);
+  if (entries.length > MAX_FROM_PATTERNS) return null;
+  return entries.some((e) => e.length > MAX_FROM_PATTERN_CHARS) ? null : entries;
+}
+
 /**
  * A `from=` list: comma-separated entries, each an address, an `address/masklen` network or a
  * pattern with `*` and `?`, optionally negated with `!`. The client is let in when some entry
  * matches and no negated one does. Without reverse DNS (sshd's UseDNS no) the address stands for
- * the host name too. A network with bits set past its mask is an error, which denies.
+ * the host name too. A network with bits set past its mask is an error, which denies, and so is a
+ * list over the caps above.
  */
 export function fromMatches(patterns: string, clientIp: string): boolean {
+  const entries = fromEntries(patterns);
+  if (!entries) return false;
   const ip = plainAddress(clientIp);
   const addr = addressBytes(ip);
   let matched = false;
-  for (const raw of patterns.split(",")) {
+  for (const raw of entries) {
     const negated = raw.startsWith("!");
     const entry = (negated ? raw.slice(1) : raw).toLowerCase();
     if (entry === "") return false;
     const net = parseNetwork(entry);
     if (net === "invalid") return false;
-    const hit = net ? addr !== null && inNetwork(addr, net) : globMatches(entry, ip);
+    const hit = net ? addr !== null && inNetwork(addr, net) : wildcardMatch(entry, ip);
     if (hit && negated) return false;
     if (hit) matched = true;
   }
@@ -147,10 +165,12 @@ export function fromMatches(patterns: string, clientIp: string): boolean {
 }
 
 function validPatterns(patterns: string): boolean {
-  return patterns.split(",").every((raw) => {
-    const entry = raw.startsWith("!") ? raw.slice(1) : raw;
-    return entry !== "" && parseNetwork(entry.toLowerCase()) !== "invalid";
-  });
+  return (
+    fromEntries(patterns)?.every((raw) => {
+      const entry = raw.startsWith("!") ? raw.slice(1) : raw;
+      return entry !== "" && parseNetwork(entry.toLowerCase()) !== "invalid";
+    }) ?? false
+  );
 }
 
 interface Network {
@@ -213,11 +233,32 @@ function addressBytes(text: string): Uint8Array | null {
   return out;
 }
 
-/** sshd's match_pattern: `*` any run, `?` one character, everything else literal. */
-function globMatches(pattern: string, s: string): boolean {
-  const re = pattern
-    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-    .replace(/\*/g, ".*")
-    .replace(/\?/g, ".");
-  return new RegExp(`^${re}$`, "s").test(s);
+/**
+ * sshd's match_pattern (`*` any run, `?` one character, everything else literal), without its
+ * recursion and without a RegExp: the pattern is the pod user's own text, so a matcher that can
+ * backtrack (`from="****…x"` once held the agent's only thread for minutes) is not an option. This
+ * is the two-pointer wildcard walk: on a mismatch only the last `*` seen takes one more character,
+ * earlier stars never move again (whatever they could have absorbed, the last one can too), so it
+ * runs in O(pattern × subject) steps at worst.
+ */
+export function wildcardMatch(pattern: string, subject: string): boolean {
+  let p = 0;
+  let s = 0;
+  let star = -1; // where the last `*` is in the pattern
+  let resume = 0; // the subject position that `*` has absorbed up to
+  while (s < subject.length) {
+    const c = pattern[p];
+    if (c === "*") {
+      star = p++;
+      resume = s;
+    } else if (c !== undefined && (c === "?" || c === subject[s])) {
+      p++;
+      s++;
+    } else if (star !== -1) {
+      p = star + 1;
+      s = ++resume;
+    } else return false;
+  }
+  while (pattern[p] === "*") p++;
+  return p === pattern.length;
 }

@@ -35,6 +35,17 @@ describe("specFileEntries", () => {
     expect(specFileEntries(spec, { onlyNonEmpty: true }).map((e) => e.path)).toEqual(["app", "app/.env"]);
   });
 
+  it("writes no .env when the spec has no env vars (a fresh pod has no env file), one with them", () => {
+    const bare = specFileEntries(podSpec("bare")).map((e) => e.path);
+    expect(bare).toContain("app");
+    expect(bare).not.toContain("app/.env");
+    expect(specFileEntries(podSpec("bare"), { onlyNonEmpty: true })).toEqual([]);
+    const env = specFileEntries(podSpec("vars", { env: { A: "1", B: "two words" } })).find(
+      (e) => e.path === "app/.env",
+    );
+    expect(env).toMatchObject({ type: "file", mode: 0o600, content: 'A="1"\nB="two words"\n' });
+  });
+
   it("refuses worker names that escape the workers dir, and duplicates", () => {
     for (const name of ["..", ".", "a/b", "", "x y"]) {
       expect(() => specFileEntries(podSpec("wrk", { workers: [{ name, command: "x" }] }))).toThrow(

@@ -462,6 +462,43 @@ describe("ssh", () => {
       await lines();
     }
   });
+
+  it("matches a hostile from= pattern (200 stars) without stalling the agent for its other work", async () => {
+    const file = "/home/pod_user/.ssh/authorized_keys";
+    const before = (await asPodUser("alpha", ["cat", file])).stdout;
+    const write = (text: string) =>
+      asPodUser("alpha", ["sh", "-c", `umask 077; cat > ${file}.new && mv ${file}.new ${file}`], text);
+    // A RegExp built from this pattern backtracked for minutes on "127.0.0.3" (the gateway's thread is
+    // the agent's only one). 127.0.0.3: this test's refused logins are counted apart from the others'.
+    await write(`${before}from="${"*".repeat(200)}x" ${keys.c.publicKey}\n`);
+    const lags: number[] = [];
+    let attempting = true;
+    const pinging = (async () => {
+      while (attempting) {
+        const t0 = performance.now();
+        await new Promise((r) => setTimeout(r, 10));
+        expect(await agent.handlers["host.ping"]({}, agent.ctx)).toEqual({ pong: true });
+        lags.push(performance.now() - t0 - 10);
+      }
+    })();
+    try {
+      const r = await run("ssh", [
+        ...clientOptions(knownHosts, keys.c, { BindAddress: "127.0.0.3" }),
+        "-p",
+        String(ports.alpha),
+        target,
+        "true",
+      ]);
+      expect(r.code).toBe(255);
+      expect(r.stderr).toContain("Permission denied (publickey)");
+    } finally {
+      attempting = false;
+      await pinging;
+      await write(before);
+    }
+    expect(lags.length).toBeGreaterThan(0);
+    expect(Math.max(...lags)).toBeLessThan(100);
+  });
 });
 
 describe("a gateway with tight limits", () => {

@@ -6,7 +6,15 @@ import {
   withKey,
   withoutKey,
 } from "../../agent/ssh/authorized-keys";
-import { fromMatches, keyPermits, NO_OPTIONS, parseKeyOptions } from "../../agent/ssh/key-options";
+import {
+  fromMatches,
+  keyPermits,
+  MAX_FROM_PATTERN_CHARS,
+  MAX_FROM_PATTERNS,
+  NO_OPTIONS,
+  parseKeyOptions,
+  wildcardMatch,
+} from "../../agent/ssh/key-options";
 
 /** The pure halves of the gateway: reading authorized_keys like sshd, and counting failed logins. */
 
@@ -121,6 +129,60 @@ describe("authorized_keys options", () => {
     expect(keyPermits(opts, "192.0.2.7", Date.UTC(2029, 11, 31))).toBe(true);
     expect(keyPermits(opts, "192.0.2.7", Date.UTC(2030, 0, 1))).toBe(false);
     expect(keyPermits(opts, "198.51.100.1", Date.UTC(2029, 0, 1))).toBe(false);
+  });
+});
+
+describe("from= wildcards (the pod user's text, matched without backtracking)", () => {
+  it("matches * and ? as sshd's match_pattern does, everything else literally", () => {
+    const cases: [string, string, boolean][] = [
+      ["*", "", true],
+      ["*", "127.0.0.1", true],
+      ["", "", true],
+      ["", "a", false],
+      ["?", "", false],
+      ["?", "a", true],
+      ["127.0.0.?", "127.0.0.1", true],
+      ["127.0.0.?", "127.0.0.10", false],
+      ["127.*", "127.0.0.1", true],
+      ["*.1", "127.0.0.1", true],
+      ["*.2", "127.0.0.1", false],
+      ["1*7*1", "127.0.0.1", true],
+      ["*0*0*", "127.0.0.1", true],
+      ["*0*0*0*0*", "127.0.0.1", false],
+      ["a*b*c", "aXbYbZc", true],
+      ["a*b*c", "aXbYbZ", false],
+      ["*ab", "aab", true], // the star must give back a character it took
+      ["*a?b", "xaaab", true],
+      ["**", "x", true],
+      ["127.0.0.1", "127x0x0x1", false], // `.` is not a wildcard
+      ["[12]7.0.0.1", "127.0.0.1", false], // nor are brackets, `+`, `^`, `$`
+      ["127.0.0.1+", "127.0.0.11", false],
+      ["^127.0.0.1$", "127.0.0.1", false],
+    ];
+    for (const [pattern, subject, want] of cases)
+      expect(wildcardMatch(pattern, subject), `${pattern} ~ ${subject}`).toBe(want);
+  });
+
+  it("answers at once for patterns that made the old RegExp backtrack for minutes", () => {
+    const subject = "127.0.0.1";
+    const t0 = performance.now();
+    expect(wildcardMatch(`${"*".repeat(200)}x`, subject)).toBe(false);
+    expect(wildcardMatch(`${"*?".repeat(500)}x`, "1".repeat(1000))).toBe(false);
+    expect(wildcardMatch(`${"*1".repeat(511)}x`, "1".repeat(1000))).toBe(false);
+    expect(fromMatches(`${"*".repeat(200)}x`, subject)).toBe(false);
+    expect(fromMatches(`${"*".repeat(200)}1`, subject)).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(100);
+  });
+
+  it("caps the length and the number of entries: a longer from= admits nobody", () => {
+    const long = `${"*".repeat(MAX_FROM_PATTERN_CHARS)}`;
+    expect(fromMatches(long, "127.0.0.1")).toBe(true);
+    expect(fromMatches(`${long}*`, "127.0.0.1")).toBe(false);
+    expect(parseKeyOptions(`from="${long}*"`)).toBeNull();
+    const many = Array.from({ length: MAX_FROM_PATTERNS }, () => "10.0.0.1");
+    expect(fromMatches([...many.slice(1), "*"].join(","), "127.0.0.1")).toBe(true);
+    expect(fromMatches([...many, "*"].join(","), "127.0.0.1")).toBe(false);
+    expect(parseKeyOptions(`from="${[...many, "*"].join(",")}"`)).toBeNull();
   });
 });
 

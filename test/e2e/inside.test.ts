@@ -217,8 +217,9 @@ describe("working inside a pod: exec, env, logs, preset, disk usage, Node versio
       }
     });
 
-    it("static pod: no env file → {} and DELETE 404; PUT creates it and restarts nothing", async () => {
-      await sh(site, `rm -f ${ENV_PATH}`);
+    it("a fresh pod created without env vars has no env file: {} and DELETE 404; PUT creates it and restarts nothing", async () => {
+      // nothing has touched this pod's env yet: creation wrote no (empty) .env
+      expect(await sh(site, `[ -e ${ENV_PATH} ] && echo present || echo absent`)).toBe("absent\n");
       expect((await alice.api.get(`/api/pods/${site}/env`)).body).toEqual({ path: ENV_PATH, vars: {} });
       const del = await alice.api.delete(`/api/pods/${site}/env`, { keys: ["A"] });
       expect(del.status).toBe(404);

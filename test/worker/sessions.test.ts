@@ -1,5 +1,6 @@
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, login, PASSWORD, registerUser, sessionCookie } from "./support/client";
+import { call, freshIp, login, PASSWORD, registerUser, sessionCookie } from "./support/client";
 import { connectorSession, expireSessionsOf, first, sha256Hex } from "./support/db";
 import { documentedOperations } from "./support/openapi";
 
@@ -75,6 +76,88 @@ describe("credentials", () => {
     const res = await call("GET", "/api/auth/user", undefined, { token });
     expect(res.status).toBe(200);
     expect(res.body.id).toBe(u.user.id);
+  });
+});
+
+describe("cross-site requests (a page on a sibling pod host posting with the victim's cookie)", () => {
+  /** wrangler.toml's PUBLIC_URL */
+  const OWN = "http://localhost:8787";
+  const EVIL = "http://evil.pods.localhost";
+
+  /** A multipart upload of index.php into `pod`, as an HTML form of another page would send it. */
+  async function uploadForm(pod: string, headers: Record<string, string>) {
+    const form = new FormData();
+    form.append("path", "/home/pod_user/app/index.php");
+    form.append("file", new File(["<?php system($_GET['c']);"], "index.php"));
+    const res = await exports.default.fetch(`http://localhost/api/pods/${pod}/files/upload`, {
+      method: "POST",
+      headers: { "cf-connecting-ip": freshIp(), ...headers },
+      body: form,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  it("refuses a cookie upload from another origin with 403 naming the reason; the API's own origin and a bearer token pass", async () => {
+    const u = await registerUser();
+    const cookie = `pod_session=${u.token}`;
+    const refused = await uploadForm("victim", { cookie, origin: EVIL });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ error: expect.stringContaining("cross-site request refused") });
+    expect(refused.body.error).toContain(EVIL);
+
+    // past auth, the route answers: there is no pod of that name
+    const own = await uploadForm("victim", { cookie, origin: OWN });
+    expect(own).toMatchObject({ status: 404, body: { error: expect.stringMatching(/pod/i) } });
+    const bearer = await uploadForm("victim", { authorization: `Bearer ${u.token}`, origin: EVIL });
+    expect(bearer).toMatchObject({ status: 404, body: { error: expect.stringMatching(/pod/i) } });
+  });
+
+  it("refuses a cookie JSON POST from another origin, or one the browser calls same-site, and lets the rest through", async () => {
+    const u = await registerUser();
+    const cookie = `pod_session=${u.token}`;
+    const post = (headers: Record<string, string>) =>
+      call("POST", "/api/teams", { name: "Made by whom?" }, { headers: { cookie, ...headers } });
+
+    const forged: Record<string, string>[] = [
+      { origin: EVIL },
+      { origin: "null" }, // a sandboxed frame, a redirect across origins
+      { origin: "http://localhost:8788" }, // another port is another origin
+      { "sec-fetch-site": "same-site" }, // no Origin: the browser's own word
+      { "sec-fetch-site": "cross-site" },
+    ];
+    for (const headers of forged) {
+      const res = await post(headers);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(res.body.error, JSON.stringify(headers)).toMatch(/^cross-site request refused/);
+    }
+    expect((await post({ origin: OWN })).status).toBe(201);
+    expect((await post({ "sec-fetch-site": "same-origin" })).status).toBe(201);
+    expect((await post({})).status).toBe(201); // curl, a script: no browser, nothing forged
+    const bearer = await call(
+      "POST",
+      "/api/teams",
+      { name: "By token" },
+      { token: u.token, headers: { origin: EVIL, "sec-fetch-site": "cross-site" } },
+    );
+    expect(bearer.status).toBe(201);
+    // reads change nothing and are not readable cross-origin: left alone
+    expect((await call("GET", "/api/teams", undefined, { cookie, headers: { origin: EVIL } })).status).toBe(
+      200,
+    );
+  });
+
+  it("leaves API tokens alone, from any origin", async () => {
+    const u = await registerUser();
+    const made = await call("POST", "/api/api-tokens", { name: "ci" }, { token: u.token });
+    expect(made.status).toBe(201);
+    const res = await call(
+      "POST",
+      "/api/teams",
+      { name: "By API token" },
+      { token: made.body.token, headers: { origin: EVIL } },
+    );
+    expect(res.status).toBe(201);
   });
 });
 

@@ -31,19 +31,58 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   );
 };
 
-function credentialOf(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string | undefined {
+type Ctx = Parameters<MiddlewareHandler<AppEnv>>[0];
+
+/** The Authorization header's bearer token when the header is there, else the session cookie. */
+function credentialOf(c: Ctx): { value: string; via: "header" | "cookie" } | undefined {
   const header = c.req.header("authorization");
   if (header) {
-    const match = /^Bearer\s+(\S+)$/i.exec(header);
-    return match?.[1];
+    const value = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    return value ? { value, via: "header" } : undefined;
   }
-  return getCookie(c, SESSION_COOKIE);
+  const value = getCookie(c, SESSION_COOKIE);
+  return value ? { value, via: "cookie" } : undefined;
 }
 
-async function authenticate(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Promise<boolean> {
+const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * Cross-site request forgery. The browser attaches `pod_session` to any request for the API's host,
+ * whoever's page sends it. `SameSite=Lax` keeps it off cross-site POSTs, but "site" is the
+ * registrable domain: pods are served under sibling host names, so a tenant's page on
+ * `evil.<pod domain>` is same-site with the API when the pod domain is a subdomain of the API's,
+ * and a plain HTML form there could POST an upload into a victim's pod with the victim's cookie.
+ *
+ * So a change (POST, PUT, PATCH, DELETE) carried by the cookie must come from the API's own origin
+ * (PUBLIC_URL's): the browser's `Origin` says where the request was made; without it (older
+ * browsers send none on same-origin POSTs), `Sec-Fetch-Site` must be `same-origin`. A request with
+ * neither is no browser's (curl, scripts holding the cookie) and is let through, as is anything
+ * authenticated with the Authorization header, which a page of another origin cannot make a
+ * browser send. Reads stay open: they change nothing, and the answer is not readable cross-origin.
+ *
+ * The answer is the reason, or null when the request may go on.
+ */
+function crossSiteRefusal(c: Ctx): string | null {
+  if (!UNSAFE_METHODS.has(c.req.method)) return null;
+  const own = new URL(c.env.PUBLIC_URL).origin;
+  const origin = c.req.header("origin");
+  if (origin !== undefined) {
+    if (origin === own) return null;
+    return `cross-site request refused: a session cookie is accepted for ${c.req.method} only from ${own}, and this request comes from ${JSON.stringify(origin.slice(0, 200))} (use a Bearer token from other origins)`;
+  }
+  const site = c.req.header("sec-fetch-site");
+  if (site === undefined || site === "same-origin") return null;
+  return `cross-site request refused: a session cookie is accepted for ${c.req.method} only from ${own}, and the browser says this request is ${JSON.stringify(site.slice(0, 40))} (use a Bearer token from other origins)`;
+}
+
+async function authenticate(c: Ctx): Promise<boolean> {
   const credential = credentialOf(c);
   if (!credential) return false;
-  const resolved = await resolveCredential(c.get("db"), credential);
+  if (credential.via === "cookie") {
+    const refusal = crossSiteRefusal(c);
+    if (refusal) throw new ApiError("forbidden", refusal);
+  }
+  const resolved = await resolveCredential(c.get("db"), credential.value);
   if (!resolved) return false;
   c.set("caller", resolved.caller);
   // Best effort (the last_used_at touch): lost if cancelled, which waitUntil may do 30 s on.
@@ -51,7 +90,10 @@ async function authenticate(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Promis
   return true;
 }
 
-/** Session cookie, bearer session, `ipk_` API token or connector session; 401 otherwise. */
+/**
+ * Session cookie, bearer session, `ipk_` API token or connector session; 401 otherwise, and 403
+ * for a change carried by the cookie from another origin (crossSiteRefusal).
+ */
 export const requireAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!(await authenticate(c))) {
     throw new ApiError("unauthorized", "authentication required: send a session cookie or a Bearer token");
