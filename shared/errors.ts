@@ -44,6 +44,8 @@ export interface Failure {
   readonly message: string;
   /** Extra fields the spec puts beside `error` (e.g. `ssh_ready`, `deps_output`). */
   readonly extra?: Record<string, unknown>;
+  /** seconds until a refused (`rate_limited`) request may be tried again: the Retry-After header */
+  readonly retryAfter?: number;
 }
 export interface Success<T> {
   readonly ok: true;
@@ -57,4 +59,12 @@ export const fail = (code: ErrorCode, message: string, extra?: Record<string, un
   code,
   message,
   ...(extra ? { extra } : {}),
+});
+
+/** A 429 with the seconds to wait, which the edge sends as Retry-After. */
+export const rateLimited = (message: string, retryAfter: number): Failure => ({
+  ok: false,
+  code: "rate_limited",
+  message,
+  retryAfter,
 });

@@ -5,6 +5,7 @@ import {
   type ControlMessage,
   type Op,
   ops,
+  podOfParams,
   type WireError,
 } from "../../shared/protocol";
 import { AgentError } from "../errors";
@@ -17,14 +18,6 @@ type Outcome = { ok: true; data: unknown } | { ok: false; error: WireError };
 const IDEMPOTENCY_TTL_MS = 60 * 60_000;
 const IDEMPOTENCY_MAX = 2_000;
 const EVENT_GRACE_MS = 3_000;
-
-/** The pod a command is about (its own container events are then not news). */
-function podOf(params: unknown): string | undefined {
-  const p = params as { name?: unknown; spec?: { name?: unknown } } | undefined;
-  if (typeof p?.name === "string") return p.name;
-  if (typeof p?.spec?.name === "string") return p.spec.name;
-  return undefined;
-}
 
 /**
  * Runs control-plane calls against the handler table:
@@ -84,7 +77,7 @@ export class Dispatcher {
 
   private run(call: Call): Promise<Outcome> {
     // Commands on one pod are serialised by the handlers' per-pod lock.
-    const work = this.execute(call, podOf(call.params));
+    const work = this.execute(call, podOfParams(call.params));
     this.inFlight.add(work);
     void work.finally(() => this.inFlight.delete(work));
     return work;

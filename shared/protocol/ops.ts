@@ -113,3 +113,11 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
   "pod.files.download",
 ]);
 export const isReadOnlyOp = (op: Op): boolean => READ_ONLY_OPS.has(op);
+
+/** The pod a command is about (`name`, or a spec's for create and clone), if any. */
+export function podOfParams(params: unknown): string | undefined {
+  const p = params as { name?: unknown; spec?: { name?: unknown } } | undefined;
+  if (typeof p?.name === "string") return p.name;
+  if (typeof p?.spec?.name === "string") return p.spec.name;
+  return undefined;
+}

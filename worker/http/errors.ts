@@ -15,7 +15,9 @@ export class ApiError extends HTTPException {
   }
 
   static from(failure: Failure): ApiError {
-    return new ApiError(failure.code, failure.message, failure.extra);
+    const headers: Record<string, string> =
+      failure.retryAfter === undefined ? {} : { "Retry-After": String(failure.retryAfter) };
+    return new ApiError(failure.code, failure.message, failure.extra, headers);
   }
 }
 

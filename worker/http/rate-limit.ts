@@ -36,3 +36,32 @@ export function rateLimit(route: keyof typeof RATE_LIMITS): MiddlewareHandler<Ap
     await next();
   };
 }
+
+/**
+ * A team's fair share of its hosts: the expensive operations per team and window, whichever of
+ * the team's pods they hit (one pod's concurrent commands are capped by its HostAgent too).
+ */
+export const TEAM_RATE_LIMITS = {
+  exec: { limit: 300, windowMs: 60_000 },
+  files: { limit: 600, windowMs: 60_000 },
+  reload: { limit: 20, windowMs: 600_000 },
+} as const;
+
+/** Counts one request against the caller's team (after requireAuth); 429 with Retry-After once spent. */
+export function teamRateLimit(kind: keyof typeof TEAM_RATE_LIMITS): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const { limit, windowMs } = TEAM_RATE_LIMITS[kind];
+    const teamId = c.get("caller").teamId;
+    const limiter = c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(`${kind}:team:${teamId}`));
+    const decision = await limiter.hit(limit, windowMs);
+    if (!decision.allowed) {
+      throw new ApiError(
+        "rate_limited",
+        `too many ${kind} operations: at most ${limit} per ${windowMs / 60_000} minute(s) per team; retry in ${decision.retryAfter} s`,
+        {},
+        { "Retry-After": String(decision.retryAfter) },
+      );
+    }
+    await next();
+  };
+}

@@ -30,6 +30,16 @@ export interface PendingDispatch {
 export const JOURNAL_RETENTION_MS = 60 * 60_000;
 
 /**
+ * The largest outcome kept for a replay. An exec's result can be megabytes; keeping it would let a
+ * tenant fill the object's storage, so a replay of such a command hears that it already ran.
+ */
+export const MAX_KEPT_OUTCOME_BYTES = 64 * 1024;
+
+const TOO_LARGE_TO_KEEP = JSON.stringify(
+  fail("conflict", "the command already ran; its result was too large to keep for a replay"),
+);
+
+/**
  * The HostAgent's command journal, in the object's own SQLite storage: every command that changes a
  * host, under its idempotency key, with its outcome once the agent answered. Dispatched commands
  * (a Workflow's) also keep their params, timeout and whom to tell, so they can be sent again after a
@@ -115,7 +125,7 @@ export class Journal {
       .exec<{ notify: string | null }>(
         "UPDATE journal SET state = ?, outcome = ? WHERE id = ? AND state = 'sent' RETURNING notify",
         outcome.ok ? "done" : "failed",
-        JSON.stringify(outcome),
+        keptOutcome(outcome),
         id,
       )
       .toArray()[0];
@@ -149,4 +159,12 @@ export class Journal {
       now - JOURNAL_RETENTION_MS,
     );
   }
+}
+
+/** What the journal keeps of an outcome: itself while small, else that it ran (the caller got it whole). */
+function keptOutcome(outcome: Result<unknown>): string {
+  const text = JSON.stringify(outcome);
+  // UTF-16 length first: most outcomes are small, and only the large ones pay for the encoding.
+  if (text.length * 3 <= MAX_KEPT_OUTCOME_BYTES) return text;
+  return new TextEncoder().encode(text).byteLength <= MAX_KEPT_OUTCOME_BYTES ? text : TOO_LARGE_TO_KEEP;
 }

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { fail, ok, type Result } from "../../../shared/errors";
+import { fail, ok, type Result, rateLimited } from "../../../shared/errors";
 import {
   AgentMessage,
   type ControlMessage,
@@ -7,6 +7,7 @@ import {
   type Op,
   PodState,
   PROTOCOL_VERSION,
+  podOfParams,
 } from "../../../shared/protocol";
 import { createDb } from "../../db/client";
 import type { Bindings } from "../../env";
@@ -47,6 +48,8 @@ const POD_STATE_OPS = new Set<Op>([
 ]);
 
 const LAST_SEEN_EVERY_MS = 30_000;
+/** commands one pod may have in progress on its host at once (the rest answer 429) */
+export const MAX_CALLS_PER_POD = 8;
 
 /**
  * One per host. Holds the agent's WebSocket (hibernation API: an idle object is evicted while the
@@ -76,6 +79,8 @@ export class HostAgent extends DurableObject<Bindings> {
   private lastSeenWrite = 0;
 
   private readonly journal: Journal;
+  /** commands in progress per pod (callers' RPCs keep the object resident, so this survives them) */
+  private readonly podCalls = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
@@ -103,8 +108,36 @@ export class HostAgent extends DurableObject<Bindings> {
     return new Response(null, { status: 101, webSocket: client });
   }
 
-  /** RPC from the Worker: run `op` on the host and wait for its answer. */
+  /**
+   * RPC from the Worker: run `op` on the host and wait for its answer. One pod gets at most
+   * MAX_CALLS_PER_POD commands in progress at a time: a tenant firing requests at its own pod gets
+   * 429s, not the host's attention at every other pod's expense.
+   */
   async call(
+    op: Op,
+    params: unknown,
+    options: { timeoutMs: number; idempotencyKey: string },
+  ): Promise<Result<unknown>> {
+    const pod = podOfParams(params);
+    if (!pod) return this.callOnce(op, params, options);
+    const busy = this.podCalls.get(pod) ?? 0;
+    if (busy >= MAX_CALLS_PER_POD) {
+      return rateLimited(
+        `pod ${pod} already has ${busy} operations in progress on its host; retry in a second`,
+        1,
+      );
+    }
+    this.podCalls.set(pod, busy + 1);
+    try {
+      return await this.callOnce(op, params, options);
+    } finally {
+      const left = (this.podCalls.get(pod) ?? 1) - 1;
+      if (left > 0) this.podCalls.set(pod, left);
+      else this.podCalls.delete(pod);
+    }
+  }
+
+  private async callOnce(
     op: Op,
     params: unknown,
     options: { timeoutMs: number; idempotencyKey: string },

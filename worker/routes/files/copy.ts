@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -18,7 +19,7 @@ import { PodPath } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "copyPodPath",
   method: "post",
   path: "/{name}/files/copy",
@@ -34,7 +35,7 @@ const route = createRoute({
       StatusBody("copied").extend({ source_path: z.string(), dest_path: z.string() }),
       "Copied",
     ),
-    ...errors(400, 401, 403, 404, 409, 503),
+    ...errors(400, 401, 403, 404, 409, 429, 503),
   },
 });
 

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -17,7 +18,7 @@ import { PathResult, PodPath } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "createPodFolder",
   method: "post",
   path: "/{name}/folders",
@@ -25,7 +26,7 @@ const route = createRoute({
   request: { params: PodParams, body: jsonBody(z.object({ path: PodPath("the directory") })) },
   responses: {
     200: jsonResponse(PathResult("created"), "Created (or already there)"),
-    ...errors(400, 401, 403, 404, 409, 503),
+    ...errors(400, 401, 403, 404, 409, 429, 503),
   },
 });
 

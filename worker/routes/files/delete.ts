@@ -3,6 +3,7 @@ import { POD_PATH_ROOTS } from "../../../shared/pod-paths";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { APP_ROOT } from "../../services/files/paths";
 import { deletePodPath } from "../../services/files/tree";
@@ -12,7 +13,7 @@ import { PathQuery, PathResult } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "deletePodPath",
   method: "delete",
   path: "/{name}/files",
@@ -21,7 +22,7 @@ const route = createRoute({
   request: { params: PodParams, query: PathQuery("the file or directory") },
   responses: {
     200: jsonResponse(PathResult("deleted"), "Deleted"),
-    ...errors(400, 401, 403, 404, 409, 503),
+    ...errors(400, 401, 403, 404, 409, 429, 503),
   },
 });
 

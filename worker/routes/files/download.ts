@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import { authenticated, errors, type Router, serviceContext } from "../../http/router";
 import { attachmentDisposition, downloadPodFile } from "../../services/files/transfer";
 import { PodParams } from "../pods/schemas";
@@ -10,7 +11,7 @@ import { PathQuery } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "downloadPodFile",
   method: "get",
   path: "/{name}/files/download",
@@ -21,7 +22,7 @@ const route = createRoute({
       description: "The file, with `Content-Disposition: attachment` and its `Content-Length`",
       content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } },
     },
-    ...errors(400, 401, 403, 404, 409, 413, 503),
+    ...errors(400, 401, 403, 404, 409, 413, 429, 503),
   },
 });
 

@@ -3,6 +3,7 @@ import { FILE_LIST_MAX_ENTRIES } from "../../../shared/protocol/files";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { listPodFiles } from "../../services/files/list";
 import { APP_ROOT } from "../../services/files/paths";
@@ -30,7 +31,7 @@ const FileList = z
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "listPodFiles",
   method: "get",
   path: "/{name}/files",
@@ -44,7 +45,7 @@ const route = createRoute({
       FileList,
       `Entries; \`[]\` when the directory is missing. More than ${FILE_LIST_MAX_ENTRIES} entries is 400`,
     ),
-    ...errors(400, 401, 403, 404, 409, 503),
+    ...errors(400, 401, 403, 404, 409, 429, 503),
   },
 });
 

@@ -3,6 +3,7 @@ import { FILE_CONTENT_MAX_BYTES } from "../../../shared/protocol/files";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { readPodFile } from "../../services/files/transfer";
 import { PodParams } from "../pods/schemas";
@@ -15,7 +16,7 @@ const FileContent = z.object({ path: z.string(), content: z.string() }).openapi(
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "readPodFile",
   method: "get",
   path: "/{name}/files/content",
@@ -24,7 +25,7 @@ const route = createRoute({
   request: { params: PodParams, query: PathQuery("the file") },
   responses: {
     200: jsonResponse(FileContent, "The file's text"),
-    ...errors(400, 401, 403, 404, 409, 503),
+    ...errors(400, 401, 403, 404, 409, 429, 503),
   },
 });
 

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -18,7 +19,7 @@ import { PodPath } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "renamePodPath",
   method: "post",
   path: "/{name}/files/rename",
@@ -33,7 +34,7 @@ const route = createRoute({
       StatusBody("renamed").extend({ old_path: z.string(), new_path: z.string() }),
       "Renamed",
     ),
-    ...errors(400, 401, 403, 404, 409, 503),
+    ...errors(400, 401, 403, 404, 409, 429, 503),
   },
 });
 

@@ -3,6 +3,7 @@ import { FILE_UPLOAD_MAX_BYTES } from "../../../shared/limits";
 import { fileUploadBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { APP_ROOT } from "../../services/files/paths";
 import { uploadPodFile } from "../../services/files/upload";
@@ -35,7 +36,7 @@ const UploadForm = z
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [fileUploadBodyLimit, requireAuth],
+  middleware: [fileUploadBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "uploadPodFile",
   method: "post",
   path: "/{name}/files/upload",
@@ -54,7 +55,7 @@ const route = createRoute({
       PathResult("uploaded").extend({ path: z.string().openapi({ description: "the file written" }) }),
       "Uploaded",
     ),
-    ...errors(400, 401, 403, 404, 409, 413, 415, 503),
+    ...errors(400, 401, 403, 404, 409, 413, 415, 429, 503),
   },
 });
 

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -22,7 +23,7 @@ const WriteRequest = z.object({
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
   operationId: "writePodFile",
   method: "put",
   path: "/{name}/files/content",
@@ -30,7 +31,7 @@ const route = createRoute({
   request: { params: PodParams, body: jsonBody(WriteRequest) },
   responses: {
     200: jsonResponse(PathResult("saved"), "Saved"),
-    ...errors(400, 401, 403, 404, 409, 413, 503),
+    ...errors(400, 401, 403, 404, 409, 413, 429, 503),
   },
 });
 

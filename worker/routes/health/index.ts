@@ -46,7 +46,7 @@ export const healthRouter = createRouter().openapi(
     request: { params: PodParams },
     responses: {
       200: jsonResponse(DiagnosisFixed, "Fixed; the next health check re-evaluates the app"),
-      ...errors(400, 401, 404, 409, 503),
+      ...errors(400, 401, 404, 409, 429, 503),
       500: jsonResponse(FixFailure, "The dependency install failed"),
     },
   }),

@@ -26,7 +26,7 @@ const route = createRoute({
   path: "/{name}/disk-usage",
   summary: "Disk used by the pod's home against the plan's disk",
   request: { params: PodParams },
-  responses: { 200: jsonResponse(DiskUsage, "Usage in bytes"), ...errors(401, 404, 409, 503) },
+  responses: { 200: jsonResponse(DiskUsage, "Usage in bytes"), ...errors(401, 404, 409, 429, 503) },
 });
 
 export function registerGetPodDiskUsage(app: Router) {

@@ -8,6 +8,7 @@ import {
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -65,7 +66,7 @@ const ExecResult = z
 
 const route = createRoute({
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("exec")],
   tags: ["Command runner"],
   operationId: "execPodCommand",
   method: "post",
@@ -74,7 +75,7 @@ const route = createRoute({
   request: { params: PodParams, body: jsonBody(ExecRequest) },
   responses: {
     200: jsonResponse(ExecResult, "The command ran (see exit_code and timed_out)"),
-    ...errors(400, 401, 404, 409, 503),
+    ...errors(400, 401, 404, 409, 429, 503),
   },
 });
 

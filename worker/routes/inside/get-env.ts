@@ -18,7 +18,7 @@ const route = createRoute({
   request: { params: PodParams },
   responses: {
     200: jsonResponse(EnvFile, "Variables; `{}` when there is no file"),
-    ...errors(401, 404, 409, 503),
+    ...errors(401, 404, 409, 429, 503),
   },
 });
 

@@ -35,7 +35,7 @@ const route = createRoute({
   request: { params: PodParams, query: LogsQuery },
   responses: {
     200: jsonResponse(LogsView, 'Lines; a filtered read with no match carries message "no entries"'),
-    ...errors(400, 401, 404, 409, 503),
+    ...errors(400, 401, 404, 409, 429, 503),
   },
 });
 

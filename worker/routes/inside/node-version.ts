@@ -25,7 +25,7 @@ const route = createRoute({
   request: { params: PodParams, body: jsonBody(z.object({ version: z.enum(NODE_VERSIONS) })) },
   responses: {
     200: jsonResponse(z.object({ node_version: z.enum(NODE_VERSIONS) }), "Switched"),
-    ...errors(400, 401, 404, 409, 503),
+    ...errors(400, 401, 404, 409, 429, 503),
   },
 });
 

@@ -26,7 +26,7 @@ const route = createRoute({
   path: "/{name}/preset",
   summary: "The pod's preset: port, roots, runtime version and start command as the pod has them",
   request: { params: PodParams },
-  responses: { 200: jsonResponse(PresetView, "Preset configuration"), ...errors(401, 404, 503) },
+  responses: { 200: jsonResponse(PresetView, "Preset configuration"), ...errors(401, 404, 429, 503) },
 });
 
 export function registerGetPodPreset(app: Router) {

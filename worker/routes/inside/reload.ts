@@ -3,6 +3,7 @@ import { RELOAD_MAX_OUTPUT_BYTES } from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { teamRateLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { reloadPodApp } from "../../services/inside/reload";
 import { PodParams } from "../pods/schemas";
@@ -30,7 +31,7 @@ const ReloadFailure = z
 
 const route = createRoute({
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("reload")],
   tags: ["Pods"],
   operationId: "reloadPod",
   method: "post",
@@ -40,7 +41,7 @@ const route = createRoute({
   request: { params: PodParams },
   responses: {
     200: jsonResponse(ReloadResult, "Reloaded"),
-    ...errors(400, 401, 404, 409, 503),
+    ...errors(400, 401, 404, 409, 429, 503),
     500: jsonResponse(ReloadFailure, "The dependency install or build failed"),
   },
 });

@@ -40,7 +40,7 @@ const route = createRoute({
       }),
       "All variables of the file after the merge",
     ),
-    ...errors(400, 401, 404, 409, 503),
+    ...errors(400, 401, 404, 409, 429, 503),
   },
 });
 

@@ -27,7 +27,7 @@ const route = createRoute({
   request: { params: PodParams, body: jsonBody(UnsetEnvRequest) },
   responses: {
     200: jsonResponse(EnvFile, "The variables left"),
-    ...errors(400, 401, 404, 409, 503),
+    ...errors(400, 401, 404, 409, 429, 503),
   },
 });
 

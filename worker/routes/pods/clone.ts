@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { rateLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -16,13 +17,13 @@ import { Pod, PodNameSchema, PodParams } from "./schemas";
 const route = createRoute({
   tags: ["Pods"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, rateLimit("createPod"), requireAuth],
   operationId: "clonePod",
   method: "post",
   path: "/{name}/clone",
   summary: "Copy a pod (files and environment) into a new pod on the same server",
   request: { params: PodParams, body: jsonBody(z.object({ new_name: PodNameSchema })) },
-  responses: { 201: jsonResponse(Pod, "The new pod"), ...errors(400, 401, 404, 409, 503) },
+  responses: { 201: jsonResponse(Pod, "The new pod"), ...errors(400, 401, 404, 409, 429, 503) },
 });
 
 export function registerClonePod(app: Router) {

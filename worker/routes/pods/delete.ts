@@ -22,7 +22,7 @@ const route = createRoute({
   path: "/{name}",
   summary: "Delete a pod: containers and volumes removed, the name reserved for 7 days",
   request: { params: PodParams },
-  responses: { 200: jsonResponse(StatusBody("deleted"), "Deleted"), ...errors(401, 404, 503) },
+  responses: { 200: jsonResponse(StatusBody("deleted"), "Deleted"), ...errors(401, 404, 429, 503) },
 });
 
 export function registerDeletePod(app: Router) {

@@ -15,7 +15,7 @@ const route = createRoute({
   path: "/{name}",
   summary: "One pod, with its status as its host sees it now",
   request: { params: PodParams },
-  responses: { 200: jsonResponse(Pod, "The pod"), ...errors(401, 404, 503) },
+  responses: { 200: jsonResponse(Pod, "The pod"), ...errors(401, 404, 429, 503) },
 });
 
 export function registerGetPod(app: Router) {

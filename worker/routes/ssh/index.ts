@@ -73,7 +73,7 @@ export const sshRouter = createRouter()
       request: { params: PodParams },
       responses: {
         200: jsonResponse(z.object({ keys: z.array(z.string()) }), "Keys; an empty array when none"),
-        ...errors(401, 404, 409, 503),
+        ...errors(401, 404, 409, 429, 503),
       },
     }),
     async (c) =>
@@ -105,7 +105,7 @@ export const sshRouter = createRouter()
           z.object({ message: z.literal("key already exists") }),
           "The pod already has this key (whatever its comment)",
         ),
-        ...errors(400, 401, 404, 409, 503),
+        ...errors(400, 401, 404, 409, 429, 503),
       },
     }),
     async (c) => {
@@ -132,7 +132,7 @@ export const sshRouter = createRouter()
       request: { params: PodParams, body: jsonBody(KeyBody) },
       responses: {
         200: jsonResponse(StatusBody("deleted"), "Removed; effective immediately"),
-        ...errors(400, 401, 404, 409, 503),
+        ...errors(400, 401, 404, 409, 429, 503),
       },
     }),
     async (c) => {

@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from "../../../shared/errors";
+import { type Failure, fail, ok, type Result } from "../../../shared/errors";
 import type { Op, OpParams, OpResult } from "../../../shared/protocol";
 import { type CallOptions, callHost } from "../../durable-objects/host-agent/client";
 import type { ServiceContext } from "../context";
@@ -24,14 +24,14 @@ export function hostOf(found: PodWithHost): Result<string> {
 }
 
 /** A container the host no longer has is a state problem of the pod, not a missing API resource. */
-export function hostFailure(result: { code: string; message: string }, podName: string) {
+export function hostFailure(result: Failure, podName: string): Failure {
   if (result.code === "not_found") {
     return fail(
       "conflict",
       `pod ${podName} has no container on its host (status error); delete it or restore a backup`,
     );
   }
-  return fail(result.code as Parameters<typeof fail>[0], result.message);
+  return result;
 }
 
 /** A pod already found, with its host; for verbs that check their input between the lookup and the host. */
