@@ -23,6 +23,18 @@ const podName = () => `h${crypto.randomUUID().slice(0, 8)}`;
 const setHost = (host: TestHost, sql: string) =>
   env.DB.prepare(`UPDATE hosts SET ${sql} WHERE id = ?`).bind(host.id).run();
 
+/** The object has marked the host offline (its agent's socket closed). */
+const untilOffline = (host: TestHost) =>
+  until(
+    async () =>
+      (
+        await env.DB.prepare("SELECT status FROM hosts WHERE id = ?")
+          .bind(host.id)
+          .first<{ status: string }>()
+      )?.status === "offline",
+    `host ${host.name} offline`,
+  );
+
 async function twoHosts() {
   const [user, a, b] = await Promise.all([registerUser(), insertHost(REGION), insertHost(REGION)]);
   const agentA = (await FakeAgent.online(a)).agent;
@@ -94,12 +106,7 @@ describe("placement across hosts", () => {
 
     agentA.close();
     await agentA.closed;
-    await until(
-      async () =>
-        (await env.DB.prepare("SELECT status FROM hosts WHERE id = ?").bind(a.id).first<{ status: string }>())
-          ?.status === "offline",
-      "host a offline",
-    );
+    await untilOffline(a);
     for (let i = 0; i < 3; i++) expect((await create(user, {})).body.server_name).toBe(b.name);
     for (const path of [`/api/pods/${onA.body.name}`, `/api/pods/${onA.body.name}/logs`]) {
       const res = await call("GET", path, undefined, as(user));
@@ -163,12 +170,7 @@ describe("clone across hosts", () => {
     await until(async () => (await podRecord(source.body.id))?.status === "running", "the source running");
     agentA.close();
     await agentA.closed;
-    await until(
-      async () =>
-        (await env.DB.prepare("SELECT status FROM hosts WHERE id = ?").bind(a.id).first<{ status: string }>())
-          ?.status === "offline",
-      "host a offline",
-    );
+    await untilOffline(a);
     const res = await call("POST", `/api/pods/${source.body.name}/clone`, { new_name: podName() }, as(user));
     expect(res.status).toBe(503);
     expect(res.body.error).toContain(`server ${a.name}`);
