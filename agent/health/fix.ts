@@ -139,7 +139,7 @@ trap 'rm -f "$t"' EXIT
 cat >"$t"
 mv -f "$t" "$d/${PORT_FORWARD_WORKER}"
 trap - EXIT
-pod-reload`;
+/opt/podhost/bin/pod-reload`;
 
 export async function applyFix(
   docker: DockerClient,
