@@ -8,7 +8,6 @@ import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
 import { AGENT_PATH, SH } from "../../agent/docker/pod-bin";
 import { runAsPodUser } from "../../agent/docker/pod-user";
 import { DOCKER_RUNC_ROOT, RuncContainers } from "../../agent/docker/runc";
-import { grepLines, LOG_WINDOW_BYTES, renderLine, tailLines } from "../../agent/inside/logs";
 import { DOCKER_SOCKET, removePrefix } from "./helpers";
 
 /**
@@ -30,38 +29,6 @@ describe("CappedBytes", () => {
     sink.push(Buffer.from("ij"));
     expect(sink.text()).toBe("abcde");
     expect(sink.omitted).toBe(5);
-  });
-});
-
-describe("a log's bounded read", () => {
-  it("takes the last lines of a window, and marks a first line that starts before it", () => {
-    expect(tailLines(Buffer.from("a\nb\nc\n"), 2, 10)).toEqual([{ text: "b" }, { text: "c" }]);
-    // 11 bytes of a 10-byte window: the byte before the window is not a newline
-    expect(tailLines(Buffer.from("xxxxxx\nyyy\n"), 5, 10)).toEqual([
-      { text: "xxxxx", startCut: true },
-      { text: "yyy" },
-    ]);
-    // … and here it is: the window starts a line
-    expect(tailLines(Buffer.from("\nxxxxxx\nyyy"), 5, 10)).toEqual([{ text: "xxxxxx" }, { text: "yyy" }]);
-    expect(tailLines(Buffer.from("\0".repeat(LOG_WINDOW_BYTES + 1)), 1)).toEqual([
-      { text: "\0".repeat(LOG_WINDOW_BYTES), startCut: true },
-    ]);
-  });
-
-  it("renders cut lines with a marker, keeping the end of a line whose start was not read", () => {
-    expect(renderLine({ text: "x".repeat(8200) })).toBe(
-      `${"x".repeat(8192)} [line truncated: 8 characters omitted]`,
-    );
-    expect(renderLine({ text: `a${"x".repeat(8192)}`, startCut: true })).toBe(
-      `[line truncated] ${"x".repeat(8192)}`,
-    );
-    expect(renderLine({ text: "ab", endCut: true })).toBe("ab [line truncated]");
-  });
-
-  it("drops a filtered read's last fragment when the output was cut", () => {
-    expect(grepLines("new\nold\nfrag", true)).toEqual([{ text: "new" }, { text: "old" }]);
-    expect(grepLines("new\nold\n", false)).toEqual([{ text: "new" }, { text: "old" }]);
-    expect(grepLines(`${"y".repeat(32769)}\n`, false)).toEqual([{ text: "y".repeat(32769), endCut: true }]);
   });
 });
 
