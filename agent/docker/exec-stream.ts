@@ -1,16 +1,20 @@
 import { constants } from "node:os";
 import type { Duplex, Readable } from "node:stream";
 import { Transform, type TransformCallback } from "node:stream";
+import { CappedBytes } from "./capped";
 import type { DockerClient } from "./client";
 import { FrameParser, STDERR, STDOUT } from "./frames";
 import { HOME } from "./naming";
+import { AGENT_PATH_ENV } from "./pod-bin";
 import type { RuncContainers } from "./runc";
 
 /**
  * A process in a pod's container for payloads too large to hold in memory (file uploads and
  * downloads, ZIP deploys): stdin is piped from a Readable and stdout comes back as a Readable, both
  * with backpressure end to end (a slow reader blocks the process's writes). Only stderr is
- * collected, capped. execInContainer (./exec.ts) stays the simpler choice for small outputs.
+ * collected, capped; whoever reads stdout streams it on or keeps a capped part of it. Every process
+ * runs under AGENT_PATH (./pod-bin.ts): these are always the agent's own scripts. execInContainer
+ * (./exec.ts) stays the simpler choice for small outputs.
  */
 
 export interface StreamExecOptions {
@@ -62,6 +66,7 @@ async function engineExecStream(
   const withStdin = opts.stdin !== undefined;
   const exec = await docker.getContainer(containerName).exec({
     Cmd: argv,
+    Env: [AGENT_PATH_ENV],
     User: opts.user ?? "1000:1000",
     WorkingDir: opts.workingDir,
     AttachStdin: withStdin,
@@ -121,10 +126,15 @@ function runcExecStream(
   argv: string[],
   opts: StreamExecOptions,
 ): StreamedExec {
-  const child = runc.spawn(id, argv, { user: opts.user ?? "1000:1000", cwd: opts.workingDir ?? HOME });
+  // runc adds --env to the container's own environment, later entries winning: PATH is replaced.
+  const child = runc.spawn(id, argv, {
+    user: opts.user ?? "1000:1000",
+    cwd: opts.workingDir ?? HOME,
+    env: [AGENT_PATH_ENV],
+  });
   const stdout = child.stdout as Readable;
-  const stderr = new CappedText(opts.maxStderrBytes ?? 64 * 1024);
-  child.stderr?.on("data", (b: Buffer) => stderr.add(b));
+  const stderr = new CappedBytes(opts.maxStderrBytes ?? 64 * 1024);
+  child.stderr?.on("data", stderr.push);
   // runc forwards the signals it gets to the process (under `timeout`, to its whole group); its
   // pipes are closed too, so nothing waits on a reader or writer that is gone.
   const abort = (reason?: Error) => {
@@ -162,33 +172,14 @@ function runcExecStream(
   return { stdout, done, abort };
 }
 
-class CappedText {
-  private readonly chunks: Buffer[] = [];
-  private length = 0;
-
-  constructor(private readonly max: number) {}
-
-  add(b: Buffer): void {
-    const room = this.max - this.length;
-    if (room <= 0) return;
-    const part = b.length > room ? b.subarray(0, room) : b;
-    this.chunks.push(Buffer.from(part));
-    this.length += part.length;
-  }
-
-  text(): string {
-    return Buffer.concat(this.chunks).toString("utf8");
-  }
-}
-
 /** The engine's multiplexed stream (./frames.ts) split into stdout, passed on as it comes, and stderr, kept up to a cap. */
 class Demux extends Transform {
   private readonly frames = new FrameParser();
-  private readonly errors: CappedText;
+  private readonly errors: CappedBytes;
 
   constructor(maxStderr: number) {
     super();
-    this.errors = new CappedText(maxStderr);
+    this.errors = new CappedBytes(maxStderr);
   }
 
   stderr(): string {
@@ -198,7 +189,7 @@ class Demux extends Transform {
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.frames.push(chunk, (type, payload) => {
       if (type === STDOUT) this.push(payload);
-      else if (type === STDERR) this.errors.add(payload);
+      else if (type === STDERR) this.errors.push(payload);
     });
     callback();
   }

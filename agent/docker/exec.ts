@@ -1,30 +1,47 @@
 import { PassThrough } from "node:stream";
+import { CappedBytes } from "./capped";
 import type { DockerClient } from "./client";
 import { demuxStream } from "./frames";
+import { AGENT_PATH_ENV } from "./pod-bin";
+
+/** what an exec keeps of each stream unless the call says otherwise (see ./capped.ts) */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 
 export interface ExecResult {
   exitCode: number;
   stdout: string;
+  /** stdout as it came (what `stdout` decodes), for callers that count bytes */
+  stdoutBytes: Buffer;
   stderr: string;
   /** bytes dropped past `maxOutputBytes`, per stream (0 when nothing was) */
-  omitted?: { stdout: number; stderr: number };
+  omitted: { stdout: number; stderr: number };
 }
 
 export interface ExecOptions {
   user?: string;
   workingDir?: string;
+  /** more variables; PATH is AGENT_PATH (./pod-bin.ts) unless `podPath` */
   env?: string[];
+  /**
+   * Keep the pod's own PATH (the image's, `~/.npm-global/bin` first) instead of AGENT_PATH: only
+   * for what runs as the user's code on purpose (the command runner, reload's installs).
+   */
+  podPath?: boolean;
   /** written to the process's stdin, which is then closed */
   stdin?: string | Buffer;
   signal?: AbortSignal;
-  /** keep at most this many bytes of each stream (the head); the rest is counted, not kept */
+  /**
+   * keep at most this many bytes of each stream (the head; default DEFAULT_MAX_OUTPUT_BYTES); the
+   * rest is read, counted in `omitted` and dropped
+   */
   maxOutputBytes?: number;
 }
 
 /**
  * Run `argv` in a running container (never a shell string built from input: a caller that needs a
- * shell passes `["bash", "-c", script, "--", ...args]` with the input as positional args).
- * Resolves with the exit code and both streams, whatever the exit code.
+ * shell passes `["/bin/bash", "-c", script, "--", ...args]` with the input as positional args).
+ * Resolves with the exit code and both streams, whatever the exit code; each stream is capped
+ * (`maxOutputBytes`), whatever the process prints.
  */
 export async function execInContainer(
   docker: DockerClient,
@@ -37,15 +54,15 @@ export async function execInContainer(
     Cmd: argv,
     User: opts.user ?? "1000:1000",
     WorkingDir: opts.workingDir,
-    Env: opts.env,
+    Env: opts.podPath ? opts.env : [AGENT_PATH_ENV, ...(opts.env ?? [])],
     AttachStdin: opts.stdin !== undefined,
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,
   });
   const stream = await exec.start({ hijack: true, stdin: opts.stdin !== undefined });
-  const out = capped(opts.maxOutputBytes);
-  const err = capped(opts.maxOutputBytes);
+  const out = new CappedBytes(opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+  const err = new CappedBytes(opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   stdout.on("data", out.push);
@@ -73,8 +90,9 @@ export async function execInContainer(
         return {
           exitCode: info.ExitCode,
           stdout: out.text(),
+          stdoutBytes: out.bytes(),
           stderr: err.text(),
-          omitted: { stdout: out.omitted(), stderr: err.omitted() },
+          omitted: { stdout: out.omitted, stderr: err.omitted },
         };
       }
       if (opts.signal?.aborted) throw opts.signal.reason ?? new Error("aborted");
@@ -83,24 +101,4 @@ export async function execInContainer(
   } finally {
     opts.signal?.removeEventListener("abort", onAbort);
   }
-}
-
-/** A byte sink keeping the first `max` bytes (all when unset) and counting the rest. */
-function capped(max = Number.POSITIVE_INFINITY) {
-  const kept: Buffer[] = [];
-  let size = 0;
-  let dropped = 0;
-  return {
-    push: (b: Buffer) => {
-      const room = Math.max(0, max - size);
-      if (b.length > room) dropped += b.length - room;
-      if (room > 0) {
-        const part = b.length > room ? b.subarray(0, room) : b;
-        kept.push(part);
-        size += part.length;
-      }
-    },
-    text: () => Buffer.concat(kept).toString("utf8"),
-    omitted: () => dropped,
-  };
 }

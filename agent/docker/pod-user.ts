@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { PassThrough } from "node:stream";
 import { AgentError } from "../errors";
+import { CappedBytes } from "./capped";
 import { type DockerClient, dockerStatus, isNotFound } from "./client";
-import { type ExecResult, execInContainer } from "./exec";
+import { DEFAULT_MAX_OUTPUT_BYTES, type ExecResult, execInContainer } from "./exec";
 import { demuxStream } from "./frames";
 import { HOME, LABEL_PREFIX, podNames } from "./naming";
+import { AGENT_PATH_ENV } from "./pod-bin";
 import { inspectContainer, removeContainer } from "./resources";
 
 /** marks the short-lived containers below (they carry no pod label, so inventory and events ignore them) */
@@ -16,6 +18,8 @@ export interface PodUserRunOptions {
   /** written to the process's stdin, which is then closed */
   stdin?: string | Buffer;
   timeoutMs?: number;
+  /** what is kept of each stream (default DEFAULT_MAX_OUTPUT_BYTES); see ExecOptions */
+  maxOutputBytes?: number;
 }
 
 /**
@@ -24,6 +28,7 @@ export interface PodUserRunOptions {
  * volume mounted (no network, no capabilities, read-only root). Either way the files are touched by
  * uid 1000 inside the pod's own view of the filesystem, so a symlink the user planted in the home
  * (say `~/.ssh/authorized_keys -> /etc/shadow`) can only reach what pod_user could read anyway.
+ * Both ways run under AGENT_PATH (./pod-bin.ts) and keep at most `maxOutputBytes` of each stream.
  */
 export async function runAsPodUser(
   docker: DockerClient,
@@ -42,13 +47,14 @@ export async function runAsPodUser(
         workingDir: HOME,
         stdin: opts.stdin,
         signal: AbortSignal.timeout(timeoutMs),
+        maxOutputBytes: opts.maxOutputBytes,
       });
     } catch (err) {
       // Stopped between the inspect and the exec: the helper below does the same job.
       if (dockerStatus(err) !== 409) throw err;
     }
   }
-  return runInHelper(docker, prefix, pod, info.Image, argv, opts.stdin, timeoutMs);
+  return runInHelper(docker, prefix, pod, info.Image, argv, { ...opts, timeoutMs });
 }
 
 async function runInHelper(
@@ -57,9 +63,9 @@ async function runInHelper(
   pod: string,
   image: string,
   argv: string[],
-  stdin: string | Buffer | undefined,
-  timeoutMs: number,
+  opts: PodUserRunOptions & { timeoutMs: number },
 ): Promise<ExecResult> {
+  const { stdin, timeoutMs } = opts;
   const names = podNames(prefix, pod);
   const name = `${names.container}-run-${randomBytes(4).toString("hex")}`;
   const withStdin = stdin !== undefined;
@@ -67,6 +73,7 @@ async function runInHelper(
     name,
     Image: image,
     Cmd: argv,
+    Env: [AGENT_PATH_ENV],
     User: "1000:1000",
     WorkingDir: HOME,
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: pod },
@@ -99,10 +106,10 @@ async function runInHelper(
       stderr: true,
       hijack: true,
     });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    const stdout = new PassThrough().on("data", (b: Buffer) => out.push(b));
-    const stderr = new PassThrough().on("data", (b: Buffer) => err.push(b));
+    const out = new CappedBytes(opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+    const err = new CappedBytes(opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+    const stdout = new PassThrough().on("data", out.push);
+    const stderr = new PassThrough().on("data", err.push);
     demuxStream(stream, stdout, stderr);
     const ended = new Promise<void>((resolve) => {
       stream.on("end", resolve);
@@ -115,8 +122,10 @@ async function runInHelper(
     await ended;
     return {
       exitCode: StatusCode,
-      stdout: Buffer.concat(out).toString("utf8"),
-      stderr: Buffer.concat(err).toString("utf8"),
+      stdout: out.text(),
+      stdoutBytes: out.bytes(),
+      stderr: err.text(),
+      omitted: { stdout: out.omitted, stderr: err.omitted },
     };
   } catch (e) {
     if (isNotFound(e))

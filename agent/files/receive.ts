@@ -1,4 +1,5 @@
 import { PassThrough, type Readable, Transform } from "node:stream";
+import { CappedBytes } from "../docker/capped";
 import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
 import { AgentError } from "../errors";
 import type { RelayClient } from "../transfer/relay";
@@ -17,6 +18,8 @@ import { needRelay, TRANSFER_TIMEOUT_S } from "./transfer";
 export const TEMP_PREFIX = ".upload-";
 /** a received file whose verdict does not come within this is removed */
 const VERDICT_WAIT_MS = 120_000;
+/** what is kept of the receive script's output (two short lines) */
+const COLLECTED_BYTES = 16 * 1024;
 
 /**
  * A new temp file in `d` (created if missing), filled from stdin. Its name is printed first, so
@@ -254,10 +257,13 @@ export class FileReceiver {
   }
 }
 
-/** What a process prints (small outputs only), as text so far; a failure is the process's `done`'s. */
+/**
+ * What a process prints (a temp file's name and a size: at most COLLECTED_BYTES are kept), as text
+ * so far; a failure is the process's `done`'s.
+ */
 function collected(stdout: Readable): () => string {
-  const chunks: Buffer[] = [];
-  stdout.on("data", (b: Buffer) => chunks.push(b));
+  const out = new CappedBytes(COLLECTED_BYTES);
+  stdout.on("data", out.push);
   stdout.on("error", () => undefined);
-  return () => Buffer.concat(chunks).toString();
+  return () => out.text();
 }

@@ -1,15 +1,18 @@
 import type { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
+import { CappedBytes } from "../docker/capped";
 import { dockerStatus } from "../docker/client";
 import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
 import { HOME, podNames } from "../docker/naming";
+import { SH, TIMEOUT } from "../docker/pod-bin";
 import { AgentError } from "../errors";
 
 /**
  * How every file operation reaches the pod: a fixed `sh` script run as pod_user (uid 1000) in the
  * pod's running container (by `runc exec` where this host can, else `docker exec`: see
  * ../docker/exec-stream.ts), the caller's paths passed as positional arguments
- * (never parsed by a shell), under coreutils `timeout` so nothing outlives its op. Whatever a path
+ * (never parsed by a shell), under coreutils `timeout` so nothing outlives its op. Both by absolute
+ * path, and the tools the scripts name resolve on the agent's fixed PATH (../docker/pod-bin.ts). Whatever a path
  * resolves to, symlinks included, is resolved by the kernel inside the pod for that user: a link
  * to /etc/shadow is "permission denied", a link to another pod's volume path names a path in this
  * pod's own filesystem.
@@ -36,11 +39,11 @@ export const EXIT = {
 } as const;
 
 const timeoutArgv = (seconds: number, script: string, args: string[]) => [
-  "timeout",
+  TIMEOUT,
   "-k",
   String(KILL_AFTER_S),
   String(seconds),
-  "sh",
+  SH,
   "-c",
   script,
   "sh",
@@ -66,20 +69,13 @@ export async function runFileScript(
   opts: { timeoutS: number; signal?: AbortSignal },
 ): Promise<ScriptRun> {
   const run = await streamFileScript(exec, prefix, pod, script, args, opts);
-  const kept: Buffer[] = [];
-  let length = 0;
-  let omitted = 0;
-  run.stdout.on("data", (b: Buffer) => {
-    const room = Math.max(0, MAX_OUTPUT_BYTES - length);
-    if (room < b.length) omitted += b.length - room;
-    if (room > 0) kept.push(b.length > room ? b.subarray(0, room) : b);
-    length += Math.min(room, b.length);
-  });
+  const out = new CappedBytes(MAX_OUTPUT_BYTES);
+  run.stdout.on("data", out.push);
   // Every byte of stdout is in once it ended; a broken stream is reported by `done`.
   const drained = finished(run.stdout).catch(() => undefined);
   const { exitCode, stderr } = await run.done;
   await drained;
-  return { exitCode, stdout: Buffer.concat(kept).toString("utf8"), stderr, omitted };
+  return { exitCode, stdout: out.text(), stderr, omitted: out.omitted };
 }
 
 /** Run `script` as pod_user with a streamed stdin and/or stdout (see ../docker/exec-stream.ts). */

@@ -3,6 +3,7 @@ import { START_FILES } from "../../shared/start-files";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME } from "../docker/naming";
+import { SH } from "../docker/pod-bin";
 
 /**
  * What the health classifier looks at, gathered by ONE fixed script run as pod_user in the running
@@ -58,7 +59,7 @@ sec oom; cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_contr
 sec files; cd "$H/app" 2>/dev/null && for f in ${CANDIDATES.join(" ")}; do [ -e "$f" ] && echo "$f"; done
 [ -s "$H/.pod/start" ] && echo ".pod/start"
 [ -e "$H/.pod/workers/${PORT_FORWARD_WORKER}" ] && echo ".pod/workers/${PORT_FORWARD_WORKER}"
-sec main; [ -f package.json ] && python3 -c 'import json,os
+sec main; [ -f package.json ] && python3 -I -c 'import json,os
 m=json.load(open("package.json")).get("main")
 print(m if isinstance(m,str) and os.path.isfile(m) else "")' 2>/dev/null
 sec pkg; head -c 65536 package.json 2>/dev/null
@@ -112,7 +113,7 @@ export async function gatherHealthFacts(
 ): Promise<HealthFacts> {
   const marker = `@@${randomBytes(12).toString("hex")}`;
   const log = service === "app" ? "app.log" : "error.log";
-  const r = await execInContainer(docker, container, ["sh", "-c", SCRIPT, "sh", marker, service, log], {
+  const r = await execInContainer(docker, container, [SH, "-c", SCRIPT, "sh", marker, service, log], {
     workingDir: HOME,
     maxOutputBytes: 512 * 1024,
     signal: AbortSignal.timeout(20_000),

@@ -3,6 +3,7 @@ import type { FixAction } from "../../shared/protocol/health";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, LABEL_PORT, podNames } from "../docker/naming";
+import { PYTHON3, SH } from "../docker/pod-bin";
 import { containerIp, inspectContainer } from "../docker/resources";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
@@ -138,7 +139,7 @@ trap 'rm -f "$t"' EXIT
 cat >"$t"
 mv -f "$t" "$d/${PORT_FORWARD_WORKER}"
 trap - EXIT
-pod-reload`;
+/opt/podhost/bin/pod-reload`;
 
 export async function applyFix(
   docker: DockerClient,
@@ -178,7 +179,7 @@ export async function applyFix(
       const r = await execInContainer(
         docker,
         names.container,
-        ["python3", "-c", ADD_START, ...NODE_OTHER_ENTRIES],
+        [PYTHON3, "-I", "-c", ADD_START, ...NODE_OTHER_ENTRIES],
         {
           workingDir: `${HOME}/app`,
           signal: AbortSignal.timeout(15_000),
@@ -205,7 +206,7 @@ export async function applyFix(
       const target =
         mine.find((l) => l.port === port && l.loopback)?.port ?? mine.find((l) => l.port !== port)?.port;
       if (!target) throw new AgentError("conflict", "the app listens on no port to forward to");
-      const r = await execInContainer(docker, names.container, ["sh", "-c", WRITE_WORKER], {
+      const r = await execInContainer(docker, names.container, [SH, "-c", WRITE_WORKER], {
         workingDir: HOME,
         stdin: workerFile(port, target),
         signal: AbortSignal.timeout(20_000),

@@ -3,6 +3,7 @@ import { EXEC_MAX_ARG_BYTES, EXEC_MAX_OUTPUT_BYTES } from "../../shared/protocol
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
+import { SH, TIMEOUT } from "../docker/pod-bin";
 import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import { fitPair } from "./budget";
@@ -14,6 +15,8 @@ import { fitPair } from "./budget";
  * expiry sends TERM to the whole group (KILL 5 s later), so a `sh -c` with children dies entirely;
  * it exits 124 (137 after the KILL). A tiny fixed `sh` prologue changes into the workdir first and
  * then `exec`s timeout with the user's argv as positional arguments: it is never parsed by a shell.
+ * The wrapper is absolute (`/bin/sh`, `/usr/bin/timeout`); the user's argv is looked up on the pod's
+ * own PATH (`podPath`: `~/.npm-global/bin` first in Node.js pods), as in their SSH session.
  *
  * Output: each stream keeps its first EXEC_MAX_OUTPUT_BYTES; both together also stay within the
  * result's JSON budget (see ./budget.ts: binary output can grow sixfold as JSON). What is dropped
@@ -27,7 +30,7 @@ const NO_WORKDIR = 125;
 const NO_WORKDIR_TAG = "podhost-exec: workdir";
 const PROLOGUE = `cd -- "$1" 2>/dev/null || { echo "${NO_WORKDIR_TAG}" >&2; exit ${NO_WORKDIR}; }
 shift
-exec timeout -k ${KILL_AFTER_S} -- "$@"`;
+exec ${TIMEOUT} -k ${KILL_AFTER_S} -- "$@"`;
 
 export interface CommandRun {
   exitCode: number | null;
@@ -66,7 +69,7 @@ export async function runCommand(
   if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
   if (!info.State.Running) throw new AgentError("bad_request", "pod is not running; start it first");
 
-  const argv = ["sh", "-c", PROLOGUE, "sh", workdir, String(q.timeoutS), ...q.command];
+  const argv = [SH, "-c", PROLOGUE, "sh", workdir, String(q.timeoutS), ...q.command];
   // The backstop if even KILL does not end it (a process stuck in the kernel): stop waiting.
   const backstop = AbortSignal.timeout((q.timeoutS + KILL_AFTER_S + 5) * 1000);
   const started = Date.now();
@@ -74,6 +77,7 @@ export async function runCommand(
   try {
     r = await execInContainer(docker, container, argv, {
       workingDir: HOME,
+      podPath: true,
       maxOutputBytes: EXEC_MAX_OUTPUT_BYTES,
       signal: AbortSignal.any([signal, backstop]),
     });
@@ -91,8 +95,8 @@ export async function runCommand(
   const dropped = (kept: string, all: string, before = 0) =>
     before + Buffer.byteLength(all) - Buffer.byteLength(kept);
   const omitted = {
-    stdout: dropped(stdout, r.stdout, r.omitted?.stdout),
-    stderr: dropped(stderr, r.stderr, r.omitted?.stderr),
+    stdout: dropped(stdout, r.stdout, r.omitted.stdout),
+    stderr: dropped(stderr, r.stderr, r.omitted.stderr),
   };
   return {
     exitCode: r.exitCode,

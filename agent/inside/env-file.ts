@@ -1,5 +1,6 @@
 import { ENV_FILE } from "../../shared/protocol/inside";
 import type { DockerClient } from "../docker/client";
+import { SH } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
 import { AgentError } from "../errors";
 
@@ -35,7 +36,7 @@ export async function readEnvFile(
   prefix: string,
   pod: string,
 ): Promise<{ exists: boolean; text: string }> {
-  const r = await runAsPodUser(docker, prefix, pod, ["sh", "-c", READ], { timeoutMs: 15_000 });
+  const r = await runAsPodUser(docker, prefix, pod, [SH, "-c", READ], { timeoutMs: 15_000 });
   if (r.exitCode === NO_FILE) return { exists: false, text: "" };
   if (r.exitCode !== 0) {
     throw new AgentError(

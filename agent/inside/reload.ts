@@ -2,6 +2,7 @@ import { RELOAD_MAX_OUTPUT_BYTES, RELOAD_STEP_TIMEOUT_S } from "../../shared/pro
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
+import { AGENT_PATH, SH } from "../docker/pod-bin";
 import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
@@ -15,6 +16,10 @@ import type { Logger } from "../logger";
  *
  * Protocol lines on stdout: `deps npm|pip|composer`, `unsupported <file>`, `restarted <svc> <status>`,
  * and on failure `fail <status>` with everything after it being the step's output.
+ *
+ * The install steps run as the app would, on the pod's own PATH (its Node.js, its
+ * `~/.npm-global/bin`): the exec keeps that PATH, and the script saves it in `U` and puts the
+ * agent's fixed PATH in its place for everything else it runs (mktemp, cat, tail, sv).
  */
 
 /** services each preset runs (images/README.md); workers and cron are left alone */
@@ -26,6 +31,7 @@ export const RELOAD_SERVICES: Record<string, string[]> = {
 };
 
 const SCRIPT = `set -u
+U=$PATH; PATH=${AGENT_PATH}; export PATH
 H=${HOME}; export HOME="$H"
 P=$1; shift
 T=${RELOAD_STEP_TIMEOUT_S}
@@ -37,7 +43,7 @@ stamp() { printf '[%s] reload: %s\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$
 step() {
   stamp "\\$ $*"
   : >"$out"
-  timeout -k 5 "$T" "$@" </dev/null >>"$out" 2>&1; rc=$?
+  PATH=$U /usr/bin/timeout -k 5 "$T" "$@" </dev/null >>"$out" 2>&1; rc=$?
   [ "$rc" -eq 124 ] && echo "[timed out after $T s]" >>"$out"
   cat "$out" >>"$log"
   [ "$rc" -eq 0 ] && return 0
@@ -49,7 +55,7 @@ step() {
 npm_deps() {
   step npm install --no-audit --no-fund
   echo "deps npm"
-  if node -e 'process.exit(require("./package.json").scripts?.build ? 0 : 1)' 2>/dev/null; then
+  if (PATH=$U; node -e 'process.exit(require("./package.json").scripts?.build ? 0 : 1)') 2>/dev/null; then
     step npm run build
   fi
 }
@@ -63,9 +69,9 @@ composer_deps() {
   echo "deps composer"
 }
 if cd "$H/app" 2>/dev/null; then
-  has_npm=; command -v npm >/dev/null 2>&1 && [ -f package.json ] && has_npm=1
-  has_pip=; python3 -c 'import venv' >/dev/null 2>&1 && [ -f requirements.txt ] && has_pip=1
-  has_composer=; command -v composer >/dev/null 2>&1 && [ -f composer.json ] && has_composer=1
+  has_npm=; (PATH=$U; command -v npm) >/dev/null 2>&1 && [ -f package.json ] && has_npm=1
+  has_pip=; (PATH=$U; python3 -c 'import venv') >/dev/null 2>&1 && [ -f requirements.txt ] && has_pip=1
+  has_composer=; (PATH=$U; command -v composer) >/dev/null 2>&1 && [ -f composer.json ] && has_composer=1
   if [ "$P" = python ] && [ -n "$has_pip" ]; then pip_deps
   elif [ "$P" = php ] && [ -n "$has_composer" ]; then composer_deps
   elif [ -n "$has_npm" ]; then npm_deps
@@ -99,8 +105,9 @@ export async function reloadApp(
   if (!info.State.Running) throw new AgentError("bad_request", "pod is not running; start it first");
 
   // npm install, npm run build (or venv, pip install) each get the step timeout; then the restarts.
-  const r = await execInContainer(docker, container, ["sh", "-c", SCRIPT, "sh", preset, ...services], {
+  const r = await execInContainer(docker, container, [SH, "-c", SCRIPT, "sh", preset, ...services], {
     workingDir: HOME,
+    podPath: true,
     maxOutputBytes: RELOAD_MAX_OUTPUT_BYTES * 2,
     signal: AbortSignal.timeout((RELOAD_STEP_TIMEOUT_S * 3 + 120) * 1000),
   });

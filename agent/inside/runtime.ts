@@ -3,6 +3,7 @@ import { START_FILES } from "../../shared/start-files";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
+import { SH, SV, TIMEOUT } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
 import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
@@ -10,7 +11,8 @@ import type { Logger } from "../logger";
 
 /**
  * Small read-outs of a pod and the Node version switch, each one fixed script run as pod_user
- * (runAsPodUser: in the container when it runs, else in a throwaway helper on the home volume).
+ * (runAsPodUser: in the container when it runs, else in a throwaway helper on the home volume),
+ * under the agent's fixed PATH (../docker/pod-bin.ts): the runtimes are asked by absolute path.
  */
 
 // The start command mirrors images/{nodejs,python}/lib/run-app: first match wins.
@@ -30,7 +32,7 @@ python)
   if [ -n "\${custom:-}" ]; then start=$custom
   else for f in ${START_FILES.python.join(" ")}; do [ -f "$f" ] && { start="python $f"; break; }; done; fi ;;
 static)
-  ver=$(nginx -v 2>&1 | sed -n 's|.*nginx/||p'); start=nginx ;;
+  ver=$(/usr/sbin/nginx -v 2>&1 | sed -n 's|.*nginx/||p'); start=nginx ;;
 php)
   ver=$(php -r 'echo PHP_VERSION;' 2>/dev/null); start="nginx + php-fpm" ;;
 esac
@@ -42,7 +44,7 @@ export async function probePreset(
   pod: string,
   preset: string,
 ): Promise<{ runtimeVersion: string | null; startCommand: string | null }> {
-  const r = await runAsPodUser(docker, prefix, pod, ["timeout", "10", "sh", "-c", PRESET, "sh", preset]);
+  const r = await runAsPodUser(docker, prefix, pod, [TIMEOUT, "10", SH, "-c", PRESET, "sh", preset]);
   if (r.exitCode !== 0) return { runtimeVersion: null, startCommand: null };
   const [version = "", start = ""] = r.stdout.split("\n");
   return { runtimeVersion: version.trim() || null, startCommand: start.trim() || null };
@@ -58,19 +60,25 @@ exit 0`;
 
 /** a home with thousands of top-level entries lists its largest */
 const MAX_DISK_PATHS = 200;
+/** du's records kept (~16,000 entries of long names); entries past it are not counted */
+const DISK_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 export async function diskUsage(
   docker: DockerClient,
   prefix: string,
   pod: string,
 ): Promise<{ usedBytes: number; paths: { path: string; bytes: number }[] }> {
-  const r = await runAsPodUser(docker, prefix, pod, ["timeout", "50", "sh", "-c", DISK], {
+  const r = await runAsPodUser(docker, prefix, pod, [TIMEOUT, "50", SH, "-c", DISK], {
     timeoutMs: 60_000,
+    maxOutputBytes: DISK_OUTPUT_BYTES,
   });
   if (r.exitCode === 124) throw new AgentError("unavailable", `measuring ${HOME} of pod ${pod} timed out`);
   let usedBytes = 0;
   const paths: { path: string; bytes: number }[] = [];
-  for (const record of r.stdout.split("\0")) {
+  // Every record ends with NUL: what follows the last one is nothing, or a record the cap cut.
+  const records = r.stdout.split("\0");
+  records.pop();
+  for (const record of records) {
     const tab = record.indexOf("\t");
     if (tab < 0) continue;
     const bytes = Number(record.slice(0, tab));
@@ -107,7 +115,7 @@ export async function switchNodeVersion(
   pod: string,
   version: (typeof NODE_VERSIONS)[number],
 ): Promise<{ previous: string; changed: boolean }> {
-  const r = await runAsPodUser(docker, prefix, pod, ["sh", "-c", NODE_SWITCH, "sh", version]);
+  const r = await runAsPodUser(docker, prefix, pod, [SH, "-c", NODE_SWITCH, "sh", version]);
   const m = /^(same|changed) (\S+)/.exec(r.stdout.trim());
   if (r.exitCode !== 0 || !m) {
     throw new AgentError(
@@ -132,7 +140,7 @@ export async function restartAppService(
   const name = podNames(prefix, pod).container;
   const info = await inspectContainer(docker, name);
   if (!info?.State.Running) return false;
-  const r = await execInContainer(docker, name, ["sv", "restart", "app"], {
+  const r = await execInContainer(docker, name, [SV, "restart", "app"], {
     signal: AbortSignal.timeout(20_000),
   });
   if (r.exitCode !== 0)

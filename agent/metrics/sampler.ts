@@ -3,6 +3,7 @@ import type { MetricSample } from "../../shared/protocol";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME } from "../docker/naming";
+import { DU, TIMEOUT } from "../docker/pod-bin";
 import type { Logger } from "../logger";
 import { mapLimit } from "./map-limit";
 import type { RunningPod } from "./running-pods";
@@ -86,7 +87,7 @@ export class MetricsSampler {
       const r = await execInContainer(
         this.options.docker,
         pod.container,
-        ["timeout", String(DU_TIMEOUT_S), "du", "-s", "-B1", "-x", HOME],
+        [TIMEOUT, String(DU_TIMEOUT_S), DU, "-s", "-B1", "-x", HOME],
         { workingDir: HOME, maxOutputBytes: 4096, signal: AbortSignal.timeout((DU_TIMEOUT_S + 10) * 1000) },
       );
       // du exits 1 when some file could not be read (the user's chmod 000) but still prints a total.

@@ -6,9 +6,11 @@ import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { inspectZip } from "../../shared/zip/policy";
+import { CappedBytes } from "../docker/capped";
 import { dockerStatus } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME, podNames } from "../docker/naming";
+import { SH, TIMEOUT } from "../docker/pod-bin";
 import { AgentError } from "../errors";
 import type { BlobStore } from "../transfer/blobs";
 import { APP_DIR, DONE_MARK, fileReader, unpackStream } from "./unpack";
@@ -113,15 +115,15 @@ async function unpackIntoPod(
   try {
     const run = await exec(
       podNames(prefix, pod).container,
-      ["timeout", "-k", "5", String(UNPACK_TIMEOUT_S), "sh", "-c", SCRIPT, "sh"],
+      [TIMEOUT, "-k", "5", String(UNPACK_TIMEOUT_S), SH, "-c", SCRIPT, "sh"],
       { workingDir: HOME, stdin: tar.stream, signal: timeout },
     ).catch((err: unknown) => {
       if (dockerStatus(err) === 409)
         throw new AgentError("bad_request", "pod is not running; start it first");
       throw err;
     });
-    const out: Buffer[] = [];
-    run.stdout.on("data", (b: Buffer) => out.push(b));
+    const out = new CappedBytes(16 * 1024); // the script's one word
+    run.stdout.on("data", out.push);
     run.stdout.on("error", () => undefined); // the same failure settles `done` below
     let result: { exitCode: number; stderr: string };
     try {
@@ -132,7 +134,7 @@ async function unpackIntoPod(
     // The archive's own fault first: a lying entry ends the stream, and tar then fails too.
     const failure = tar.failure();
     if (failure) throw failure;
-    if (result.exitCode !== 0 || !Buffer.concat(out).toString().includes("swapped")) {
+    if (result.exitCode !== 0 || !out.text().includes("swapped")) {
       throw new AgentError(
         "internal",
         `unpacking the archive into pod ${pod} failed (exit ${result.exitCode}): ${result.stderr.trim().slice(0, 300)}`,

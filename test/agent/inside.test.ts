@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodedSize, fitPair, headWithin } from "../../agent/inside/budget";
 import { checkCommand, DEFAULT_WORKDIR } from "../../agent/inside/command";
-import { caseInsensitive } from "../../agent/inside/logs";
+import { caseInsensitive, grepLines, LOG_WINDOW_BYTES, renderLine, tailLines } from "../../agent/inside/logs";
 import { checkPodPath } from "../../shared/pod-paths";
 
 describe("pod paths (shared by Worker and agent)", () => {
@@ -57,6 +57,38 @@ describe("log grep case rule", () => {
     ["\\S+", false],
   ])("%s → case-insensitive %s", (pattern, ci) => {
     expect(caseInsensitive(pattern)).toBe(ci);
+  });
+});
+
+describe("a log's bounded read", () => {
+  it("takes the last lines of a window, and marks a first line that starts before it", () => {
+    expect(tailLines(Buffer.from("a\nb\nc\n"), 2, 10)).toEqual([{ text: "b" }, { text: "c" }]);
+    // 11 bytes of a 10-byte window: the byte before the window is not a newline
+    expect(tailLines(Buffer.from("xxxxxx\nyyy\n"), 5, 10)).toEqual([
+      { text: "xxxxx", startCut: true },
+      { text: "yyy" },
+    ]);
+    // … and here it is: the window starts a line
+    expect(tailLines(Buffer.from("\nxxxxxx\nyyy"), 5, 10)).toEqual([{ text: "xxxxxx" }, { text: "yyy" }]);
+    expect(tailLines(Buffer.from("\0".repeat(LOG_WINDOW_BYTES + 1)), 1)).toEqual([
+      { text: "\0".repeat(LOG_WINDOW_BYTES), startCut: true },
+    ]);
+  });
+
+  it("renders cut lines with a marker, keeping the end of a line whose start was not read", () => {
+    expect(renderLine({ text: "x".repeat(8200) })).toBe(
+      `${"x".repeat(8192)} [line truncated: 8 characters omitted]`,
+    );
+    expect(renderLine({ text: `a${"x".repeat(8192)}`, startCut: true })).toBe(
+      `[line truncated] ${"x".repeat(8192)}`,
+    );
+    expect(renderLine({ text: "ab", endCut: true })).toBe("ab [line truncated]");
+  });
+
+  it("drops a filtered read's last fragment when the output was cut", () => {
+    expect(grepLines("new\nold\nfrag", true)).toEqual([{ text: "new" }, { text: "old" }]);
+    expect(grepLines("new\nold\n", false)).toEqual([{ text: "new" }, { text: "old" }]);
+    expect(grepLines(`${"y".repeat(32769)}\n`, false)).toEqual([{ text: "y".repeat(32769), endCut: true }]);
   });
 });
 

@@ -1,11 +1,11 @@
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/api";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type ClientKey, makeKey, sshRun } from "./support/ssh";
-import { type Stack, startStack } from "./support/stack";
+import { type Stack, startStack, waitFor } from "./support/stack";
 
 /**
  * The threat model, one attack per test: a tenant owns a pod (a shell in it, every file in its home,
@@ -78,5 +78,98 @@ describe("a hostile tenant", () => {
     expect(Math.max(...rtts), `round trips: ${rtts.join(", ")}`).toBeLessThan(100);
     // and the tenant's own way in still works
     expect((await sshRun(shellKey, port, "true", knownHosts)).code).toBe(0);
+  });
+  describe("reading from its own Node.js pod (the agent sampling every 2 s)", () => {
+    let node = "";
+    const HOME = "/home/pod_user";
+    const MARKER = "PLANTED-BY-MALLORY";
+    /** as the user's own command: by absolute path, since a planted `sh` would answer a bare one */
+    const sh = async (script: string) => {
+      const res = await mallory.api.post(`/api/pods/${node}/exec`, { command: ["/bin/sh", "-c", script] });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.exit_code, res.body.stderr).toBe(0);
+      return res.body.stdout as string;
+    };
+    const rssKb = async (pid: number) =>
+      Number(/^VmRSS:\s+(\d+) kB$/m.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1]);
+
+    beforeAll(async () => {
+      await stack.agent.stop();
+      stack.agentEnv.PODHOST_METRICS_INTERVAL_S = "2";
+      await stack.startAgent();
+      await waitFor("the restarted agent", async () => ((await pingHost()) >= 0 ? true : undefined), 60_000);
+      node = `victim-${stack.prefix.slice(-4)}`;
+      await createRunningPods(mallory.api, [[node, "nodejs"]]);
+    }, 120_000);
+
+    it("cannot make the agent read 2 GB with a single-line app log and `lines=1`", async () => {
+      // Sparse: 2 GB of NUL bytes, one line with no newline, nothing on disk.
+      await sh(`truncate -s 2G ${HOME}/logs/app.log`);
+      const pid = stack.agent.child.pid ?? 0;
+      const before = await rssKb(pid);
+      let peak = before;
+      let reading = true;
+      const sampling = (async () => {
+        while (reading) {
+          peak = Math.max(peak, await rssKb(pid));
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })();
+      const res = await mallory.api.get(`/api/pods/${node}/logs?lines=1`).finally(() => {
+        reading = false;
+      });
+      await sampling;
+      peak = Math.max(peak, await rssKb(pid));
+      console.log(`agent RSS: ${before} kB before, ${peak} kB at most while reading (+${peak - before} kB)`);
+      expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
+      expect(res.body.lines).toEqual([`[line truncated] ${"\0".repeat(8192)}`]);
+      expect(peak - before).toBeLessThan(64 * 1024);
+      await sh(`: > ${HOME}/logs/app.log`);
+    });
+
+    it("cannot answer for the agent with a sh, timeout, cat, du, tail or head planted in ~/.npm-global/bin", async () => {
+      await sh(`printf '%s\\n' 'first line' 'second line' > ${HOME}/logs/build.log
+mkdir -p ${HOME}/.npm-global/bin && cd ${HOME}/.npm-global/bin
+for b in sh timeout cat du tail head grep tac find stat mktemp; do
+  printf '#!/bin/sh\\necho ${MARKER}\\n' > $b; chmod +x $b
+done`);
+      // It is the user's own PATH: their commands do meet it.
+      const own = await mallory.api.post(`/api/pods/${node}/exec`, { command: ["sh", "-c", "true"] });
+      expect(own.body.stdout).toContain(MARKER);
+
+      const logs = await mallory.api.get(`/api/pods/${node}/logs?source=build`);
+      expect(logs.body).toEqual({ source: "build", lines: ["first line", "second line"] });
+      const grep = await mallory.api.get(`/api/pods/${node}/logs?source=build&grep=second`);
+      expect(grep.body).toEqual({ source: "build", lines: ["second line"] });
+
+      const put = await mallory.api.put(`/api/pods/${node}/env`, { vars: { GREETING: "hello" } });
+      expect(put.status, JSON.stringify(put.body)).toBe(200);
+      const env = await mallory.api.get(`/api/pods/${node}/env`);
+      expect(env.body.vars).toEqual({ GREETING: "hello" });
+
+      const disk = await mallory.api.get(`/api/pods/${node}/disk-usage`);
+      expect(disk.status, JSON.stringify(disk.body)).toBe(200);
+      expect(disk.body.used_bytes).toBeGreaterThan(0);
+      expect(disk.body.paths.map((p: { path: string }) => p.path)).toContain(`${HOME}/app`);
+
+      const list = await mallory.api.get(`/api/pods/${node}/files?path=${HOME}/.npm-global/bin`);
+      expect(list.status, JSON.stringify(list.body)).toBe(200);
+      expect(list.body.files.map((f: { name: string }) => f.name)).toContain("sh");
+      const content = await mallory.api.get(`/api/pods/${node}/files/content?path=${HOME}/logs/build.log`);
+      expect(content.body.content).toBe("first line\nsecond line\n");
+
+      // The health check's look inside: with the app's start file gone, the diagnosis names it.
+      await sh(`mv ${HOME}/app/server.js ${HOME}/app/lib.js && /usr/bin/sv restart app`);
+      const diagnosis = await waitFor(
+        "a diagnosis on the pod",
+        async () => {
+          const res = await mallory.api.get(`/api/pods/${node}`);
+          return res.body.app_health_diagnosis ? JSON.parse(res.body.app_health_diagnosis) : undefined;
+        },
+        40_000,
+      );
+      expect(diagnosis.class).toBe("missing_start_script");
+      expect(JSON.stringify(diagnosis)).not.toContain(MARKER);
+    });
   });
 });

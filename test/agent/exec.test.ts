@@ -1,0 +1,120 @@
+import { access } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CappedBytes } from "../../agent/docker/capped";
+import { createDockerClient } from "../../agent/docker/client";
+import { DEFAULT_MAX_OUTPUT_BYTES, execInContainer } from "../../agent/docker/exec";
+import { type StreamExecutor, streamExecutor } from "../../agent/docker/exec-stream";
+import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
+import { AGENT_PATH, SH } from "../../agent/docker/pod-bin";
+import { runAsPodUser } from "../../agent/docker/pod-user";
+import { DOCKER_RUNC_ROOT, RuncContainers } from "../../agent/docker/runc";
+import { DOCKER_SOCKET, removePrefix } from "./helpers";
+
+/**
+ * The agent's ways into a pod keep a bounded part of what the pod prints, and run the agent's own
+ * commands under a fixed PATH: a `sh` the user planted first on the image's PATH never runs.
+ */
+
+const IMAGE = "podhost/nodejs:latest";
+const PLANT = `mkdir -p ~/.npm-global/bin && for b in sh timeout cat tail du head; do
+printf '#!/bin/sh\\necho PLANTED\\n' > ~/.npm-global/bin/$b; chmod +x ~/.npm-global/bin/$b; done`;
+
+describe("CappedBytes", () => {
+  it("keeps the head, counts the rest and copies what it keeps", () => {
+    const sink = new CappedBytes(5);
+    const chunk = Buffer.from("abc");
+    sink.push(chunk);
+    chunk.write("xyz");
+    sink.push(Buffer.from("defgh"));
+    sink.push(Buffer.from("ij"));
+    expect(sink.text()).toBe("abcde");
+    expect(sink.omitted).toBe(5);
+  });
+});
+
+describe("exec in a pod's container", () => {
+  const docker = createDockerClient(DOCKER_SOCKET);
+  const prefix = `phx${Math.random().toString(36).slice(2, 8)}`;
+  const names = podNames(prefix, "caps");
+  let streams: StreamExecutor;
+  let runcKnown = false;
+
+  beforeAll(async () => {
+    await docker.createVolume({ Name: names.volume, Labels: { [LABEL_PREFIX]: prefix } });
+    const container = await docker.createContainer({
+      name: names.container,
+      Image: IMAGE,
+      Entrypoint: ["/bin/sleep", "infinity"],
+      Labels: { [LABEL_PREFIX]: prefix },
+      HostConfig: { Mounts: [{ Type: "volume", Source: names.volume, Target: "/home/pod_user" }] },
+    });
+    await container.start();
+    runcKnown = await access(DOCKER_RUNC_ROOT).then(
+      () => true,
+      () => false,
+    );
+    streams = streamExecutor(docker, runcKnown ? new RuncContainers(docker, DOCKER_RUNC_ROOT) : null);
+    const planted = await execInContainer(docker, names.container, [SH, "-c", PLANT]);
+    expect(planted.exitCode, planted.stderr).toBe(0);
+  });
+
+  afterAll(async () => {
+    await removePrefix(docker, prefix);
+  });
+
+  it("keeps at most the default cap of each stream and counts the rest", async () => {
+    const r = await execInContainer(docker, names.container, [
+      SH,
+      "-c",
+      "head -c 5000000 /dev/zero; head -c 3000000 /dev/zero >&2",
+    ]);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdoutBytes.length).toBe(DEFAULT_MAX_OUTPUT_BYTES);
+    expect(r.omitted).toEqual({
+      stdout: 5_000_000 - DEFAULT_MAX_OUTPUT_BYTES,
+      stderr: 3_000_000 - DEFAULT_MAX_OUTPUT_BYTES,
+    });
+    const small = await execInContainer(docker, names.container, [SH, "-c", "seq 1000"], {
+      maxOutputBytes: 10,
+    });
+    expect(small.stdout).toBe("1\n2\n3\n4\n5\n");
+  });
+
+  it("runs the agent's commands on the fixed PATH, and the user's on the pod's own", async () => {
+    const agents = await execInContainer(docker, names.container, [
+      "sh",
+      "-c",
+      'echo "$PATH"; cat /etc/hostname',
+    ]);
+    expect(agents.stdout).not.toContain("PLANTED");
+    expect(agents.stdout.split("\n")[0]).toBe(AGENT_PATH);
+    const users = await execInContainer(docker, names.container, ["sh", "-c", "true"], { podPath: true });
+    expect(users.stdout).toBe("PLANTED\n");
+  });
+
+  it("runs streamed scripts (runc exec where the host has it) on the fixed PATH", async () => {
+    const run = await streams(names.container, ["sh", "-c", 'echo "$PATH"; tail -n 1 /etc/passwd']);
+    const out = new CappedBytes(4096);
+    run.stdout.on("data", out.push);
+    const done = await run.done;
+    expect(done.exitCode).toBe(0);
+    expect(out.text()).not.toContain("PLANTED");
+    expect(out.text().split("\n")[0]).toBe(AGENT_PATH);
+  });
+
+  it("caps and fixes PATH in a stopped pod's helper container too", async () => {
+    await docker.getContainer(names.container).stop({ t: 0 });
+    const r = await runAsPodUser(
+      docker,
+      prefix,
+      "caps",
+      ["sh", "-c", 'echo "$PATH"; cat ~/.npm-global/bin/sh >/dev/null; head -c 3000000 /dev/zero'],
+      { maxOutputBytes: 100_000 },
+    );
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout.startsWith(`${AGENT_PATH}\n`)).toBe(true);
+    expect(r.stdoutBytes.length).toBe(100_000);
+    expect(r.omitted.stdout).toBe(3_000_000 + AGENT_PATH.length + 1 - 100_000);
+    await docker.getContainer(names.container).start();
+  });
+});
