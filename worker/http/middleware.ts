@@ -106,3 +106,17 @@ export const optionalAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   await authenticate(c);
   await next();
 };
+
+/**
+ * An `ipk_` API token acts on the one team it is bound to: a route naming another team (`{id}`) is
+ * "not found" for it, as for a team the caller is not in, even when the token's user is a member.
+ * A leaked CI token of one team thus reaches nothing of the user's other teams; listing the user's
+ * teams (no `{id}`) stays open to it. Goes after requireAuth.
+ */
+export const boundTeamOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const caller = c.get("caller");
+  if (caller.via === "api_token" && c.req.param("id") !== caller.teamId) {
+    throw new ApiError("not_found", "team not found");
+  }
+  await next();
+};

@@ -77,11 +77,14 @@ export async function removeMember(
   if (role !== "owner" && targetUserId !== callerId) {
     return fail("forbidden", "only the team owner can remove other members");
   }
-  const [removed] = await ctx.db
-    .delete(teamMembers)
-    .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, targetUserId)))
-    .returning({ id: teamMembers.id });
-  if (!removed) return fail("not_found", "this user is not a member of the team");
-  await resetActiveTeamStatement(ctx, teamId, targetUserId);
+  // One batch: the membership and the active team go together (a switch cannot land in between).
+  const [removed] = await ctx.db.batch([
+    ctx.db
+      .delete(teamMembers)
+      .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, targetUserId)))
+      .returning({ id: teamMembers.id }),
+    resetActiveTeamStatement(ctx, teamId, targetUserId),
+  ]);
+  if (removed.length === 0) return fail("not_found", "this user is not a member of the team");
   return ok(undefined);
 }
