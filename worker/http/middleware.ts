@@ -9,6 +9,16 @@ import { ApiError } from "./errors";
 
 export const SESSION_COOKIE = "pod_session";
 
+/**
+ * Path segments that are credentials: `GET /api/invitations/{token}` carries the invitation token in
+ * its path, and a log line (Workers Logs, tail, Logpush) is readable by more people than the team it
+ * admits to. The log keeps the route's shape, not the secret. (Query strings are not logged at all.)
+ */
+const SECRET_PATHS: RegExp[] = [/^(\/api\/invitations\/)(?!accept$)[^/]+$/];
+
+export const loggedPath = (path: string) =>
+  SECRET_PATHS.reduce((p, pattern) => p.replace(pattern, "$1[redacted]"), path);
+
 /** Request id (from Cloudflare's ray id when present), a D1 handle, and one structured log line per request. */
 export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   const requestId = c.req.header("cf-ray") ?? `req_${randomToken(16)}`;
@@ -24,7 +34,7 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
     JSON.stringify({
       requestId,
       method: c.req.method,
-      path: c.req.path,
+      path: loggedPath(c.req.path),
       status: c.res.status,
       ms: Date.now() - started,
     }),
