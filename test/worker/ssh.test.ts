@@ -3,7 +3,15 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { PodSpec } from "../../shared/protocol";
 import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
-import { FakeAgent, insertHost, insertPod, podEventRecords, type TestHost } from "./support/agent";
+import {
+  FakeAgent,
+  insertHost,
+  insertPod,
+  podEventRecords,
+  podRecord,
+  type TestHost,
+  until,
+} from "./support/agent";
 import { call, registerUser, type TestUser } from "./support/client";
 import { KEYS } from "./support/ssh-keys";
 import { teamFixture } from "./support/teams";
@@ -430,6 +438,32 @@ describe("keys of a member who leaves the team (attacker: the departing member)"
     await cron;
     expect(await keyRecords(pod.id)).toEqual([]);
     expect((await podEventRecords(pod.id)).map((e) => e.type)).toContain("ssh_key_removed");
+  });
+
+  it("a clone takes over its source's key records", async () => {
+    await using introspector = await introspectWorkflow(env.POD_CREATE);
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const name = `k${crypto.randomUUID().slice(0, 8)}`;
+    const body = { name, preset: "static", server_id: host.id, ssh_key: KEYS.ed25519.line };
+    const source = await call("POST", "/api/pods", body, as(user));
+    expect(source.status).toBe(202);
+    agent.ok(await agent.next("control:call"), { name, state: "running", ip: "10.0.0.7" });
+    await until(async () => (await podRecord(source.body.id))?.status === "running", "source running");
+
+    const copy = `k${crypto.randomUUID().slice(0, 8)}`;
+    const res = await call("POST", `/api/pods/${name}/clone`, { new_name: copy }, as(user));
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(await keyRecords(res.body.id)).toEqual([
+      {
+        added_by: user.user.id,
+        fingerprint: KEYS.ed25519.fingerprint,
+        via: "api",
+        removal_requested_at: null,
+      },
+    ]);
+    agent.ok(await agent.next("control:call"), { name: copy, state: "running", ip: "10.0.0.8" });
+    for (const instance of introspector.get()) await instance.waitForStatus("complete");
   });
 
   it("records the creator's request key and auto_inject keys at admission", async () => {

@@ -71,6 +71,20 @@ export async function recordPodKeys(
   return marked.length > 0;
 }
 
+/**
+ * A clone starts with its source's authorized_keys: it takes over the source's records too, so the
+ * keys a member put into the source leave the clone with them. (Keys already marked for removal in
+ * the source are copied marked.)
+ */
+export async function copyPodKeyRecords(db: Db, fromPodId: string, toPodId: string): Promise<void> {
+  const rows = await db.select().from(podSshKeys).where(eq(podSshKeys.podId, fromPodId));
+  if (rows.length === 0) return;
+  await db
+    .insert(podSshKeys)
+    .values(rows.map((r) => ({ ...r, id: newId("psk"), podId: toPodId })))
+    .onConflictDoNothing();
+}
+
 /** The key left the pod through the API: nobody's record of it stays. */
 export const forgetPodKey = (db: Db, podId: string, fingerprint: string) =>
   db.delete(podSshKeys).where(and(eq(podSshKeys.podId, podId), eq(podSshKeys.fingerprint, fingerprint)));
