@@ -1,8 +1,10 @@
 import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
 import { sweepStagedBlobs } from "./services/blobs/staging";
+import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
+import { finishKeyRemovals } from "./services/ssh/key-records";
 
 /**
  * The Worker's cron work (wrangler.toml `[triggers] crons`). Every trigger runs every job; a job
@@ -17,6 +19,11 @@ export interface ScheduledJob {
 export const scheduledJobs: ScheduledJob[] = [
   { name: "pod-metrics-retention", run: ({ db, now }) => rollUpAndPruneMetrics(db, now) },
   { name: "staged-blob-sweep", run: ({ env, now }) => sweepStagedBlobs(env, now).then(() => undefined) },
+  {
+    // Keys of members who left a team, still in pods whose host was unreachable when they left.
+    name: "departed-member-keys",
+    run: ({ env, db }) => finishKeyRemovals({ db, env, mailer: createMailer(db) }).then(() => undefined),
+  },
   {
     name: "stuck-creations",
     run: ({ env, db, now }) => failStuckCreations(env, db, now).then(() => undefined),

@@ -208,3 +208,38 @@ describe("DELETE /api/api-tokens/{id}", () => {
     expect(unknown.body.error).toEqual(expect.any(String));
   });
 });
+
+describe("an API token acts on its own team only (attacker: a leaked token)", () => {
+  it("answers 404 on every route of the user's other teams; listing the teams stays", async () => {
+    const u = await registerUser();
+    const personal = u.user.active_team_id;
+    const { token } = await createToken(u);
+    const other = await createTeam(u);
+    const as = { token };
+    const routes: [string, string, unknown?][] = [
+      ["GET", `/api/teams/${other.id}`],
+      ["PUT", `/api/teams/${other.id}`, { name: "Renamed by a token" }],
+      ["DELETE", `/api/teams/${other.id}`],
+      ["GET", `/api/teams/${other.id}/members`],
+      ["GET", `/api/teams/${other.id}/members/details`],
+      ["POST", `/api/teams/${other.id}/members`, { email: "x@example.test", role: "member" }],
+      ["DELETE", `/api/teams/${other.id}/members/${u.user.id}`],
+      ["GET", `/api/teams/${other.id}/invitations`],
+      ["POST", `/api/teams/${other.id}/invitations`, { email: "x@example.test", role: "member" }],
+      ["DELETE", `/api/teams/${other.id}/invitations/inv_nope`],
+      ["POST", "/api/teams/switch", { team_id: other.id }],
+    ];
+    for (const [method, path, body] of routes) {
+      const res = await call(method, path, body, as);
+      expect(res.status, `${method} ${path}`).toBe(404);
+    }
+    // The team is untouched, and the session (not bound to a team) still reaches it.
+    const seen = await call("GET", `/api/teams/${other.id}`, undefined, { token: u.token });
+    expect(seen).toMatchObject({ status: 200, body: { name: other.name } });
+    // Its own team answers; the list of the user's teams stays.
+    expect((await call("GET", `/api/teams/${personal}`, undefined, as)).status).toBe(200);
+    const listed = await call("GET", "/api/teams", undefined, as);
+    expect(listed.status).toBe(200);
+    expect(listed.body.map((t: { id: string }) => t.id).sort()).toEqual([personal, other.id].sort());
+  });
+});

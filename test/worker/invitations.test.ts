@@ -1,10 +1,12 @@
-import { describe, expect, it } from "vitest";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
 import { call, PASSWORD, registerUser, sessionCookie, uniqueEmail } from "./support/client";
-import { expireInvitation, mailsTo } from "./support/db";
+import { expireInvitation, mailsTo, sha256Hex } from "./support/db";
 import { activeTeamOf, addMember, createTeam, invite, teamFixture } from "./support/teams";
 
 const DAY = 86_400_000;
-const INVITATION_KEYS = ["created_at", "email", "expires_at", "id", "invited_by", "role", "team_id", "token"];
+/** Listed invitations: the token is shown once, when the invitation is made (only its hash is kept). */
+const INVITATION_KEYS = ["created_at", "email", "expires_at", "id", "invited_by", "role", "team_id"];
 
 const accept = (body: unknown, opts: { token?: string; cookie?: string } = {}) =>
   call("POST", "/api/invitations/accept", body, opts);
@@ -25,7 +27,7 @@ describe("POST /api/teams/{id}/invitations", () => {
       { token: owner.token },
     );
     expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual(INVITATION_KEYS);
+    expect(Object.keys(res.body).sort()).toEqual([...INVITATION_KEYS, "token"].sort());
     expect(res.body).toMatchObject({
       team_id: team.id,
       email: email.toLowerCase(),
@@ -154,6 +156,36 @@ describe("GET and DELETE /api/teams/{id}/invitations", () => {
     expect((await call("DELETE", path, undefined, { token: member.token })).status).toBe(403);
     expect((await call("DELETE", path, undefined, { token: outsider.token })).status).toBe(404);
     expect((await call("GET", `/api/invitations/${inv.token}`)).status).toBe(200);
+  });
+});
+
+describe("invitation tokens at rest and in logs (attacker: someone reading the database or the logs)", () => {
+  it("stores only the token's SHA-256, and no request log line carries the token", async () => {
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
+    const logged: string[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => {
+      logged.push(args.map(String).join(" "));
+    });
+    let inv: Awaited<ReturnType<typeof invite>>;
+    try {
+      inv = await invite(owner, team.id, outsider.user.email);
+      expect((await call("GET", `/api/invitations/${inv.token}`)).status).toBe(200);
+      expect((await call("GET", `/api/invitations/${inv.token}x`)).status).toBe(404);
+      expect((await accept({ token: inv.token }, { token: outsider.token })).status).toBe(200);
+    } finally {
+      spy.mockRestore();
+    }
+    const requestLines = logged.filter((line) => line.includes('"path":"/api/invitations/'));
+    expect(requestLines.length).toBeGreaterThanOrEqual(3);
+    expect(requestLines.some((line) => line.includes('"path":"/api/invitations/[redacted]"'))).toBe(true);
+    for (const line of logged) expect(line).not.toContain(inv.token);
+
+    const { results } = await env.DB.prepare("SELECT * FROM invitations WHERE team_id = ?")
+      .bind(team.id)
+      .all();
+    expect(results).toHaveLength(1);
+    expect(JSON.stringify(results)).not.toContain(inv.token);
+    expect(results[0]?.token_hash).toBe(await sha256Hex(inv.token));
   });
 });
 

@@ -1,4 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { insertHost, insertPod } from "./support/agent";
 import { call, registerUser, uniqueEmail } from "./support/client";
 import { activeTeamOf, addMember, createTeam, teamFixture } from "./support/teams";
 
@@ -219,5 +221,55 @@ describe("DELETE /api/teams/{id}/members/{uid}", () => {
       token: owner.token,
     });
     expect((await call("GET", "/api/auth/user", undefined, { token: created.body.token })).status).toBe(401);
+  });
+});
+
+describe("a removed member's session (attacker: the member being removed)", () => {
+  it("loses the team's pods at once, even with an active team left pointing at it", async () => {
+    const { owner, member, team } = await teamFixture();
+    const pod = await insertPod({ hostId: (await insertHost()).id, teamId: team.id });
+    await call("POST", "/api/teams/switch", { team_id: team.id }, { token: member.token });
+    expect(
+      (await call("GET", `/api/pods/${pod.name}/events`, undefined, { token: member.token })).status,
+    ).toBe(200);
+
+    await call("DELETE", `/api/teams/${team.id}/members/${member.user.id}`, undefined, {
+      token: owner.token,
+    });
+    // Whatever left the user row on the team (a switch that won a race, an older bug), the session
+    // resolves the active team with the membership: no membership, the personal team.
+    await env.DB.prepare("UPDATE users SET active_team_id = ? WHERE id = ?")
+      .bind(team.id, member.user.id)
+      .run();
+    expect(
+      (await call("GET", `/api/pods/${pod.name}/events`, undefined, { token: member.token })).status,
+    ).toBe(404);
+    expect((await call("GET", "/api/pods", undefined, { token: member.token })).body).toMatchObject({
+      pods: [],
+    });
+    expect(await activeTeamOf(member)).toBe(member.user.active_team_id);
+  });
+
+  it("a switch racing the removal never leaves the member on the team", async () => {
+    const { owner, member, team } = await teamFixture();
+    const pod = await insertPod({ hostId: (await insertHost()).id, teamId: team.id });
+    const [switched, removed] = await Promise.all([
+      call("POST", "/api/teams/switch", { team_id: team.id }, { token: member.token }),
+      call("DELETE", `/api/teams/${team.id}/members/${member.user.id}`, undefined, { token: owner.token }),
+    ]);
+    expect(removed.status).toBe(200);
+    expect([200, 403]).toContain(switched.status);
+    // A switch after the removal changes nothing; one before it is undone by the removal.
+    expect(
+      (await call("POST", "/api/teams/switch", { team_id: team.id }, { token: member.token })).status,
+    ).toBe(403);
+    const row = await env.DB.prepare("SELECT active_team_id FROM users WHERE id = ?")
+      .bind(member.user.id)
+      .first<{ active_team_id: string }>();
+    expect(row?.active_team_id).toBe(member.user.active_team_id);
+    expect(
+      (await call("GET", `/api/pods/${pod.name}/events`, undefined, { token: member.token })).status,
+    ).toBe(404);
+    expect((await call("GET", `/api/teams/${team.id}`, undefined, { token: member.token })).status).toBe(404);
   });
 });

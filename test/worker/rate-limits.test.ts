@@ -1,3 +1,5 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, freshIp, PASSWORD, registerUser, uniqueEmail } from "./support/client";
 import { createTeam, invite } from "./support/teams";
@@ -106,5 +108,77 @@ describe("POST /api/invitations/accept signed out", () => {
       { ip, token: victim.token },
     );
     expect(signedIn.status).toBe(200);
+  });
+});
+
+/** Moves the account's lockout into the past, as if its Retry-After had been waited out. */
+const waitOutLockout = (email: string) =>
+  runInDurableObject(
+    env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`login-account:${email.toLowerCase()}`)),
+    async (_instance, state) => {
+      const backoff = await state.storage.get<{ failures: number; lockedUntil: number }>("backoff");
+      if (backoff) await state.storage.put("backoff", { ...backoff, lockedUntil: Date.now() - 1 });
+    },
+  );
+
+describe("POST /api/auth/login: failures per account, with backoff (attacker: a botnet guessing one password)", () => {
+  it("locks the account after 10 failures from 10 IPs, doubles the lockout, and a success resets it", async () => {
+    const [victim, bystander] = await Promise.all([registerUser(), registerUser()]);
+    const email = victim.user.email;
+    for (let i = 0; i < 10; i++) expect((await loginFrom(freshIp(), email)).status).toBe(401);
+
+    // Locked for every IP, the right password included, for about a minute; other accounts are not.
+    const locked = await loginFrom(freshIp(), email, PASSWORD);
+    expectLimited(locked);
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(50);
+    expect((await loginFrom(freshIp(), bystander.user.email, PASSWORD)).status).toBe(200);
+    // The victim's sessions keep working meanwhile.
+    expect((await call("GET", "/api/auth/user", undefined, { token: victim.token })).status).toBe(200);
+
+    // One more failure once the lockout is over doubles it.
+    await waitOutLockout(email);
+    expect((await loginFrom(freshIp(), email)).status).toBe(401);
+    const doubled = await loginFrom(freshIp(), email, PASSWORD);
+    expect(doubled.status).toBe(429);
+    expect(Number(doubled.headers.get("retry-after"))).toBeGreaterThan(110);
+    expect(Number(doubled.headers.get("retry-after"))).toBeLessThanOrEqual(120);
+
+    // The right password after the wait signs in and clears the count: 10 failures are free again.
+    await waitOutLockout(email);
+    expect((await loginFrom(freshIp(), email, PASSWORD)).status).toBe(200);
+    for (let i = 0; i < 10; i++) expect((await loginFrom(freshIp(), email)).status).toBe(401);
+    expectLimited(await loginFrom(freshIp(), email));
+  });
+
+  it("lets no more than 10 guesses of a concurrent burst from many IPs through", async () => {
+    const victim = await registerUser();
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, () => loginFrom(freshIp(), victim.user.email)),
+    );
+    expect(replies.filter((r) => r.status === 401)).toHaveLength(10);
+    expect(replies.filter((r) => r.status === 429)).toHaveLength(20);
+  });
+
+  it("caps the lockout at 15 minutes, and counts unknown emails the same way", async () => {
+    const email = uniqueEmail("nobody");
+    for (let i = 0; i < 10; i++) expect((await loginFrom(freshIp(), email)).status).toBe(401);
+    for (let i = 0; i < 6; i++) {
+      await waitOutLockout(email);
+      expect((await loginFrom(freshIp(), email)).status).toBe(401);
+    }
+    const capped = await loginFrom(freshIp(), email);
+    expect(capped.status).toBe(429);
+    expect(Number(capped.headers.get("retry-after"))).toBe(900);
+  });
+
+  it("counts signed-out invitation acceptance against the account too", async () => {
+    const [owner, victim] = await Promise.all([registerUser(), registerUser()]);
+    const team = await createTeam(owner);
+    const inv = await invite(owner, team.id, victim.user.email);
+    const body = { token: inv.token, email: victim.user.email, name: "V", password: "wrong password" };
+    for (let i = 0; i < 10; i++) {
+      expect((await call("POST", "/api/invitations/accept", body, { ip: freshIp() })).status).toBe(401);
+    }
+    expectLimited(await loginFrom(freshIp(), victim.user.email, PASSWORD));
   });
 });

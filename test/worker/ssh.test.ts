@@ -1,9 +1,20 @@
+import { introspectWorkflow } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { PodSpec } from "../../shared/protocol";
-import { FakeAgent, insertHost, insertPod, podEventRecords, type TestHost } from "./support/agent";
+import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
+import {
+  FakeAgent,
+  insertHost,
+  insertPod,
+  podEventRecords,
+  podRecord,
+  type TestHost,
+  until,
+} from "./support/agent";
 import { call, registerUser, type TestUser } from "./support/client";
 import { KEYS } from "./support/ssh-keys";
+import { teamFixture } from "./support/teams";
 
 /**
  * SSH access to pods through the Worker: the connection details read from D1, and the pod's
@@ -330,5 +341,166 @@ describe("auto_inject account keys", () => {
     }
     await agent.expectNone("control:call");
     expect((await call("GET", "/api/pods", undefined, as(user))).body.total).toBe(0);
+  });
+});
+
+describe("keys of a member who leaves the team (attacker: the departing member)", () => {
+  /** `user` adds `line` to the pod through the API, the FakeAgent answering as the host. */
+  async function addKey(user: TestUser, podName: string, agent: FakeAgent, line: string) {
+    const reply = call("POST", keysPath(podName), { key: line }, as(user));
+    agent.ok(await agent.next("control:call"), { keys: [] });
+    const add = await agent.next("control:call");
+    expect(add).toMatchObject({ op: "pod.ssh.keys.add" });
+    agent.ok(add, { added: true });
+    expect((await reply).status).toBe(201);
+  }
+
+  const keyRecords = async (podId: string) =>
+    (
+      await env.DB.prepare(
+        "SELECT added_by, fingerprint, via, removal_requested_at FROM pod_ssh_keys WHERE pod_id = ?",
+      )
+        .bind(podId)
+        .all<{ added_by: string; fingerprint: string; via: string; removal_requested_at: string | null }>()
+    ).results;
+
+  async function teamPodOnline() {
+    const [fixture, host] = await Promise.all([teamFixture(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const pod = await insertPod({ hostId: host.id, teamId: fixture.team.id });
+    for (const user of [fixture.owner, fixture.member]) {
+      await call("POST", "/api/teams/switch", { team_id: fixture.team.id }, as(user));
+    }
+    return { ...fixture, host, agent, pod };
+  }
+
+  it("takes the removed member's keys out of the team's pods, with ssh_key_removed; others' stay", async () => {
+    const { owner, member, team, agent, pod } = await teamPodOnline();
+    await addKey(member, pod.name, agent, KEYS.ed25519.line);
+    await addKey(owner, pod.name, agent, KEYS.ed25519Other.line);
+    expect(await keyRecords(pod.id)).toHaveLength(2);
+
+    const removal = call("DELETE", `/api/teams/${team.id}/members/${member.user.id}`, undefined, as(owner));
+    const list = await agent.next("control:call");
+    expect(list).toMatchObject({ op: "pod.ssh.keys.list", params: { name: pod.name } });
+    agent.ok(list, { keys: [KEYS.ed25519.line, KEYS.ed25519Other.line] });
+    const remove = await agent.next("control:call");
+    expect(remove).toMatchObject({
+      op: "pod.ssh.keys.remove",
+      params: { name: pod.name, key: KEYS.ed25519.line },
+    });
+    agent.ok(remove, { removed: true });
+    expect((await removal).status).toBe(200);
+    await agent.expectNone("control:call");
+
+    const removed = (await podEventRecords(pod.id)).filter((e) => e.type === "ssh_key_removed");
+    expect(removed).toHaveLength(1);
+    expect(JSON.parse(removed[0]?.metadata ?? "{}")).toEqual({
+      fingerprint: KEYS.ed25519.fingerprint,
+      type: "ssh-ed25519",
+    });
+    expect(removed[0]?.message).toContain("left the team");
+    expect(await keyRecords(pod.id)).toEqual([
+      {
+        added_by: owner.user.id,
+        fingerprint: KEYS.ed25519Other.fingerprint,
+        via: "api",
+        removal_requested_at: null,
+      },
+    ]);
+  });
+
+  it("a member who leaves while their pod's host is down loses the key once the cron reaches it", async () => {
+    const { member, team, host, agent, pod } = await teamPodOnline();
+    await addKey(member, pod.name, agent, KEYS.ed25519.line);
+    agent.close();
+
+    const left = await call(
+      "DELETE",
+      `/api/teams/${team.id}/members/${member.user.id}`,
+      undefined,
+      as(member),
+    );
+    expect(left.status).toBe(200);
+    const [pending] = await keyRecords(pod.id);
+    expect(pending).toMatchObject({ added_by: member.user.id, removal_requested_at: expect.any(String) });
+
+    const { agent: back } = await FakeAgent.online(host);
+    const cron = runScheduledJobs(
+      env,
+      Date.now(),
+      scheduledJobs.filter((j) => j.name === "departed-member-keys"),
+    );
+    back.ok(await back.next("control:call"), { keys: [KEYS.ed25519.line] });
+    const remove = await back.next("control:call");
+    expect(remove).toMatchObject({ op: "pod.ssh.keys.remove", params: { key: KEYS.ed25519.line } });
+    back.ok(remove, { removed: true });
+    await cron;
+    expect(await keyRecords(pod.id)).toEqual([]);
+    expect((await podEventRecords(pod.id)).map((e) => e.type)).toContain("ssh_key_removed");
+  });
+
+  it("a clone takes over its source's key records", async () => {
+    await using introspector = await introspectWorkflow(env.POD_CREATE);
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const name = `k${crypto.randomUUID().slice(0, 8)}`;
+    const body = { name, preset: "static", server_id: host.id, ssh_key: KEYS.ed25519.line };
+    const source = await call("POST", "/api/pods", body, as(user));
+    expect(source.status).toBe(202);
+    agent.ok(await agent.next("control:call"), { name, state: "running", ip: "10.0.0.7" });
+    await until(async () => (await podRecord(source.body.id))?.status === "running", "source running");
+
+    const copy = `k${crypto.randomUUID().slice(0, 8)}`;
+    const res = await call("POST", `/api/pods/${name}/clone`, { new_name: copy }, as(user));
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(await keyRecords(res.body.id)).toEqual([
+      {
+        added_by: user.user.id,
+        fingerprint: KEYS.ed25519.fingerprint,
+        via: "api",
+        removal_requested_at: null,
+      },
+    ]);
+    agent.ok(await agent.next("control:call"), { name: copy, state: "running", ip: "10.0.0.8" });
+    for (const instance of introspector.get()) await instance.waitForStatus("complete");
+  });
+
+  it("records the creator's request key and auto_inject keys at admission", async () => {
+    await using introspector = await introspectWorkflow(env.POD_CREATE);
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const account = await call(
+      "POST",
+      "/api/ssh-keys",
+      { public_key: KEYS.rsa2048.line, auto_inject: true },
+      as(user),
+    );
+    expect(account.status).toBe(201);
+    const res = await call(
+      "POST",
+      "/api/pods",
+      {
+        name: `k${crypto.randomUUID().slice(0, 8)}`,
+        preset: "static",
+        server_id: host.id,
+        ssh_key: KEYS.ed25519.line,
+      },
+      as(user),
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const records = await keyRecords(res.body.id);
+    expect(records.map((r) => [r.added_by, r.fingerprint, r.via]).sort()).toEqual(
+      [
+        [user.user.id, KEYS.ed25519.fingerprint, "api"],
+        [user.user.id, KEYS.rsa2048.fingerprint, "auto_inject"],
+      ].sort(),
+    );
+    // The workflow puts both keys into the pod's spec.
+    const create = await agent.next("control:call");
+    expect(create).toMatchObject({ op: "pod.create" });
+    expect((create.params as { authorizedKeys: string[] }).authorizedKeys).toHaveLength(2);
+    agent.ok(create, { name: res.body.name, state: "running", ip: "10.0.0.5" });
+    await introspector.get()[0]?.waitForStatus("complete");
   });
 });

@@ -7,10 +7,24 @@ export interface RateDecision {
   remaining: number;
 }
 
+export interface BackoffPolicy {
+  /** failures before the first lockout */
+  free: number;
+  baseMs: number;
+  capMs: number;
+  forgetMs: number;
+}
+
+interface BackoffState {
+  failures: number;
+  lockedUntil: number;
+}
+
 /**
  * A sliding-log limiter, one object per (route, client IP). A Durable Object runs one event at a time,
  * so concurrent requests from a burst are counted one after another: no lost updates, never more than
- * `limit` through in any window. The log is kept in memory and mirrored to storage so an evicted
+ * `limit` through in any window (`hit`). The same class keeps per-account failure backoff
+ * (`attempt`), in objects of other names. The log is kept in memory and mirrored to storage so an evicted
  * object comes back with its count; an alarm clears storage once the window has passed.
  */
 export class RateLimiter extends DurableObject {
@@ -34,6 +48,33 @@ export class RateLimiter extends DurableObject {
     await this.ctx.storage.put("hits", recent);
     await this.ctx.storage.setAlarm(now + windowMs);
     return { allowed: true, retryAfter: 0, remaining: limit - recent.length };
+  }
+
+  /**
+   * Failures with backoff, one object per account (`PASSWORD_BACKOFF`): each attempt is counted as a
+   * failure when it starts, so a concurrent burst cannot slip past the count, and `succeeded` wipes
+   * the count. From the `free`-th failure on, the account is locked for `baseMs`, doubling with each
+   * further failure up to `capMs`; a locked attempt is refused without being counted. The count is
+   * forgotten `forgetMs` after the last failure.
+   */
+  async attempt(policy: BackoffPolicy): Promise<RateDecision> {
+    const now = Date.now();
+    const state = (await this.ctx.storage.get<BackoffState>("backoff")) ?? { failures: 0, lockedUntil: 0 };
+    if (now < state.lockedUntil) {
+      return { allowed: false, retryAfter: Math.ceil((state.lockedUntil - now) / 1000), remaining: 0 };
+    }
+    state.failures += 1;
+    if (state.failures >= policy.free) {
+      const doublings = Math.min(state.failures - policy.free, 30);
+      state.lockedUntil = now + Math.min(policy.capMs, policy.baseMs * 2 ** doublings);
+    }
+    await this.ctx.storage.put("backoff", state);
+    await this.ctx.storage.setAlarm(now + policy.forgetMs);
+    return { allowed: true, retryAfter: 0, remaining: Math.max(0, policy.free - state.failures) };
+  }
+
+  async succeeded(): Promise<void> {
+    await this.ctx.storage.deleteAll();
   }
 
   override async alarm(): Promise<void> {

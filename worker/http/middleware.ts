@@ -9,6 +9,16 @@ import { ApiError } from "./errors";
 
 export const SESSION_COOKIE = "pod_session";
 
+/**
+ * Path segments that are credentials: `GET /api/invitations/{token}` carries the invitation token in
+ * its path, and a log line (Workers Logs, tail, Logpush) is readable by more people than the team it
+ * admits to. The log keeps the route's shape, not the secret. (Query strings are not logged at all.)
+ */
+const SECRET_PATHS: RegExp[] = [/^(\/api\/invitations\/)(?!accept$)[^/]+$/];
+
+export const loggedPath = (path: string) =>
+  SECRET_PATHS.reduce((p, pattern) => p.replace(pattern, "$1[redacted]"), path);
+
 /** Request id (from Cloudflare's ray id when present), a D1 handle, and one structured log line per request. */
 export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   const requestId = c.req.header("cf-ray") ?? `req_${randomToken(16)}`;
@@ -24,7 +34,7 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
     JSON.stringify({
       requestId,
       method: c.req.method,
-      path: c.req.path,
+      path: loggedPath(c.req.path),
       status: c.res.status,
       ms: Date.now() - started,
     }),
@@ -104,5 +114,19 @@ export const requireAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
 /** For routes that behave differently signed in and signed out (accepting an invitation). */
 export const optionalAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   await authenticate(c);
+  await next();
+};
+
+/**
+ * An `ipk_` API token acts on the one team it is bound to: a route naming another team (`{id}`) is
+ * "not found" for it, as for a team the caller is not in, even when the token's user is a member.
+ * A leaked CI token of one team thus reaches nothing of the user's other teams; listing the user's
+ * teams (no `{id}`) stays open to it. Goes after requireAuth.
+ */
+export const boundTeamOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const caller = c.get("caller");
+  if (caller.via === "api_token" && c.req.param("id") !== caller.teamId) {
+    throw new ApiError("not_found", "team not found");
+  }
   await next();
 };

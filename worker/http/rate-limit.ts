@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import type { BackoffPolicy } from "../durable-objects/rate-limiter";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
 
@@ -64,4 +65,44 @@ export function teamRateLimit(kind: keyof typeof TEAM_RATE_LIMITS): MiddlewareHa
     }
     await next();
   };
+}
+
+/**
+ * Password guesses against one account, from however many IPs: the per-IP limit alone lets a botnet
+ * try thousands of passwords an hour on one account. The first 10 failures are free (a person's
+ * typos, and the per-IP limit, come first); then the account refuses password sign-ins for 1 minute,
+ * doubling with each further failure up to 15 minutes, and a success resets the count. The cap is
+ * what keeps a victim from being locked out for long by someone who only knows their email: at
+ * worst 15 minutes after each failed guess, while sessions, API tokens and the password reset mail
+ * keep working. Keyed by the normalized email, whether an account exists or not (the answer must
+ * not tell).
+ */
+export const PASSWORD_BACKOFF: BackoffPolicy = {
+  free: 10,
+  baseMs: 60_000,
+  capMs: 15 * 60_000,
+  forgetMs: 24 * 3_600_000,
+};
+
+/**
+ * Counts a password attempt on `email`'s account (429 with Retry-After while it is locked); call
+ * `succeeded` when the password was right, which clears the account's failures.
+ */
+export async function beginPasswordAttempt(
+  c: Context<AppEnv>,
+  email: string,
+): Promise<{ succeeded(): Promise<void> }> {
+  const account = c.env.RATE_LIMITER.get(
+    c.env.RATE_LIMITER.idFromName(`login-account:${email.trim().toLowerCase()}`),
+  );
+  const decision = await account.attempt(PASSWORD_BACKOFF);
+  if (!decision.allowed) {
+    throw new ApiError(
+      "rate_limited",
+      `too many failed sign-ins for this account: retry in ${decision.retryAfter} s (or reset the password)`,
+      {},
+      { "Retry-After": String(decision.retryAfter) },
+    );
+  }
+  return { succeeded: () => account.succeeded() };
 }

@@ -4,6 +4,7 @@ export * from "./mail-outbox";
 export * from "./one-time-tokens";
 export * from "./pod-events";
 export * from "./pod-metrics";
+export * from "./pod-ssh-keys";
 export * from "./pods";
 export * from "./sessions";
 export * from "./ssh-keys";

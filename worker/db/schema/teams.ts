@@ -43,8 +43,11 @@ export const invitations = sqliteTable(
       .references(() => teams.id, { onDelete: "cascade" }),
     email: text("email").notNull(),
     role: text("role", { enum: ["owner", "member"] }).notNull(),
-    /** Kept readable: the owner lists invitations to copy their links again (spec's Invitation shape). */
-    token: text("token").notNull().unique(),
+    /**
+     * SHA-256 of the invitation token: the token itself is shown once (creation answer and mail), as
+     * an API token is, so a leaked table or backup admits nobody to a team.
+     */
+    tokenHash: text("token_hash").notNull().unique(),
     invitedBy: text("invited_by")
       .notNull()
       .references(() => users.id),

@@ -5,7 +5,7 @@ import type { AppEnv } from "../../http/app-env";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { requireAuth, SESSION_COOKIE } from "../../http/middleware";
-import { rateLimit } from "../../http/rate-limit";
+import { beginPasswordAttempt, rateLimit } from "../../http/rate-limit";
 import {
   authenticated,
   createRouter,
@@ -72,7 +72,8 @@ export const authRouter = createRouter()
       method: "post",
       path: "/login",
       tags,
-      summary: "Sign in with email and password",
+      summary:
+        "Sign in with email and password. Limited per IP and per account: after 10 failures on one account it is locked for 1 minute, doubling per further failure up to 15 minutes (429 with Retry-After); a success resets.",
       middleware: [jsonBodyLimit, rateLimit("login")],
       request: { body: jsonBody(LoginRequest) },
       responses: {
@@ -81,7 +82,10 @@ export const authRouter = createRouter()
       },
     }),
     async (c) => {
-      const result = unwrap(await login(serviceContext(c), c.req.valid("json")));
+      const input = c.req.valid("json");
+      const attempt = await beginPasswordAttempt(c, input.email);
+      const result = unwrap(await login(serviceContext(c), input));
+      await attempt.succeeded();
       setSessionCookie(c, result.token);
       return c.json(result, 200);
     },

@@ -3,7 +3,7 @@ import type { AppEnv } from "../../http/app-env";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { optionalAuth } from "../../http/middleware";
-import { enforceRateLimit } from "../../http/rate-limit";
+import { beginPasswordAttempt, enforceRateLimit } from "../../http/rate-limit";
 import {
   createRouter,
   errors,
@@ -90,7 +90,9 @@ export const invitationsRouter = createRouter()
       // Signed out, this is a sign-in (or sign-up) with a password: without the login limit, any
       // invitation token would make it a way around the limit for guessing an account's password.
       await enforceRateLimit(c, "login");
+      const attempt = await beginPasswordAttempt(c, email);
       const result = unwrap(await acceptInvitationSignedOut(ctx, { token, email, name, password }));
+      await attempt.succeeded();
       if (result.session) setSessionCookie(c, result.session.token);
       return c.json({ status: result.status, team_id: result.team_id }, 200);
     },

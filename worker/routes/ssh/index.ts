@@ -114,7 +114,7 @@ export const sshRouter = createRouter()
         await addPodKey({
           ctx: serviceContext(c),
           teamId: c.get("caller").teamId,
-          input: { name, key: c.req.valid("json").key },
+          input: { name, key: c.req.valid("json").key, addedBy: c.get("caller").user.id },
         }),
       );
       return result.added

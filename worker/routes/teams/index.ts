@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
-import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { ApiError, unwrap } from "../../http/errors";
+import { boundTeamOnly, requireAuth } from "../../http/middleware";
 import {
   authenticated,
   createRouter,
@@ -26,6 +26,8 @@ import { Invitation, InviteRole, Member, MemberDetails, Team, TeamIdParam, TeamN
 
 const tags = ["Teams"];
 const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
+/** Routes on one team (`{id}`): an API token bound to another team gets 404 (boundTeamOnly). */
+const onTeam = { ...common, middleware: [jsonBodyLimit, requireAuth, boundTeamOnly] };
 const MemberParams = TeamIdParam.extend({ uid: z.string().max(64) });
 const InvitationParams = TeamIdParam.extend({ invId: z.string().max(64) });
 const MembershipRequest = z.object({ email: Email, role: InviteRole });
@@ -63,17 +65,21 @@ export const teamsRouter = createRouter()
       path: "/switch",
       summary: "Make a team the active one",
       request: { body: jsonBody(z.object({ team_id: z.string().max(64) })) },
-      responses: { 200: jsonResponse(User, "The updated user"), ...errors(400, 401, 403) },
+      responses: { 200: jsonResponse(User, "The updated user"), ...errors(400, 401, 403, 404) },
     }),
-    async (c) =>
-      c.json(
-        unwrap(await switchTeam(serviceContext(c), c.get("caller").user.id, c.req.valid("json").team_id)),
-        200,
-      ),
+    async (c) => {
+      const caller = c.get("caller");
+      const teamId = c.req.valid("json").team_id;
+      // An API token acts on its own team only (boundTeamOnly): another team is not found for it.
+      if (caller.via === "api_token" && teamId !== caller.teamId) {
+        throw new ApiError("not_found", "team not found");
+      }
+      return c.json(unwrap(await switchTeam(serviceContext(c), caller.user.id, teamId)), 200);
+    },
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "getTeam",
       method: "get",
       path: "/{id}",
@@ -86,7 +92,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "renameTeam",
       method: "put",
       path: "/{id}",
@@ -104,7 +110,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "deleteTeam",
       method: "delete",
       path: "/{id}",
@@ -119,7 +125,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "listTeamMembers",
       method: "get",
       path: "/{id}/members",
@@ -139,7 +145,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "listTeamMemberDetails",
       method: "get",
       path: "/{id}/members/details",
@@ -159,7 +165,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "addTeamMember",
       method: "post",
       path: "/{id}/members",
@@ -177,7 +183,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "removeTeamMember",
       method: "delete",
       path: "/{id}/members/{uid}",
@@ -193,7 +199,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "listTeamInvitations",
       method: "get",
       path: "/{id}/invitations",
@@ -209,7 +215,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "createTeamInvitation",
       method: "post",
       path: "/{id}/invitations",
@@ -228,7 +234,7 @@ export const teamsRouter = createRouter()
   )
   .openapi(
     createRoute({
-      ...common,
+      ...onTeam,
       operationId: "deleteTeamInvitation",
       method: "delete",
       path: "/{id}/invitations/{invId}",

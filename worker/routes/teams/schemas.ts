@@ -32,7 +32,10 @@ export const Invitation = z
     team_id: z.string(),
     email: z.string(),
     role: z.enum(["owner", "member"]),
-    token: z.string(),
+    token: z
+      .string()
+      .optional()
+      .openapi({ description: "only in the creation answer: the token is stored hashed and shown once" }),
     invited_by: z.string(),
     expires_at: z.string(),
     created_at: z.string(),

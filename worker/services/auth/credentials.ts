@@ -1,6 +1,6 @@
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq, gt, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import { apiTokens, sessions, teamMembers, users } from "../../db/schema";
+import { apiTokens, sessions, teamMembers, teams, users } from "../../db/schema";
 import { sha256Hex } from "../../lib/crypto";
 import { createIsolateCache } from "../../lib/isolate-cache";
 import { MINUTE, nowIso } from "../../lib/time";
@@ -44,17 +44,31 @@ async function lookupCredential(db: Db, token: string, tokenHash: string): Promi
   const now = nowIso();
   if (token.startsWith(API_TOKEN_PREFIX)) return resolveApiToken(db, tokenHash, now);
 
+  // The active team counts only while the membership exists: the join reads it in the same query,
+  // so a member removed a moment ago (or a switch that raced the removal) acts on their personal
+  // team from the next request on, never on the team they left.
   const [row] = await db
-    .select({ sessionId: sessions.id, kind: sessions.kind, user: userColumns })
+    .select({
+      sessionId: sessions.id,
+      kind: sessions.kind,
+      user: userColumns,
+      membership: teamMembers.id,
+      personalTeamId: sql<
+        string | null
+      >`(SELECT ${teams.id} FROM ${teams} WHERE ${teams.ownerId} = ${users.id} AND ${teams.accountType} = 'personal' LIMIT 1)`,
+    })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
+    .leftJoin(teamMembers, and(eq(teamMembers.teamId, users.activeTeamId), eq(teamMembers.userId, users.id)))
     .where(and(eq(sessions.tokenHash, tokenHash), gt(sessions.expiresAt, now)))
     .limit(1);
   if (!row) return null;
+  const teamId = row.membership ? row.user.activeTeamId : row.personalTeamId;
+  if (!teamId) return null;
   return {
     caller: {
-      user: toUserView(row.user),
-      teamId: row.user.activeTeamId,
+      user: toUserView({ ...row.user, activeTeamId: teamId }),
+      teamId,
       via: row.kind === "connector" ? "connector" : "session",
       sessionId: row.sessionId,
     },

@@ -2,6 +2,7 @@ import { and, eq, gt, isNull } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId, randomToken } from "../../../shared/ids";
 import { type InvitationRow, invitations, teamMembers, teams, users } from "../../db/schema";
+import { sha256Hex } from "../../lib/crypto";
 import { DAY, isoIn, nowIso } from "../../lib/time";
 import { authenticatePassword, createAccount, findUserByEmail, normalizeEmail } from "../auth/accounts";
 import { createSession } from "../auth/sessions";
@@ -17,18 +18,19 @@ export interface InvitationView {
   team_id: string;
   email: string;
   role: "owner" | "member";
-  token: string;
+  /** only when the invitation is made: just its hash is stored */
+  token?: string;
   invited_by: string;
   expires_at: string;
   created_at: string;
 }
 
-export const toInvitationView = (i: InvitationRow): InvitationView => ({
+export const toInvitationView = (i: InvitationRow, token?: string): InvitationView => ({
   id: i.id,
   team_id: i.teamId,
   email: i.email,
   role: i.role,
-  token: i.token,
+  ...(token ? { token } : {}),
   invited_by: i.invitedBy,
   expires_at: i.expiresAt,
   created_at: i.createdAt,
@@ -48,7 +50,7 @@ export async function listInvitations(ctx: ServiceContext, userId: string, teamI
     .from(invitations)
     .where(and(eq(invitations.teamId, teamId), pending()))
     .orderBy(invitations.createdAt);
-  return ok(rows.map(toInvitationView));
+  return ok(rows.map((row) => toInvitationView(row)));
 }
 
 export async function createInvitation(
@@ -69,12 +71,13 @@ export async function createInvitation(
       .limit(1);
     if (member) return fail("conflict", "this user is already a member of the team");
   }
+  const token = randomToken(32);
   const invitation: InvitationRow = {
     id: newId("inv"),
     teamId,
     email,
     role: input.role,
-    token: randomToken(32),
+    tokenHash: await sha256Hex(token),
     invitedBy: inviter.id,
     expiresAt: isoIn(INVITATION_TTL),
     createdAt: nowIso(),
@@ -91,9 +94,9 @@ export async function createInvitation(
     ctx.db.insert(invitations).values(invitation),
   ]);
   await ctx.mailer.send(
-    invitationMail(email, ctx.env.PUBLIC_URL, invitation.token, access.value.team.name, inviter.name),
+    invitationMail(email, ctx.env.PUBLIC_URL, token, access.value.team.name, inviter.name),
   );
-  return ok(toInvitationView(invitation));
+  return ok(toInvitationView(invitation, token));
 }
 
 export async function deleteInvitation(
@@ -117,7 +120,7 @@ async function findLiveInvitation(ctx: ServiceContext, token: string) {
     .from(invitations)
     .innerJoin(teams, eq(teams.id, invitations.teamId))
     .innerJoin(users, eq(users.id, invitations.invitedBy))
-    .where(and(eq(invitations.token, token), gt(invitations.expiresAt, nowIso())))
+    .where(and(eq(invitations.tokenHash, await sha256Hex(token)), gt(invitations.expiresAt, nowIso())))
     .limit(1);
   return row;
 }

@@ -2,6 +2,7 @@ import { findPlan, type PresetSlug } from "../../../shared/catalog";
 import { fail, type Result } from "../../../shared/errors";
 import type { ServiceContext } from "../context";
 import { isAlive } from "../hosts/hosts";
+import { copyPodKeyRecords } from "../ssh/key-records";
 import { admitPod } from "./admission";
 import { startCreation } from "./create";
 import { findTeamPod } from "./lookup";
@@ -53,6 +54,7 @@ export async function clonePod({
   if (!admitted.ok && admitted.code === "unavailable") admitted = await admitPod(ctx.db, admission, events);
   if (!admitted.ok) return admitted;
   const { pod, host, sshPort } = admitted.value;
+  await copyPodKeyRecords(ctx.db, found.value.pod.id, pod.id);
   const spec = podSpec({
     podId: pod.id,
     name: pod.name,

@@ -4,6 +4,7 @@ import type { HostRow, PodRow } from "../../db/schema";
 import type { PodCreateParams, PodSeed } from "../../workflows/pod-create";
 import type { Caller } from "../auth/caller";
 import type { ServiceContext } from "../context";
+import { recordPodKeys } from "../ssh/key-records";
 import { newPodAuthorizedKeys } from "../ssh-keys/ssh-keys";
 import { admitPod, resolvePlan, resolveRegion } from "./admission";
 import { markCreateFailed } from "./create-outcome";
@@ -66,6 +67,8 @@ export async function createPod({
   );
   if (!admitted.ok) return admitted;
   const { pod, host, sshPort } = admitted.value;
+  // Who put which key in: what takes them out again when that member leaves the team.
+  await recordPodKeys(ctx.db, pod.id, caller.user.id, authorizedKeys.value);
   const spec = podSpec({
     podId: pod.id,
     name: pod.name,
@@ -74,7 +77,7 @@ export async function createPod({
     plan: plan.value,
     podDomain: ctx.env.POD_DOMAIN,
     customizations: input.customizations,
-    authorizedKeys: authorizedKeys.value,
+    authorizedKeys: authorizedKeys.value.map((k) => k.line),
   });
   return startCreation(ctx, pod, host, { podId: pod.id, hostId: host.id, hostName: host.name, spec, seed });
 }

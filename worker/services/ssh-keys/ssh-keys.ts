@@ -107,6 +107,13 @@ export async function deleteSshKey(ctx: ServiceContext, userId: string, id: stri
   return deleted.length > 0 ? ok(undefined) : notFound();
 }
 
+/** A key going into a new pod, and how (recorded in `pod_ssh_keys`). */
+export interface NewPodKey {
+  fingerprint: string;
+  line: string;
+  via: "auto_inject" | "api";
+}
+
 /**
  * The authorized_keys of a new pod: the key sent with the request (validated like an account key)
  * and the user's `auto_inject` keys, oldest first, each key once.
@@ -115,12 +122,12 @@ export async function newPodAuthorizedKeys(
   db: Db,
   userId: string,
   requestKey: string | undefined,
-): Promise<Result<string[]>> {
-  const keys: { fingerprint: string; line: string }[] = [];
+): Promise<Result<NewPodKey[]>> {
+  const keys: NewPodKey[] = [];
   if (requestKey !== undefined) {
     const parsed = await parsePublicKey(requestKey, "ssh_key");
     if (!parsed.ok) return parsed;
-    keys.push({ fingerprint: parsed.value.fingerprint, line: parsed.value.normalized });
+    keys.push({ fingerprint: parsed.value.fingerprint, line: parsed.value.normalized, via: "api" });
   }
   const auto = await db
     .select({ fingerprint: sshKeys.fingerprint, line: sshKeys.publicKey })
@@ -128,7 +135,7 @@ export async function newPodAuthorizedKeys(
     .where(and(eq(sshKeys.userId, userId), eq(sshKeys.autoInject, true)))
     .orderBy(asc(sshKeys.createdAt), asc(rowid));
   for (const key of auto) {
-    if (!keys.some((k) => k.fingerprint === key.fingerprint)) keys.push(key);
+    if (!keys.some((k) => k.fingerprint === key.fingerprint)) keys.push({ ...key, via: "auto_inject" });
   }
-  return ok(keys.map((k) => k.line));
+  return ok(keys);
 }

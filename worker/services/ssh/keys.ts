@@ -10,6 +10,7 @@ import {
   parsePublicKey,
   sameKey,
 } from "../ssh-keys/public-key";
+import { finishKeyRemovals, forgetPodKey, recordPodKeys } from "./key-records";
 
 /**
  * The pod's own authorized_keys (the account's keys are services/ssh-keys/). The file inside the pod is
@@ -56,11 +57,12 @@ export type AddedPodKey = { added: true; key: string; fingerprint: string } | { 
 export async function addPodKey({
   ctx,
   teamId,
-  input: { name, key: keyLine },
+  input: { name, key: keyLine, addedBy },
 }: {
   ctx: ServiceContext;
   teamId: string;
-  input: PodKeyInput;
+  /** `addedBy`: the caller's user id, recorded so the key leaves the team's pods when they do */
+  input: PodKeyInput & { addedBy: string };
 }): Promise<Result<AddedPodKey>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
@@ -84,6 +86,14 @@ export async function addPodKey({
   );
   if (!added.ok) return added;
   if (!added.value.added) return ok({ added: false }); // another request put it there a moment ago
+  const departed = await recordPodKeys(ctx.db, found.value.pod.id, addedBy, [
+    { fingerprint: key.fingerprint, line: key.normalized, via: "api" },
+  ]);
+  if (departed) {
+    // The caller left the team while this request was on its way: the key goes out again at once.
+    await finishKeyRemovals(ctx, { podId: found.value.pod.id });
+    return fail("not_found", `pod ${name} not found`);
+  }
   await recordEventStatement(
     ctx.db,
     found.value.pod.id,
@@ -126,31 +136,51 @@ export async function removePodKey({
 
   const target = targetOf(found.value);
   if (!target.ok) return target;
-  const present = await readKeys(ctx, target.value);
+  const taken = await takeKeyOut(ctx, target.value, material, "removed");
+  if (!taken.ok) return taken;
+  if (taken.value === "no_keys") return fail("not_found", `pod ${name} has no SSH keys`);
+  if (taken.value === "absent") return fail("not_found", `this key is not in pod ${name}'s authorized_keys`);
+  const fingerprint = await materialFingerprint(material);
+  if (fingerprint) await forgetPodKey(ctx.db, found.value.pod.id, fingerprint);
+  return ok(undefined);
+}
+
+/**
+ * Takes every line holding the key out of the pod's authorized_keys, through its host, and records
+ * `ssh_key_removed` (`why` ends the event's message: "removed", "removed: its owner left the team").
+ */
+export async function takeKeyOut(
+  ctx: ServiceContext,
+  target: PodTarget,
+  material: KeyMaterial,
+  why: string,
+): Promise<Result<"removed" | "absent" | "no_keys">> {
+  const name = target.found.pod.name;
+  const present = await readKeys(ctx, target);
   if (!present.ok) return present;
-  if (present.value.length === 0) return fail("not_found", `pod ${name} has no SSH keys`);
+  if (present.value.length === 0) return ok("no_keys");
   const line = present.value.find((l) => isKey(l, material));
-  if (!line) return fail("not_found", `this key is not in pod ${name}'s authorized_keys`);
+  if (!line) return ok("absent");
 
   // The file's own line names the key; the agent drops every line holding it (options, comments aside).
   const result = await callTarget(
     ctx,
-    target.value,
+    target,
     "pod.ssh.keys.remove",
     { name, key: line },
     { timeoutMs: KEYS_TIMEOUT_MS },
   );
   if (!result.ok) return result;
-  if (!result.value.removed) return fail("not_found", `this key is not in pod ${name}'s authorized_keys`);
+  if (!result.value.removed) return ok("absent");
   const fingerprint = await materialFingerprint(material);
   // The comment of the line that was in the file names the key best (the request may carry none).
   const comment = keyMaterial(line)?.comment || material.comment;
   await recordEventStatement(
     ctx.db,
-    found.value.pod.id,
+    target.found.pod.id,
     "ssh_key_removed",
-    `SSH key ${comment ? `"${comment}"` : `(${material.type})`} removed`,
+    `SSH key ${comment ? `"${comment}"` : `(${material.type})`} ${why}`,
     { ...(fingerprint ? { fingerprint } : {}), type: material.type },
   );
-  return ok(undefined);
+  return ok("removed");
 }

@@ -5,6 +5,7 @@ import { type TeamMemberRow, teamMembers, users } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { findUserByEmail } from "../auth/accounts";
 import type { ServiceContext } from "../context";
+import { finishKeyRemovals, requestKeyRemovalsStatement } from "../ssh/key-records";
 import { requireMember, requireOwner } from "./access";
 import { resetActiveTeamStatement } from "./teams";
 
@@ -77,11 +78,19 @@ export async function removeMember(
   if (role !== "owner" && targetUserId !== callerId) {
     return fail("forbidden", "only the team owner can remove other members");
   }
-  const [removed] = await ctx.db
-    .delete(teamMembers)
-    .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, targetUserId)))
-    .returning({ id: teamMembers.id });
-  if (!removed) return fail("not_found", "this user is not a member of the team");
-  await resetActiveTeamStatement(ctx, teamId, targetUserId);
+  // One batch: the membership, the active team and the marking of the keys they put into the team's
+  // pods go together (a switch cannot land in between, and no key is forgotten).
+  const [removed] = await ctx.db.batch([
+    ctx.db
+      .delete(teamMembers)
+      .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, targetUserId)))
+      .returning({ id: teamMembers.id }),
+    resetActiveTeamStatement(ctx, teamId, targetUserId),
+    requestKeyRemovalsStatement(ctx.db, teamId, targetUserId),
+  ]);
+  if (removed.length === 0) return fail("not_found", "this user is not a member of the team");
+  // Their keys come out of the team's pods now; a pod whose host is unreachable is left to the
+  // hourly cron (services/ssh/key-records.ts).
+  await finishKeyRemovals(ctx, { userId: targetUserId });
   return ok(undefined);
 }

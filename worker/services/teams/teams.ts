@@ -1,4 +1,4 @@
-import { and, count, eq, ne, sql } from "drizzle-orm";
+import { and, count, eq, exists, ne, sql } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
 import { pods, type TeamRow, teamMembers, teams, users } from "../../db/schema";
@@ -114,19 +114,32 @@ export async function getTeam(
   return access.ok ? ok(toTeamView(access.value.team, access.value.role)) : access;
 }
 
+/**
+ * The membership check and the switch are one conditional UPDATE: a switch racing the caller's
+ * removal either lands before it (and the removal moves the user off the team again) or finds no
+ * membership and changes nothing.
+ */
 export async function switchTeam(
   ctx: ServiceContext,
   userId: string,
   teamId: string,
 ): Promise<Result<UserView>> {
-  const access = await requireMember(ctx.db, teamId, userId);
-  if (!access.ok) return fail("forbidden", "you are not a member of this team");
   const [user] = await ctx.db
     .update(users)
     .set({ activeTeamId: teamId, updatedAt: nowIso() })
-    .where(eq(users.id, userId))
+    .where(
+      and(
+        eq(users.id, userId),
+        exists(
+          ctx.db
+            .select({ one: sql`1` })
+            .from(teamMembers)
+            .where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, userId))),
+        ),
+      ),
+    )
     .returning();
-  return user ? ok(toUserView(user)) : fail("unauthorized", "account no longer exists");
+  return user ? ok(toUserView(user)) : fail("forbidden", "you are not a member of this team");
 }
 
 export async function renameTeam(
