@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { PassThrough } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
+import { finished } from "node:stream/promises";
 import { AgentError } from "../errors";
 import { type DockerClient, dockerStatus, isNotFound } from "./client";
 import { type ExecResult, execInContainer } from "./exec";
+import type { StreamExecutor } from "./exec-stream";
 import { demuxStream } from "./frames";
 import { HOME, LABEL_PREFIX, podNames } from "./naming";
 import { inspectContainer, removeContainer } from "./resources";
@@ -16,7 +18,26 @@ export interface PodUserRunOptions {
   /** written to the process's stdin, which is then closed */
   stdin?: string | Buffer;
   timeoutMs?: number;
+  /**
+   * How to start the process when the pod runs: pass the agent's stream executor (runc exec where
+   * the host can, ./exec-stream.ts) so stdin is the agent's own pipe; absent, the engine's exec.
+   */
+  exec?: StreamExecutor;
 }
+
+/**
+ * `argv` reading exactly `bytes` bytes of input: `head -c` stops at the count and closes the pipe,
+ * so the process sees its end of input whether or not the engine ever delivers the end of stdin
+ * (through `docker exec` it now and then did not, and the write hung until its timeout).
+ */
+const withExactInput = (argv: string[], bytes: number) => [
+  "sh",
+  "-c",
+  'n=$1; shift; head -c "$n" | "$@"',
+  "sh",
+  String(bytes),
+  ...argv,
+];
 
 /**
  * Run `argv` as pod_user against the pod's home, whether or not the pod runs: `docker exec` in its
@@ -36,11 +57,14 @@ export async function runAsPodUser(
   const info = await inspectContainer(docker, names.container);
   if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
   const timeoutMs = opts.timeoutMs ?? 15_000;
+  const stdin = opts.stdin === undefined ? undefined : Buffer.from(opts.stdin);
+  const run = stdin ? withExactInput(argv, stdin.length) : argv;
   if (info.State.Running) {
     try {
-      return await execInContainer(docker, names.container, argv, {
+      if (opts.exec) return await runStreamed(opts.exec, names.container, run, stdin, timeoutMs);
+      return await execInContainer(docker, names.container, run, {
         workingDir: HOME,
-        stdin: opts.stdin,
+        stdin,
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
@@ -48,7 +72,28 @@ export async function runAsPodUser(
       if (dockerStatus(err) !== 409) throw err;
     }
   }
-  return runInHelper(docker, prefix, pod, info.Image, argv, opts.stdin, timeoutMs);
+  return runInHelper(docker, prefix, pod, info.Image, run, stdin, timeoutMs);
+}
+
+/** Through the stream executor: stdin from a buffer into the process's pipe, stdout kept whole. */
+async function runStreamed(
+  exec: StreamExecutor,
+  container: string,
+  argv: string[],
+  stdin: Buffer | undefined,
+  timeoutMs: number,
+): Promise<ExecResult> {
+  const run = await exec(container, argv, {
+    workingDir: HOME,
+    stdin: stdin ? Readable.from([stdin]) : undefined,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const out: Buffer[] = [];
+  run.stdout.on("data", (b: Buffer) => out.push(b));
+  const drained = finished(run.stdout).catch(() => undefined);
+  const { exitCode, stderr } = await run.done;
+  await drained;
+  return { exitCode, stdout: Buffer.concat(out).toString("utf8"), stderr };
 }
 
 async function runInHelper(
