@@ -315,6 +315,41 @@ describe("ssh", () => {
     expect(err.level).toBe("client-authentication");
   });
 
+  it("opens at most 10 sessions at once on one connection", async () => {
+    const client = new ssh2.Client();
+    await new Promise<void>((resolve, reject) => {
+      client.on("ready", resolve).on("error", reject);
+      void readFile(keys.a.path, "utf8").then((privateKey) =>
+        client.connect({
+          host: "127.0.0.1",
+          port: ports.alpha,
+          username: "pod_user",
+          privateKey,
+          hostVerifier: () => true,
+        }),
+      );
+    });
+    try {
+      const open = () =>
+        new Promise<ssh2.ClientChannel | Error>((resolve) =>
+          client.exec("sleep 2", (err, channel) => resolve(err ?? channel)),
+        );
+      const opened = [];
+      for (let i = 0; i < 10; i++) opened.push(await open());
+      expect(opened.filter((c) => c instanceof Error)).toEqual([]);
+      const eleventh = await open();
+      expect(eleventh).toBeInstanceOf(Error);
+      // they end: there is room again
+      await Promise.all(
+        opened.map((c) => new Promise((r) => (c as ssh2.ClientChannel).once("close", r).resume())),
+      );
+      const again = await open();
+      expect(again).not.toBeInstanceOf(Error);
+    } finally {
+      client.end();
+    }
+  });
+
   it("refuses port forwarding both ways", async () => {
     const remote = await ssh(ports.alpha, keys.a, [
       "-N",
@@ -557,6 +592,47 @@ describe("a gateway with tight limits", () => {
     expect(blocked.stderr).not.toContain("Permission denied");
     // the agent's own gateway keeps its own count
     expect((await ssh(ports.alpha, keys.a, ["true"])).code).toBe(0);
+  });
+
+  it("counts a failed login at its first refusal, while the connection is still open", async () => {
+    // Each connection offers a wrong key, is refused, then holds on without trying again: counted at
+    // the close, these would never get the address blocked.
+    const wrongKey = await readFile(keys.b.path, "utf8");
+    const held: ssh2.Client[] = [];
+    const refusedOnce = () =>
+      new Promise<void>((resolve, reject) => {
+        const client = new ssh2.Client();
+        held.push(client);
+        let offered = false;
+        client.on("error", () => undefined);
+        client.on("ready", () => reject(new Error("logged in with a wrong key")));
+        client.connect({
+          host: "127.0.0.1",
+          port,
+          localAddress: "127.0.0.4",
+          username: "pod_user",
+          hostVerifier: () => true,
+          authHandler: (_methods, _partial, next) => {
+            if (offered) return resolve(); // refused: hold on, never answer
+            offered = true;
+            next({ type: "publickey", username: "pod_user", key: wrongKey });
+          },
+        });
+      });
+    try {
+      for (let i = 0; i < 3; i++) await refusedOnce();
+      const blocked = await run("ssh", [
+        ...clientOptions(knownHosts, keys.a, { BindAddress: "127.0.0.4" }),
+        "-p",
+        String(port),
+        target,
+        "true",
+      ]);
+      expect(blocked.code).toBe(255);
+      expect(blocked.stderr).not.toContain("Permission denied");
+    } finally {
+      for (const c of held) c.end();
+    }
   });
 });
 
