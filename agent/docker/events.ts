@@ -63,6 +63,8 @@ export async function watchDockerEvents(
     if (ev.Type !== "container" || !pod || !ev.Action || !WATCHED.includes(ev.Action)) return;
     if (ev.time) since = ev.time;
     const names = podNames(prefix, pod);
+    // the gateway refuses logins to a stopped pod without asking the engine (agent/ssh/pod-states.ts)
+    deps.ssh?.podState?.(pod, ev.Action === "start");
     switch (ev.Action) {
       case "destroy":
         report({ name: pod, state: "missing", ip: null }, "removed");

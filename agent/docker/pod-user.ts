@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { PassThrough } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
+import { finished } from "node:stream/promises";
 import { AgentError } from "../errors";
 import { CappedBytes } from "./capped";
 import { type DockerClient, dockerStatus, isNotFound } from "./client";
 import { DEFAULT_MAX_OUTPUT_BYTES, type ExecResult, execInContainer } from "./exec";
+import type { StreamExecutor } from "./exec-stream";
 import { demuxStream } from "./frames";
 import { HOME, LABEL_PREFIX, podNames } from "./naming";
-import { AGENT_PATH_ENV } from "./pod-bin";
+import { AGENT_PATH_ENV, SH } from "./pod-bin";
 import { inspectContainer, removeContainer } from "./resources";
 
 /** marks the short-lived containers below (they carry no pod label, so inventory and events ignore them) */
@@ -20,7 +22,26 @@ export interface PodUserRunOptions {
   timeoutMs?: number;
   /** what is kept of each stream (default DEFAULT_MAX_OUTPUT_BYTES); see ExecOptions */
   maxOutputBytes?: number;
+  /**
+   * How to start the process when the pod runs: pass the agent's stream executor (runc exec where
+   * the host can, ./exec-stream.ts) so stdin is the agent's own pipe; absent, the engine's exec.
+   */
+  exec?: StreamExecutor;
 }
+
+/**
+ * `argv` reading exactly `bytes` bytes of input: `head -c` stops at the count and closes the pipe,
+ * so the process sees its end of input whether or not the engine ever delivers the end of stdin
+ * (through `docker exec` it now and then did not, and the write hung until its timeout).
+ */
+const withExactInput = (argv: string[], bytes: number) => [
+  SH,
+  "-c",
+  'n=$1; shift; /usr/bin/head -c "$n" | "$@"',
+  "sh",
+  String(bytes),
+  ...argv,
+];
 
 /**
  * Run `argv` as pod_user against the pod's home, whether or not the pod runs: `docker exec` in its
@@ -41,11 +62,15 @@ export async function runAsPodUser(
   const info = await inspectContainer(docker, names.container);
   if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
   const timeoutMs = opts.timeoutMs ?? 15_000;
+  const stdin = opts.stdin === undefined ? undefined : Buffer.from(opts.stdin);
+  const run = stdin ? withExactInput(argv, stdin.length) : argv;
   if (info.State.Running) {
     try {
-      return await execInContainer(docker, names.container, argv, {
+      if (opts.exec)
+        return await runStreamed(opts.exec, names.container, run, stdin, timeoutMs, opts.maxOutputBytes);
+      return await execInContainer(docker, names.container, run, {
         workingDir: HOME,
-        stdin: opts.stdin,
+        stdin,
         signal: AbortSignal.timeout(timeoutMs),
         maxOutputBytes: opts.maxOutputBytes,
       });
@@ -54,7 +79,35 @@ export async function runAsPodUser(
       if (dockerStatus(err) !== 409) throw err;
     }
   }
-  return runInHelper(docker, prefix, pod, info.Image, argv, { ...opts, timeoutMs });
+  return runInHelper(docker, prefix, pod, info.Image, run, { ...opts, stdin, timeoutMs });
+}
+
+/** Through the stream executor: stdin from a buffer into the process's pipe, stdout kept up to its cap. */
+async function runStreamed(
+  exec: StreamExecutor,
+  container: string,
+  argv: string[],
+  stdin: Buffer | undefined,
+  timeoutMs: number,
+  maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES,
+): Promise<ExecResult> {
+  const run = await exec(container, argv, {
+    workingDir: HOME,
+    stdin: stdin ? Readable.from([stdin]) : undefined,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const out = new CappedBytes(maxOutputBytes);
+  run.stdout.on("data", out.push);
+  const drained = finished(run.stdout).catch(() => undefined);
+  const { exitCode, stderr } = await run.done;
+  await drained;
+  return {
+    exitCode,
+    stdout: out.text(),
+    stdoutBytes: out.bytes(),
+    stderr,
+    omitted: { stdout: out.omitted, stderr: 0 },
+  };
 }
 
 async function runInHelper(

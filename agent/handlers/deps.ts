@@ -14,6 +14,10 @@ export interface PodSshListeners {
   open(pod: string, port: number): Promise<void>;
   /** stop listening and end the pod's connections */
   close(pod: string): Promise<void>;
+  /** the pod's container started or stopped (the events watcher's view): logins to a stopped pod are refused at once */
+  podState?(pod: string, running: boolean): void;
+  /** the agent changed the pod's authorized_keys: the gateway reads it again at the next login */
+  keysChanged?(pod: string): void;
 }
 
 /** What the pod handlers and the events watcher work with; main.ts builds one and shares it. */

@@ -7,7 +7,7 @@ import {
   withoutKey,
 } from "../ssh/authorized-keys";
 import { readKeyFile, writeKeyFile } from "../ssh/key-file";
-import type { HandlerDeps } from "./deps";
+import { type HandlerDeps, podStreams } from "./deps";
 import { guard } from "./guard";
 import type { KeyedLock } from "./keyed-lock";
 import type { HandlerTable } from "./types";
@@ -22,6 +22,16 @@ type SshKeyOps = "pod.ssh.keys.list" | "pod.ssh.keys.add" | "pod.ssh.keys.remove
 export function sshHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, SshKeyOps> {
   const { docker } = deps;
   const prefix = deps.config.namePrefix;
+  // runc exec for a running pod where the host can: the write's stdin is then the agent's own pipe
+  const exec = podStreams(deps);
+  const write = async (name: string, text: string) => {
+    try {
+      await writeKeyFile(docker, prefix, name, text, exec);
+    } finally {
+      // whatever happened to the file, the gateway's copy of it is not to be trusted now
+      deps.ssh?.keysChanged?.(name);
+    }
+  };
 
   const parse = (key: string): AuthorizedKey => {
     const parsed = /[\r\n]/.test(key.trim()) ? null : parseAuthorizedKeyLine(key);
@@ -32,7 +42,7 @@ export function sshHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
   };
 
   const read = async (name: string) => {
-    const file = await readKeyFile(docker, prefix, name);
+    const file = await readKeyFile(docker, prefix, name, exec);
     if (file.truncated) {
       throw new AgentError("conflict", `pod ${name}: authorized_keys is too large to edit through the API`);
     }
@@ -41,7 +51,7 @@ export function sshHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
 
   return {
     "pod.ssh.keys.list": guard("pod.ssh.keys.list", async ({ name }) => {
-      const { text } = await readKeyFile(docker, prefix, name);
+      const { text } = await readKeyFile(docker, prefix, name, exec);
       return { keys: parseAuthorizedKeys(text).map((k) => k.line) };
     }),
 
@@ -49,7 +59,7 @@ export function sshHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
       const parsed = parse(key);
       return locks.run(name, async () => {
         const next = withKey(await read(name), parsed);
-        if (next.added) await writeKeyFile(docker, prefix, name, next.text);
+        if (next.added) await write(name, next.text);
         return { added: next.added };
       });
     }),
@@ -58,7 +68,7 @@ export function sshHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
       const parsed = parse(key);
       return locks.run(name, async () => {
         const next = withoutKey(await read(name), parsed);
-        if (next.removed) await writeKeyFile(docker, prefix, name, next.text);
+        if (next.removed) await write(name, next.text);
         return { removed: next.removed };
       });
     }),

@@ -57,7 +57,7 @@ export async function writeEnvFile(docker: DockerClient, prefix: string, pod: st
   if (Buffer.byteLength(text) > MAX_ENV_FILE_BYTES) {
     throw new AgentError("bad_request", `vars: ${ENV_FILE} would exceed ${MAX_ENV_FILE_BYTES / 1024} KiB`);
   }
-  const r = await runAsPodUser(docker, prefix, pod, ["sh", "-c", WRITE], { stdin: text, timeoutMs: 15_000 });
+  const r = await runAsPodUser(docker, prefix, pod, [SH, "-c", WRITE], { stdin: text, timeoutMs: 15_000 });
   if (r.exitCode !== 0) {
     throw new AgentError(
       "internal",

@@ -21,10 +21,11 @@ interface AddressRecord {
 }
 
 /**
- * Failed SSH logins per source address. A failed login is a connection that offered credentials
- * and ended without being let in (a client trying its keys one after another fails once, not once
- * per key). Enough of them within the window and the address's new connections are dropped
- * before the handshake for a while.
+ * Failed SSH logins per source address. A failed login is a connection whose credentials were
+ * refused, counted at its first refusal (a client trying its keys one after another fails once, not
+ * once per key) and forgiven if a later key of the same connection gets in (OpenSSH offers every
+ * key it has in turn). Enough of them within the window and the address is blocked for a while:
+ * its new connections are dropped before the handshake, its connections still trying are ended.
  */
 export class AuthFailureLimiter {
   private readonly records = new Map<string, AddressRecord>();
@@ -59,5 +60,11 @@ export class AuthFailureLimiter {
       this.records.delete(oldest);
     }
     return blockedNow;
+  }
+
+  /** Take back the latest failure (the connection that failed first got in after all). */
+  forgive(ip: string): void {
+    const r = this.records.get(ip);
+    r?.failures.pop();
   }
 }

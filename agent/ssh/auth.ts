@@ -5,14 +5,17 @@ import { type KeyOptions, keyPermits } from "./key-options";
 export const POD_USER = "pod_user";
 /** rejected attempts one connection may make before it is dropped (OpenSSH's MaxAuthTries) */
 export const MAX_AUTH_TRIES = 6;
-/** one read of authorized_keys serves the two phases of a key (probe, then signature) and a client's next keys */
-const KEYS_FRESH_MS = 5_000;
 
 export interface ConnectionAuthOptions {
   /** the client's address, for `from=` */
   ip: string;
-  /** the pod's authorized keys, read from the pod on each call */
-  loadKeys(): Promise<AuthorizedKey[]>;
+  /** the pod's authorized keys (the gateway's shared copy, key-cache.ts); null: the pod is not running */
+  loadKeys(): Promise<AuthorizedKey[] | null>;
+  /**
+   * The connection's first rejected credentials (`none` aside): a failed login counts from here, not
+   * from the connection's end, so holding connections open buys an attacker nothing.
+   */
+  onFirstFailure(): void;
   onTooManyTries(): void;
   onLoadError(err: unknown): void;
 }
@@ -24,16 +27,17 @@ export interface ConnectionAuthOptions {
  * without proof), then sends a signature over the session id, which is verified with the listed
  * key itself — never with what the client sent. As in sshd, the first line holding the key whose
  * options let this client in (`from=`, `expiry-time=`) is the one that counts, and its options
- * hold for the whole connection.
+ * hold for the whole connection. A stopped pod refuses every key without counting a failure.
  */
 export class ConnectionAuth {
   /** a method other than `none` was tried: ending without success is a failed login */
   attempted = false;
   succeeded = false;
+  /** a rejection was counted against the address (once per connection) */
+  failed = false;
   /** the options of the line the client logged in with (once `succeeded`) */
   options: KeyOptions | null = null;
   private rejected = 0;
-  private keys: { at: number; keys: Promise<AuthorizedKey[]> } | null = null;
 
   constructor(private readonly opts: ConnectionAuthOptions) {}
 
@@ -48,8 +52,13 @@ export class ConnectionAuth {
       return;
     }
     const { key, signature, blob, hashAlgo } = ctx;
-    this.authorizedKeys()
+    this.opts
+      .loadKeys()
       .then((keys) => {
+        if (keys === null) {
+          this.reject(ctx, false);
+          return;
+        }
         const listed = keys.find(
           (k) => k.blob.equals(key.data) && k.options !== null && keyPermits(k.options, this.opts.ip),
         );
@@ -69,21 +78,12 @@ export class ConnectionAuth {
       });
   }
 
-  private reject(ctx: AuthContext) {
+  private reject(ctx: AuthContext, counted = true) {
     ctx.reject(["publickey"]);
-    if (++this.rejected >= MAX_AUTH_TRIES) this.opts.onTooManyTries();
-  }
-
-  private authorizedKeys(): Promise<AuthorizedKey[]> {
-    const now = Date.now();
-    if (!this.keys || now - this.keys.at > KEYS_FRESH_MS) {
-      const keys = this.opts.loadKeys();
-      this.keys = { at: now, keys };
-      // A failed read is not remembered: the next attempt reads again.
-      keys.catch(() => {
-        if (this.keys?.keys === keys) this.keys = null;
-      });
+    if (counted && !this.failed) {
+      this.failed = true;
+      this.opts.onFirstFailure();
     }
-    return this.keys.keys;
+    if (++this.rejected >= MAX_AUTH_TRIES) this.opts.onTooManyTries();
   }
 }

@@ -1,16 +1,21 @@
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import ssh2, { type Connection } from "ssh2";
 import type { DockerClient } from "../docker/client";
+import { streamExecutor } from "../docker/exec-stream";
 import { LABEL_POD, LABEL_SSH_PORT, podNames, prefixFilter } from "../docker/naming";
+import { inspectContainer } from "../docker/resources";
 import { DOCKER_RUNC_ROOT, RuncContainers } from "../docker/runc";
+import { AgentError } from "../errors";
+import { NOT_RUNNING } from "../files/run";
 import type { PodSshListeners } from "../handlers/deps";
 import type { Logger } from "../logger";
 import { ConnectionAuth } from "./auth";
 import { AuthFailureLimiter, type AuthLimitOptions, DEFAULT_AUTH_LIMIT } from "./auth-limiter";
-import { parseAuthorizedKeys } from "./authorized-keys";
 import { type HostKey, loadOrCreateHostKey } from "./host-key";
-import { readKeyFile } from "./key-file";
+import { PodKeySets } from "./key-cache";
+import { readKeyFileIfChanged } from "./key-file";
 import { PodProcessLauncher } from "./pod-process";
+import { PodStates } from "./pod-states";
 import { serveSession } from "./session";
 
 export interface SshGatewayOptions {
@@ -27,6 +32,12 @@ export interface SshGatewayOptions {
   authLimit?: AuthLimitOptions;
   /** concurrent connections per pod listener */
   maxConnections?: number;
+  /** sessions (channels) open at once on one connection (OpenSSH's MaxSessions) */
+  maxSessions?: number;
+  /** authorized_keys checks running at once across all pods (key-cache.ts) */
+  maxKeyLoads?: number;
+  /** how long a checked copy of a pod's authorized_keys is used without looking at the file again */
+  keysFreshMs?: number;
   /** while a pod's port cannot be bound, how often to try again */
   retryBindMs?: number;
   /**
@@ -50,6 +61,9 @@ const CIPHERS = [
   "aes256-ctr",
 ] as const;
 
+/** OpenSSH's MaxSessions */
+export const MAX_SESSIONS = 10;
+
 interface PodListener {
   port: number;
   server: NetServer;
@@ -64,8 +78,11 @@ interface PodListener {
  * The host's SSH gateway: every pod has its own port on this host, and a connection to it is a
  * session as pod_user inside that pod's container (shell, exec, scp, sftp). One host key for all
  * pods (see host-key.ts). Authentication is public-key only, against the pod's own
- * `~/.ssh/authorized_keys`, read from the pod at every login so keys the user adds inside the pod
- * work at once, with the options of the key's line applied (key-options.ts). No forwarding of any kind.
+ * `~/.ssh/authorized_keys`, with the options of the key's line applied (key-options.ts). The
+ * gateway holds one copy of each pod's file, checked against the file's identity at most once a
+ * second and read again when it changed (key-cache.ts), and knows which pods run (pod-states.ts):
+ * unauthenticated attempts cost the engine a bounded amount of work whatever their number, and
+ * nothing at all for a stopped pod. No forwarding of any kind.
  *
  * Sockets are accepted here and handed to ssh2 (`injectSocket`), so that an address blocked for
  * failed logins is dropped before any key exchange, and Nagle is off for interactive use.
@@ -75,16 +92,59 @@ export class SshGateway implements PodSshListeners {
   private readonly limiter: AuthFailureLimiter;
   private readonly log: Logger;
   private readonly processes: PodProcessLauncher;
+  private readonly states: PodStates;
+  private readonly keySets: PodKeySets;
   private stopped = false;
 
   constructor(private readonly opts: SshGatewayOptions) {
     this.limiter = new AuthFailureLimiter(opts.authLimit ?? DEFAULT_AUTH_LIMIT);
     const runcRoot = opts.runcRoot === undefined ? DOCKER_RUNC_ROOT : opts.runcRoot;
-    this.processes = new PodProcessLauncher(
-      opts.docker,
-      runcRoot ? new RuncContainers(opts.docker, runcRoot) : null,
-    );
+    const runc = runcRoot ? new RuncContainers(opts.docker, runcRoot) : null;
+    this.processes = new PodProcessLauncher(opts.docker, runc);
     this.log = opts.log.child({ component: "ssh" });
+    const streams = streamExecutor(opts.docker, runc);
+    this.states = new PodStates(
+      async (pod) =>
+        (await inspectContainer(opts.docker, podNames(opts.namePrefix, pod).container))?.State.Running ??
+        false,
+    );
+    this.keySets = new PodKeySets({
+      load: (pod, known) => readKeyFileIfChanged(streams, opts.namePrefix, pod, known),
+      maxLoads: opts.maxKeyLoads ?? 4,
+      freshMs: opts.keysFreshMs ?? 1_000,
+      fullReadMs: 60_000,
+    });
+  }
+
+  podState(pod: string, running: boolean): void {
+    this.states.set(pod, running);
+  }
+
+  keysChanged(pod: string): void {
+    this.keySets.invalidate(pod);
+  }
+
+  /** authorized_keys checks and container inspects the gateway has made for logins (tests, metrics) */
+  loginWork(): { keyChecks: number; stateInspects: number } {
+    return { keyChecks: this.keySets.loads, stateInspects: this.states.inspects };
+  }
+
+  /**
+   * A login's view of the pod's keys: null for a pod that does not run (known without asking the
+   * engine, see pod-states.ts), else the shared copy (key-cache.ts).
+   */
+  private async podKeys(pod: string) {
+    if (!(await this.states.running(pod))) return null;
+    try {
+      return await this.keySets.keys(pod);
+    } catch (err) {
+      // stopped since the gateway last knew: remember it, and refuse as for any stopped pod
+      if (err instanceof AgentError && err.message === NOT_RUNNING) {
+        this.states.set(pod, false);
+        return null;
+      }
+      throw err;
+    }
   }
 
   /** the port each pod listens on right now */
@@ -147,6 +207,8 @@ export class SshGateway implements PodSshListeners {
     const l = this.listeners.get(pod);
     if (!l) return;
     this.listeners.delete(pod);
+    this.states.forget(pod);
+    this.keySets.forget(pod);
     await this.shut(l);
   }
 
@@ -176,6 +238,7 @@ export class SshGateway implements PodSshListeners {
         });
         continue;
       }
+      this.states.set(pod, c.State === "running");
       await this.open(pod, port);
     }
   }
@@ -241,8 +304,11 @@ export class SshGateway implements PodSshListeners {
 
     const auth = new ConnectionAuth({
       ip,
-      loadKeys: async () =>
-        parseAuthorizedKeys((await readKeyFile(this.opts.docker, this.opts.namePrefix, pod)).text),
+      loadKeys: () => this.podKeys(pod),
+      onFirstFailure: () => {
+        if (this.limiter.fail(ip)) log.warn("ssh: too many failed logins; address blocked", { ip });
+        if (this.limiter.blocked(ip)) client.end();
+      },
       onTooManyTries: () => client.end(),
       onLoadError: (err) => log.warn("ssh: authorized_keys unreadable", { error: String(err) }),
     });
@@ -253,16 +319,23 @@ export class SshGateway implements PodSshListeners {
     });
     client.on("authentication", (ctx) => auth.handle(ctx));
     client.on("ready", () => {
+      // the connection's first key was refused, a later one let it in: not a failed login
+      if (auth.failed) this.limiter.forgive(ip);
       clearTimeout(grace);
       touch();
       idle = setTimeout(checkIdle, idleMs);
     });
 
+    let sessions = 0;
+    const maxSessions = this.opts.maxSessions ?? MAX_SESSIONS;
     client.on("session", (accept, reject) => {
       // ssh2 opens no channel before authentication, so there are options: checked all the same
       const options = auth.options;
-      if (!options) return reject();
-      serveSession(accept(), {
+      if (!options || sessions >= maxSessions) return reject();
+      const channel = accept();
+      sessions++;
+      channel.once("close", () => sessions--);
+      serveSession(channel, {
         processes: this.processes,
         pod,
         container,
@@ -270,6 +343,7 @@ export class SshGateway implements PodSshListeners {
         touch,
         coalesceOutput,
         options,
+        podActivity: () => this.keySets.stale(pod),
       });
     });
     // No forwarding: not to the pod's network, not back from it, not to sockets, not X11 or agents.
@@ -281,9 +355,6 @@ export class SshGateway implements PodSshListeners {
       clearTimeout(grace);
       clearTimeout(idle);
       l.clients.delete(client);
-      if (auth.attempted && !auth.succeeded && this.limiter.fail(ip)) {
-        log.warn("ssh: too many failed logins; address blocked", { ip });
-      }
     });
   }
 }

@@ -19,6 +19,11 @@ export interface SessionContext {
   coalesceOutput(): void;
   /** the options of the authorized_keys line the client logged in with */
   options: KeyOptions;
+  /**
+   * The client sent the pod's process input, or the process ended: either may have changed files in
+   * the pod, authorized_keys among them (the gateway's copy is checked again at the next login).
+   */
+  podActivity?(): void;
 }
 
 /** Client environment passed on, as OpenSSH's default `AcceptEnv LANG LC_*`. */
@@ -127,7 +132,14 @@ export function serveSession(session: Session, ctx: SessionContext): void {
     // Client EOF → the process's stdin is closed (scp and sftp-server rely on it). Not with a
     // terminal: closing it would hang the session up (`ssh -tt host cmd </dev/null` must run to its
     // end), and sshd keeps its pty open then too.
-    p.pipeInput(channel, ctx.touch, !p.tty);
+    p.pipeInput(
+      channel,
+      () => {
+        ctx.touch();
+        ctx.podActivity?.();
+      },
+      !p.tty,
+    );
     await output;
     if (closed) return;
     let code: number;
@@ -138,6 +150,7 @@ export function serveSession(session: Session, ctx: SessionContext): void {
       code = 255;
     }
     exited = true;
+    ctx.podActivity?.();
     await Promise.all([flushed(channel), flushed(channel.stderr)]);
     const sig = forwarded;
     if (sig && code === 128 + constants.signals[sig]) channel.exit(sig.slice(3), false, "");

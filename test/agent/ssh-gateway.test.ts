@@ -4,6 +4,7 @@ import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { watchDockerEvents } from "../../agent/docker/events";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
 import { LABEL_HELPER } from "../../agent/docker/pod-user";
@@ -30,6 +31,17 @@ const asPodUser = (pod: string, argv: string[], stdin?: string) =>
 const target = "pod_user@127.0.0.1";
 const ssh = (port: number, key: ClientKey, args: string[], input?: string | Buffer) =>
   run("ssh", [...clientOptions(knownHosts, key), "-p", String(port), target, ...args], { input });
+const KEY_FILE = "/home/pod_user/.ssh/authorized_keys";
+/** alpha's authorized_keys replaced by its user over SSH (key a), as a user edits it */
+const writeAlphaKeys = async (text: string) => {
+  const r = await ssh(
+    ports.alpha,
+    keys.a,
+    [`umask 077; cat > ${KEY_FILE}.new && mv ${KEY_FILE}.new ${KEY_FILE}`],
+    text,
+  );
+  expect(r.code, r.stderr).toBe(0);
+};
 
 beforeAll(async () => {
   agent = await startAgent({}, { ssh: true });
@@ -226,15 +238,20 @@ describe("ssh", () => {
     expect((await asPodUser("alpha", ["test", "-e", "/home/pod_user/gone.txt"])).exitCode).toBe(1);
   });
 
-  it("accepts a key added from inside the pod at once", async () => {
+  it("accepts a key added over SSH at once, and one added by other means within a second", async () => {
     expect((await ssh(ports.alpha, keys.inside, ["true"])).code).toBe(255);
-    await asPodUser(
-      "alpha",
-      ["sh", "-c", "cat >> /home/pod_user/.ssh/authorized_keys"],
-      `${keys.inside.publicKey}\n`,
-    );
+    const added = await ssh(ports.alpha, keys.a, [`cat >> ${KEY_FILE}`], `${keys.inside.publicKey}\n`);
+    expect(added.code).toBe(0);
     const r = await ssh(ports.alpha, keys.inside, ["whoami"]);
     expect(r.stdout.toString()).toBe("pod_user\n");
+    // a change the gateway does not see happen (the Files API, exec): the file's identity, checked
+    // at the first login a second after the last check, says it changed
+    await asPodUser("alpha", ["sh", "-c", `grep -v inside@test ${KEY_FILE} > k; cat k > ${KEY_FILE}; rm k`]);
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect((await ssh(ports.alpha, keys.inside, ["true"])).code).toBe(255);
+    await asPodUser("alpha", ["sh", "-c", `cat >> ${KEY_FILE}`], `${keys.inside.publicKey}\n`);
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect((await ssh(ports.alpha, keys.inside, ["true"])).code).toBe(0);
   });
 
   it("never lets one pod's key into another pod", async () => {
@@ -247,12 +264,10 @@ describe("ssh", () => {
 
   it("ignores a planted symlink: authorized_keys is read as pod_user", async () => {
     // /etc/shadow is root's: pod_user cannot read it, so neither can the gateway on its behalf.
-    await asPodUser("beta", ["ln", "-sf", "/etc/shadow", "/home/pod_user/.ssh/evil"]);
-    await asPodUser("beta", [
-      "sh",
-      "-c",
-      "cd ~/.ssh && cp authorized_keys keep && ln -sf evil authorized_keys",
+    const planted = await ssh(ports.beta, keys.b, [
+      "cd ~/.ssh && ln -sf /etc/shadow evil && cp authorized_keys keep && ln -sf evil authorized_keys",
     ]);
+    expect(planted.code, planted.stderr).toBe(0);
     try {
       expect((await ssh(ports.beta, keys.b, ["true"])).code).toBe(255);
       await expect(agent.handlers["pod.ssh.keys.list"]({ name: "beta" }, agent.ctx)).rejects.toMatchObject({
@@ -298,6 +313,41 @@ describe("ssh", () => {
       });
     });
     expect(err.level).toBe("client-authentication");
+  });
+
+  it("opens at most 10 sessions at once on one connection", async () => {
+    const client = new ssh2.Client();
+    await new Promise<void>((resolve, reject) => {
+      client.on("ready", resolve).on("error", reject);
+      void readFile(keys.a.path, "utf8").then((privateKey) =>
+        client.connect({
+          host: "127.0.0.1",
+          port: ports.alpha,
+          username: "pod_user",
+          privateKey,
+          hostVerifier: () => true,
+        }),
+      );
+    });
+    try {
+      const open = () =>
+        new Promise<ssh2.ClientChannel | Error>((resolve) =>
+          client.exec("sleep 2", (err, channel) => resolve(err ?? channel)),
+        );
+      const opened = [];
+      for (let i = 0; i < 10; i++) opened.push(await open());
+      expect(opened.filter((c) => c instanceof Error)).toEqual([]);
+      const eleventh = await open();
+      expect(eleventh).toBeInstanceOf(Error);
+      // they end: there is room again
+      await Promise.all(
+        opened.map((c) => new Promise((r) => (c as ssh2.ClientChannel).once("close", r).resume())),
+      );
+      const again = await open();
+      expect(again).not.toBeInstanceOf(Error);
+    } finally {
+      client.end();
+    }
   });
 
   it("refuses port forwarding both ways", async () => {
@@ -385,15 +435,9 @@ describe("ssh", () => {
   });
 
   it("applies the options of the key's line: from=, expiry-time=, no-pty, restrict, command=", async () => {
-    const file = "/home/pod_user/.ssh/authorized_keys";
-    const before = (await asPodUser("alpha", ["cat", file])).stdout;
-    // key c's lines, after alpha's own (written as pod_user, as the user would)
-    const lines = (...ls: string[]) =>
-      asPodUser(
-        "alpha",
-        ["sh", "-c", `umask 077; cat > ${file}.new && mv ${file}.new ${file}`],
-        `${before}${ls.map((l) => `${l}\n`).join("")}`,
-      );
+    const before = (await asPodUser("alpha", ["cat", KEY_FILE])).stdout;
+    // key c's lines, after alpha's own (written by the user over SSH)
+    const lines = (...ls: string[]) => writeAlphaKeys(`${before}${ls.map((l) => `${l}\n`).join("")}`);
     const c = keys.c.publicKey;
     // from 127.0.0.2: its failed logins are counted apart from the other tests' 127.0.0.1
     const asC = (args: string[]) =>
@@ -464,10 +508,8 @@ describe("ssh", () => {
   });
 
   it("matches a hostile from= pattern (200 stars) without stalling the agent for its other work", async () => {
-    const file = "/home/pod_user/.ssh/authorized_keys";
-    const before = (await asPodUser("alpha", ["cat", file])).stdout;
-    const write = (text: string) =>
-      asPodUser("alpha", ["sh", "-c", `umask 077; cat > ${file}.new && mv ${file}.new ${file}`], text);
+    const before = (await asPodUser("alpha", ["cat", KEY_FILE])).stdout;
+    const write = writeAlphaKeys;
     // A RegExp built from this pattern backtracked for minutes on "127.0.0.3" (the gateway's thread is
     // the agent's only one). 127.0.0.3: this test's refused logins are counted apart from the others'.
     await write(`${before}from="${"*".repeat(200)}x" ${keys.c.publicKey}\n`);
@@ -551,14 +593,66 @@ describe("a gateway with tight limits", () => {
     // the agent's own gateway keeps its own count
     expect((await ssh(ports.alpha, keys.a, ["true"])).code).toBe(0);
   });
+
+  it("counts a failed login at its first refusal, while the connection is still open", async () => {
+    // Each connection offers a wrong key, is refused, then holds on without trying again: counted at
+    // the close, these would never get the address blocked.
+    const wrongKey = await readFile(keys.b.path, "utf8");
+    const held: ssh2.Client[] = [];
+    const refusedOnce = () =>
+      new Promise<void>((resolve, reject) => {
+        const client = new ssh2.Client();
+        held.push(client);
+        let offered = false;
+        client.on("error", () => undefined);
+        client.on("ready", () => reject(new Error("logged in with a wrong key")));
+        client.connect({
+          host: "127.0.0.1",
+          port,
+          localAddress: "127.0.0.4",
+          username: "pod_user",
+          hostVerifier: () => true,
+          authHandler: (_methods, _partial, next) => {
+            if (offered) return resolve(); // refused: hold on, never answer
+            offered = true;
+            next({ type: "publickey", username: "pod_user", key: wrongKey });
+          },
+        });
+      });
+    try {
+      for (let i = 0; i < 3; i++) await refusedOnce();
+      const blocked = await run("ssh", [
+        ...clientOptions(knownHosts, keys.a, { BindAddress: "127.0.0.4" }),
+        "-p",
+        String(port),
+        target,
+        "true",
+      ]);
+      expect(blocked.code).toBe(255);
+      expect(blocked.stderr).not.toContain("Permission denied");
+    } finally {
+      for (const c of held) c.end();
+    }
+  });
 });
 
 describe("pod state", () => {
-  it("a stopped pod: keys are still managed, a session says so and exits 1", async () => {
+  const watching = new AbortController();
+  beforeAll(() => {
+    // the agent's events watcher tells the gateway which pods run, as in main.ts
+    void watchDockerEvents(agent, { podStatus: () => undefined }, watching.signal);
+  });
+  afterAll(() => watching.abort());
+
+  it("a stopped pod: logins are refused without a call to the engine, keys are still managed", async () => {
     await agent.handlers["pod.stop"]({ name: "beta" }, agent.ctx);
+    const gateway = agent.gateway as SshGateway;
+    await until(async () => (await ssh(ports.beta, keys.b, ["true"])).stderr.includes("Permission denied"));
+    const before = gateway.loginWork();
     const r = await ssh(ports.beta, keys.b, ["true"]);
-    expect(r.stderr).toContain("pod beta is not running; start it first");
-    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("Permission denied (publickey)");
+    expect(r.code).toBe(255);
+    expect(gateway.loginWork()).toEqual(before);
     expect(
       await agent.handlers["pod.ssh.keys.add"]({ name: "beta", key: keys.c.publicKey }, agent.ctx),
     ).toEqual({

@@ -1,10 +1,12 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/api";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
-import { type ClientKey, makeKey, sshRun } from "./support/ssh";
+import { type ClientKey, makeKey, randomKeyLogin, sshRun } from "./support/ssh";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
 /**
@@ -79,6 +81,51 @@ describe("a hostile tenant", () => {
     // and the tenant's own way in still works
     expect((await sshRun(shellKey, port, "true", knownHosts)).code).toBe(0);
   });
+
+  it("cannot make the gateway work the engine with a flood of random-key logins", async () => {
+    // 300 attempts from 100 loopback addresses (3 each: under the per-address limit, as a botnet's),
+    // 20 at a time; the engine's events for this host's containers are counted meanwhile.
+    const since = Math.floor(Date.now() / 1000);
+    const outcomes = new Map<string, number>();
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < 300; i = next++) {
+        const o = await randomKeyLogin(port, `127.0.0.${10 + (i % 100)}`);
+        outcomes.set(o, (outcomes.get(o) ?? 0) + 1);
+      }
+    };
+    const flood = Promise.all(Array.from({ length: 20 }, worker));
+    await new Promise((r) => setTimeout(r, 500));
+    const t0 = performance.now();
+    const login = await sshRun(shellKey, port, "true", knownHosts);
+    const loginMs = performance.now() - t0;
+    const during = next < 300;
+    await flood;
+    await new Promise((r) => setTimeout(r, 1_000)); // the engine's last events
+    const { stdout } = await promisify(execFile)("docker", [
+      "events",
+      "--since",
+      String(since),
+      "--until",
+      String(Math.ceil(Date.now() / 1000)),
+      "--filter",
+      `label=podhost.prefix=${stack.prefix}`,
+      "--format",
+      "{{.Action}}",
+    ]);
+    const events = stdout.split("\n").filter(Boolean);
+    process.stdout.write(
+      `ssh flood (e2e): 300 attempts → ${events.length} engine events (${events.join(", ") || "none"}); ` +
+        `outcomes ${JSON.stringify(Object.fromEntries(outcomes))}; the owner's login ${Math.round(loginMs)} ms\n`,
+    );
+    expect(outcomes.get("refused")).toBe(300);
+    expect(login.code, login.stderr).toBe(0);
+    expect(during, "the flood was still on during the login").toBe(true);
+    expect(loginMs).toBeLessThan(1_000);
+    // no exec and no helper container per attempt: at most the owner's session and a few checks
+    expect(events.length).toBeLessThan(30);
+  });
+
   describe("reading from its own Node.js pod (the agent sampling every 2 s)", () => {
     let node = "";
     const HOME = "/home/pod_user";

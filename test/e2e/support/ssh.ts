@@ -1,8 +1,11 @@
 import { execFile } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtemp, readFile } from "node:fs/promises";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import ssh2 from "ssh2";
 
 const run = promisify(execFile);
 
@@ -66,4 +69,42 @@ export async function hostKeyOf(port: number): Promise<string> {
     timeout: 15_000,
   });
   return stdout.trim().split(/\s+/).slice(1).join(" ");
+}
+
+/**
+ * One login with a fresh random key (ssh2's client, from the loopback address `from`), as a
+ * scanner tries them: how it ended ("refused" when the gateway said no).
+ */
+export function randomKeyLogin(port: number, from: string): Promise<string> {
+  const { privateKey } = generateKeyPairSync("ec", {
+    namedCurve: "prime256v1",
+    privateKeyEncoding: { type: "sec1", format: "pem" },
+    publicKeyEncoding: { type: "spki", format: "pem" },
+  });
+  return new Promise((resolve) => {
+    let outcome: string | undefined;
+    const client = new ssh2.Client();
+    const socket = connect({ host: "127.0.0.1", port, localAddress: from });
+    socket.on("error", (err) => {
+      outcome ??= `socket: ${err.message}`;
+    });
+    client.on("ready", () => {
+      outcome ??= "logged in";
+      client.end();
+    });
+    client.on("error", (err: Error & { level?: string }) => {
+      outcome ??= err.level === "client-authentication" ? "refused" : `error: ${err.message}`;
+    });
+    client.on("close", () => resolve(outcome ?? "closed"));
+    socket.once("connect", () =>
+      client.connect({
+        sock: socket,
+        username: "pod_user",
+        privateKey,
+        tryKeyboard: false,
+        readyTimeout: 30_000,
+        hostVerifier: () => true,
+      }),
+    );
+  });
 }
