@@ -16,7 +16,8 @@ printf '%s' 'module.exports = () => "hello from greet";' > greet/index.js
 printf '%s' '{"name":"app","version":"1.0.0","scripts":{"start":"node server.js"},"dependencies":{"greet":"file:./greet"}}' > package.json
 printf 'fetch-retries=0\\n' > .npmrc
 printf '%s' 'const greet = require("greet"); require("http").createServer((q, s) => s.end(greet())).listen(process.env.PORT);' > server.js
-sv restart app`;
+# The app now crashes at start: sv may time out waiting for it to stay up (exit 1) on a busy host.
+sv restart app || true`;
 
 describe("metrics and app health through the API (agent sampling every 2 s)", () => {
   let stack: Stack;
