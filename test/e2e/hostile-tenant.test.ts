@@ -96,10 +96,11 @@ describe("a hostile tenant", () => {
     };
     const flood = Promise.all(Array.from({ length: 20 }, worker));
     await new Promise((r) => setTimeout(r, 500));
+    // whether the login began while attempts were still being sent
+    const during = next < 300;
     const t0 = performance.now();
     const login = await sshRun(shellKey, port, "true", knownHosts);
     const loginMs = performance.now() - t0;
-    const during = next < 300;
     await flood;
     await new Promise((r) => setTimeout(r, 1_000)); // the engine's last events
     const { stdout } = await promisify(execFile)("docker", [
@@ -120,7 +121,7 @@ describe("a hostile tenant", () => {
     );
     expect(outcomes.get("refused")).toBe(300);
     expect(login.code, login.stderr).toBe(0);
-    expect(during, "the flood was still on during the login").toBe(true);
+    expect(during, "the login began during the flood").toBe(true);
     expect(loginMs).toBeLessThan(1_000);
     // no exec and no helper container per attempt: at most the owner's session and a few checks
     expect(events.length).toBeLessThan(30);
