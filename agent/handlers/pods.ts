@@ -32,6 +32,7 @@ import { buildTar } from "../docker/tar";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
 import { validDomain } from "../ingress/vhost";
+import { type ReloadOutcome, reloadApp } from "../inside/reload";
 import { deployArchive } from "../zip/deploy";
 import { type HandlerDeps, podStreams } from "./deps";
 import { fileHandlers } from "./files";
@@ -116,7 +117,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     spec: PodSpec,
     ctx: HandlerContext,
     from: { clone?: string; seed?: ZipSeed; home?: HomeSeed } = {},
-  ): Promise<PodState> => {
+  ): Promise<PodState & { reload?: ReloadOutcome }> => {
     const cloneFrom = from.clone;
     const copied = Boolean(cloneFrom || from.home);
     const image = config.images[spec.preset];
@@ -162,10 +163,13 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       }
       await startContainer(docker, n.container);
       const running = await waitRunning(docker, n.container, n.network, ctx.signal);
-      // A from-zip archive replaces the default app once the pod runs, before its vhost exists, so
-      // "running" already serves the archive (a failed unpack fails the creation). A retry unpacks
-      // again: an agent restarted mid-unpack must not leave the default app behind, and the same
-      // archive twice gives the same ~/app.
+      // A from-zip archive replaces the default app once the pod runs, and is reloaded (its
+      // dependencies installed, its services restarted on it) before its vhost exists, so "running"
+      // already serves the archive: no request meets the default app or a restarting server. A
+      // failed unpack fails the creation; a failed install is the app's problem, told in the
+      // result. A retry unpacks again: an agent restarted mid-unpack must not leave the default app
+      // behind, and the same archive twice gives the same ~/app.
+      let reload: ReloadOutcome | undefined;
       if (from.seed) {
         await deployArchive(
           { exec: streams, blobs: deps.blobs, prefix },
@@ -173,10 +177,11 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
           from.seed.blobKey,
           ctx.signal,
         );
+        reload = await reloadApp(docker, prefix, spec.name, spec.preset, ctx.log);
       }
       made.vhost = !(await ingress.hasVhost(spec.name));
       await routeTo(spec.name, running.info, running.ip, ctx.signal);
-      return { name: spec.name, state: "running", ip: running.ip };
+      return { name: spec.name, state: "running", ip: running.ip, ...(reload ? { reload } : {}) };
     } catch (err) {
       await undo(spec, made, ctx);
       throw err;

@@ -21,6 +21,18 @@ export const EXEC_MAX_TIMEOUT_S = 300;
 /** per stream; the rest is dropped and counted in the truncation marker */
 export const EXEC_MAX_OUTPUT_BYTES = 1024 * 1024;
 
+/** what a reload did: a failing install or build is a result, not an error */
+export const ReloadResult = z.discriminatedUnion("ok", [
+  z.object({
+    ok: z.literal(true),
+    services: z.array(z.string()),
+    depsInstalled: z.enum(["npm", "pip", "composer"]).nullable(),
+    /** manifests found that the image has no tool for (go.mod: no image has Go) */
+    unsupported: z.array(z.string()),
+  }),
+  z.object({ ok: z.literal(false), depsOutput: z.string(), exitCode: z.number().int().nullable() }),
+]);
+
 /** each install or build step of a reload; the tail of a failing step's output is kept */
 export const RELOAD_STEP_TIMEOUT_S = 600;
 export const RELOAD_MAX_OUTPUT_BYTES = 64 * 1024;
@@ -100,15 +112,6 @@ export const insideOps = {
    */
   "pod.reload": {
     params: z.object({ name: PodName, preset: z.enum(["static", "php", "nodejs", "python"]) }),
-    result: z.discriminatedUnion("ok", [
-      z.object({
-        ok: z.literal(true),
-        services: z.array(z.string()),
-        depsInstalled: z.enum(["npm", "pip", "composer"]).nullable(),
-        /** manifests found that the image has no tool for (go.mod: no image has Go) */
-        unsupported: z.array(z.string()),
-      }),
-      z.object({ ok: z.literal(false), depsOutput: z.string(), exitCode: z.number().int().nullable() }),
-    ]),
+    result: ReloadResult,
   },
 } as const;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { filesOps } from "./files";
 import { healthOps } from "./health";
-import { insideOps } from "./inside";
+import { insideOps, ReloadResult } from "./inside";
 import { sshOps } from "./ssh";
 import { ZipSeed, zipOps } from "./zip";
 
@@ -63,11 +63,12 @@ export const ops = {
   },
   /**
    * create (or adopt the existing, same-named) container, volume and network, start it, render the
-   * vhost; with `seed`, the staged archive becomes ~/app before the first start (./zip.ts)
+   * vhost; with `seed`, the staged archive becomes ~/app and is reloaded (dependencies installed,
+   * services restarted) before the vhost exists, so a pod reported running serves the archive
    */
   "pod.create": {
     params: PodSpec.extend({ seed: ZipSeed.optional(), home: HomeSeed.optional() }),
-    result: PodState,
+    result: PodState.extend({ reload: ReloadResult.optional() }),
   },
   "pod.start": { params: NameOnly, result: PodState },
   "pod.stop": { params: NameOnly, result: PodState },

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { nameFromFile } from "../../worker/services/zip/from-zip";
 import { buildZip, nodeZip, siteZip, type TestZipEntry } from "../support/zip";
-import { FakeAgent, insertHost, insertPod, podEventRecords, type TestHost } from "./support/agent";
+import { FakeAgent, insertHost, insertPod, podEventRecords, podRecord, type TestHost, until } from "./support/agent";
 import { call, freshIp, registerUser, sharedUser, type TestUser } from "./support/client";
 
 /**
@@ -133,7 +133,7 @@ const REFUSED: [string, () => Promise<Uint8Array> | Uint8Array, RegExp][] = [
 ];
 
 describe("POST /api/pods/from-zip", () => {
-  it("creates a static pod: 202 creating, the archive staged for pod.create's seed, then a reload", async () => {
+  it("creates a static pod: 202 creating, the archive staged for pod.create's seed, reloaded on the host before running", async () => {
     const [user, host] = await Promise.all([registerUser(), insertHost()]);
     const { agent } = await FakeAgent.online(host);
     const zip = await siteZip();
@@ -152,11 +152,13 @@ describe("POST /api/pods/from-zip", () => {
     expect(seed?.blobKey).toMatch(new RegExp(`^staging/${host.id}/`));
     const staged = await env.BLOBS.get(seed?.blobKey ?? "");
     expect(new Uint8Array((await staged?.arrayBuffer()) ?? new ArrayBuffer(0))).toEqual(zip);
-    agent.ok(create, { name: "zipsite", state: "running", ip: "10.0.0.9" });
-
-    const reload = await agent.next("control:call");
-    expect(reload).toMatchObject({ op: "pod.reload", params: { name: "zipsite", preset: "static" } });
-    agent.ok(reload, { ok: true, services: ["web"], depsInstalled: null, unsupported: [] });
+    // The host unpacks and reloads within pod.create: no separate pod.reload follows.
+    agent.ok(create, {
+      name: "zipsite",
+      state: "running",
+      ip: "10.0.0.9",
+      reload: { ok: true, services: ["web"], depsInstalled: null, unsupported: [] },
+    });
 
     const pod = await call("GET", "/api/pods?limit=5", undefined, as(user));
     const id = pod.body.pods[0].id;
@@ -168,17 +170,37 @@ describe("POST /api/pods/from-zip", () => {
       }
       return podEventRecords(id);
     })();
-    expect(events.map((e) => e.type)).toEqual([
-      "created",
-      "progress",
-      "started",
-      "zip_uploaded",
-      "progress",
-      "reloaded",
-    ]);
+    expect(events.map((e) => e.type)).toEqual(["created", "progress", "started", "zip_uploaded", "reloaded"]);
     expect(events[1]?.message).toMatch(/^unpacking site\.zip on server /);
     expect(JSON.parse(events[3]?.metadata ?? "{}")).toEqual({ files: 2, bytes: 91, archive: "site.zip" });
     expect(await stagedKeys(host)).toEqual([]);
+  });
+
+  it("a failed install on the host leaves the pod running, with an error event naming the exit status", {
+    timeout: 30_000,
+  }, async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const res = await post("/api/pods/from-zip", form(await nodeZip(), { server_id: host.id }), user);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const create = await agent.next("control:call");
+    agent.ok(create, {
+      name: res.body.name,
+      state: "running",
+      ip: "10.0.0.9",
+      reload: { ok: false, depsOutput: "npm ERR! 404", exitCode: 1 },
+    });
+    const events = await until(
+      async () => {
+        const list = await podEventRecords(res.body.id);
+        return list.some((e) => e.type === "error") ? list : undefined;
+      },
+      "the error event",
+      15_000,
+    );
+    expect(events.map((e) => e.type)).toEqual(["created", "progress", "started", "zip_uploaded", "error"]);
+    expect(events[4]?.message).toMatch(/install or build failed \(exit status 1\); see the build log/);
+    expect((await podRecord(res.body.id))?.status).toBe("running");
   });
 
   it("detects the preset from the top level (contract), and names the pod after the file when no name is given", async () => {

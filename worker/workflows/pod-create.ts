@@ -93,20 +93,24 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
       return created;
     }
 
-    // from-zip: the archive moves to a key the host may read, the host unpacks it before the pod
-    // counts as running, then a reload installs dependencies and restarts the services.
+    // from-zip: the archive moves to a key the host may read; the host unpacks it and reloads the
+    // pod on it (dependencies installed, services restarted) before the pod counts as running.
     const blobKey = await step.do("name the host's copy of the archive", async () => newStagingKey(p.hostId));
     await step.do("stage the archive for the host", async () => {
       await claimStagedBlob(this.env, seed.incomingKey, blobKey);
       return true;
     });
-    await this.progress(step, p, `unpacking ${seed.filename} on server ${p.hostName}`);
+    await this.progress(
+      step,
+      p,
+      `unpacking ${seed.filename} on server ${p.hostName}, installing dependencies and starting services`,
+    );
     const created = await runOnHost(step, this.env, ref, {
       name: "create on host",
       hostId: p.hostId,
       op: "pod.create",
       params: { ...p.spec, seed: { blobKey } },
-      timeoutMs: CREATE_TIMEOUT_MS + UNPACK_TIMEOUT_MS,
+      timeoutMs: CREATE_TIMEOUT_MS + UNPACK_TIMEOUT_MS + RELOAD_TIMEOUT_MS,
     });
     await step.do("discard the archive", async () => {
       await discardStagedBlob(this.env, blobKey);
@@ -119,30 +123,21 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
       bytes: seed.bytes,
       archive: seed.filename,
     });
-
-    await this.progress(step, p, "installing dependencies and restarting services");
-    const reloaded = await runOnHost(step, this.env, ref, {
-      name: "reload",
-      hostId: p.hostId,
-      op: "pod.reload",
-      params: { name: p.spec.name, preset: p.spec.preset },
-      timeoutMs: RELOAD_TIMEOUT_MS,
-    });
-    // The pod runs either way: a failed install is the app's problem, told in an event, not the pod's.
-    const detail = !reloaded.ok
-      ? reloaded.message
-      : !reloaded.value.ok
-        ? `dependency install or build failed (exit status ${reloaded.value.exitCode ?? "unknown"}); see the build log`
-        : undefined;
+    const reload = created.value.reload;
     await step.do("record the reload", async () => {
       const db = createDb(this.env.DB);
-      if (reloaded.ok && reloaded.value.ok) await recordReloaded(db, p.podId, reloaded.value);
+      // The pod runs either way: a failed install is the app's problem, told in an event, not the pod's.
+      if (reload?.ok) await recordReloaded(db, p.podId, reload);
       else
         await recordEventStatement(
           db,
           p.podId,
           "error",
-          `reload after unpacking the archive failed: ${detail}`,
+          `reload after unpacking the archive failed: ${
+            reload
+              ? `dependency install or build failed (exit status ${reload.exitCode ?? "unknown"}); see the build log`
+              : "the host did not report it"
+          }`,
         );
       return true;
     });
