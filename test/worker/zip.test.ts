@@ -3,7 +3,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { nameFromFile } from "../../worker/services/zip/from-zip";
 import { buildZip, nodeZip, siteZip, type TestZipEntry } from "../support/zip";
-import { FakeAgent, insertHost, insertPod, podEventRecords, podRecord, type TestHost, until } from "./support/agent";
+import {
+  FakeAgent,
+  insertHost,
+  insertPod,
+  podEventRecords,
+  podRecord,
+  type TestHost,
+  until,
+} from "./support/agent";
 import { call, freshIp, registerUser, sharedUser, type TestUser } from "./support/client";
 
 /**
