@@ -2,14 +2,14 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { callHost, hostAgentStub } from "../../worker/durable-objects/host-agent/client";
-import { MAX_CALLS_PER_POD } from "../../worker/durable-objects/host-agent/object";
-import { TEAM_RATE_LIMITS } from "../../worker/http/rate-limit";
+import { MAX_CALLS_PER_POD, MAX_CALLS_PER_TEAM } from "../../worker/durable-objects/host-agent/object";
+import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
 import { FakeAgent, insertHost, insertPod } from "./support/agent";
 import { call, freshIp, registerUser, type TestUser } from "./support/client";
 
 /**
- * A tenant's fair share of a shared host: one pod's commands in progress are capped, a team's
- * expensive operations are rate limited (429 with Retry-After), clone counts as a pod creation, and
+ * A tenant's fair share of a shared host: one pod's and one team's commands in progress are capped,
+ * expensive operations are rate limited per pod and per team (429 with Retry-After), clone counts as a pod creation, and
  * the HostAgent's journal keeps no large command output, so its storage stays bounded.
  */
 
@@ -49,34 +49,68 @@ describe("fair share of a host", () => {
     expect((await again).status).toBe(200);
   });
 
-  it("rate limits a team's reloads across its pods (429 with Retry-After), not another team's", async () => {
+  it(`one team's pods together have at most ${MAX_CALLS_PER_TEAM} commands in progress on a host; another team's still run`, async () => {
     const [user, other] = await Promise.all([registerUser(), registerUser()]);
-    const { agent, pod } = await podOnline(user);
-    const { limit } = TEAM_RATE_LIMITS.reload;
-    for (let i = 0; i < limit; i++) {
-      const res = call("POST", `/api/pods/${pod.name}/reload`, undefined, as(user));
-      agent.ok(await agent.next("control:call"), {
-        ok: true,
-        services: ["web"],
-        depsInstalled: null,
-        unsupported: [],
-      });
-      expect((await res).status).toBe(200);
-    }
-    const refused = await call("POST", `/api/pods/${pod.name}/reload`, undefined, as(user));
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(refused.body.error).toMatch(/too many reload operations/);
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const pod = () => insertPod({ hostId: host.id, teamId: user.user.active_team_id, status: "running" });
+    const pods = await Promise.all(Array.from({ length: MAX_CALLS_PER_TEAM / MAX_CALLS_PER_POD + 1 }, pod));
+    const exec = (name: string, who = user) =>
+      call("POST", `/api/pods/${name}/exec`, { command: ["sleep", "9"] }, as(who));
+    const inFlight = pods
+      .slice(0, -1)
+      .flatMap((p) => Array.from({ length: MAX_CALLS_PER_POD }, () => exec(p.name)));
+    const calls = [];
+    for (let i = 0; i < MAX_CALLS_PER_TEAM; i++) calls.push(await agent.next("control:call"));
 
-    const theirs = await podOnline(other);
-    const res = call("POST", `/api/pods/${theirs.pod.name}/reload`, undefined, as(other));
-    theirs.agent.ok(await theirs.agent.next("control:call"), {
-      ok: true,
-      services: ["web"],
-      depsInstalled: null,
-      unsupported: [],
-    });
-    expect((await res).status).toBe(200);
+    const refused = await exec(pods[pods.length - 1]?.name ?? "");
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.body.error).toContain(
+      `your team already has ${MAX_CALLS_PER_TEAM} operations in progress`,
+    );
+
+    const theirs = await insertPod({ hostId: host.id, teamId: other.user.active_team_id, status: "running" });
+    const theirExec = exec(theirs.name, other);
+    agent.ok(await agent.next("control:call"), execResult("theirs"));
+    expect((await theirExec).status).toBe(200);
+
+    for (const c of calls) agent.ok(c, execResult("done"));
+    expect((await Promise.all(inFlight)).every((r) => r.status === 200)).toBe(true);
+  });
+
+  it("rate limits reloads per pod, then per team across its pods (429 with Retry-After), not another team's", async () => {
+    const [user, other] = await Promise.all([registerUser(), registerUser()]);
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const { perPod, perTeam } = FAIR_SHARE_LIMITS.reload;
+    const pod = (teamId: string) => insertPod({ hostId: host.id, teamId, status: "running" });
+    const reloaded = { ok: true, services: ["web"], depsInstalled: null, unsupported: [] };
+    const post = (name: string, who = user) => call("POST", `/api/pods/${name}/reload`, undefined, as(who));
+    /** a reload that gets through: the host is asked, and answers */
+    const reload = async (name: string, who = user) => {
+      const res = post(name, who);
+      agent.ok(await agent.next("control:call"), reloaded);
+      return res;
+    };
+    const pods = await Promise.all(
+      Array.from({ length: perTeam / perPod + 1 }, () => pod(user.user.active_team_id)),
+    );
+    const first = pods[0]?.name ?? "";
+    for (let i = 0; i < perPod; i++) expect((await reload(first)).status).toBe(200);
+    const podCapped = await post(first);
+    expect(podCapped.status).toBe(429);
+    expect(Number(podCapped.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(podCapped.body.error).toMatch(/too many reload operations: at most 10 per 10 minute\(s\) per pod/);
+
+    for (const p of pods.slice(1, -1))
+      for (let i = 0; i < perPod; i++) expect((await reload(p.name)).status).toBe(200);
+    const teamCapped = await post(pods[pods.length - 1]?.name ?? "");
+    expect(teamCapped.status).toBe(429);
+    expect(teamCapped.body.error).toMatch(/at most 20 per 10 minute\(s\) per team/);
+
+    const theirs = await pod(other.user.active_team_id);
+    expect((await reload(theirs.name, other)).status).toBe(200);
   });
 
   it("counts clone against the pod-creation limit of the client's IP", async () => {

@@ -39,29 +39,42 @@ export function rateLimit(route: keyof typeof RATE_LIMITS): MiddlewareHandler<Ap
 }
 
 /**
- * A team's fair share of its hosts: the expensive operations per team and window, whichever of
- * the team's pods they hit (one pod's concurrent commands are capped by its HostAgent too).
+ * A tenant's fair share of its hosts: the expensive operations per window, counted per pod and per
+ * team (whichever of the team's pods they hit). A pod's cap keeps one busy app from spending its
+ * team's whole allowance; the team's keeps a team with many pods from spending a host's. (Commands
+ * in progress at once are capped per pod and per team by the HostAgent too.)
  */
-export const TEAM_RATE_LIMITS = {
-  exec: { limit: 300, windowMs: 60_000 },
-  files: { limit: 600, windowMs: 60_000 },
-  reload: { limit: 20, windowMs: 600_000 },
+export const FAIR_SHARE_LIMITS = {
+  exec: { perPod: 120, perTeam: 300, windowMs: 60_000 },
+  files: { perPod: 300, perTeam: 600, windowMs: 60_000 },
+  reload: { perPod: 10, perTeam: 20, windowMs: 600_000 },
 } as const;
 
-/** Counts one request against the caller's team (after requireAuth); 429 with Retry-After once spent. */
-export function teamRateLimit(kind: keyof typeof TEAM_RATE_LIMITS): MiddlewareHandler<AppEnv> {
+/**
+ * Counts one request on the pod named in the path, then on the caller's team (after requireAuth);
+ * 429 with Retry-After once either is spent. A request the pod's cap refuses is not counted on the
+ * team's.
+ */
+export function fairShareLimit(kind: keyof typeof FAIR_SHARE_LIMITS): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const { limit, windowMs } = TEAM_RATE_LIMITS[kind];
+    const { perPod, perTeam, windowMs } = FAIR_SHARE_LIMITS[kind];
     const teamId = c.get("caller").teamId;
-    const limiter = c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(`${kind}:team:${teamId}`));
-    const decision = await limiter.hit(limit, windowMs);
-    if (!decision.allowed) {
-      throw new ApiError(
-        "rate_limited",
-        `too many ${kind} operations: at most ${limit} per ${windowMs / 60_000} minute(s) per team; retry in ${decision.retryAfter} s`,
-        {},
-        { "Retry-After": String(decision.retryAfter) },
-      );
+    const pod = c.req.param("name");
+    const window = `${windowMs / 60_000} minute(s)`;
+    const caps: [string, number, string][] = [
+      ...(pod ? [[`${kind}:pod:${teamId}:${pod}`, perPod, `per pod`] as [string, number, string]] : []),
+      [`${kind}:team:${teamId}`, perTeam, "per team"],
+    ];
+    for (const [key, limit, scope] of caps) {
+      const decision = await c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(key)).hit(limit, windowMs);
+      if (!decision.allowed) {
+        throw new ApiError(
+          "rate_limited",
+          `too many ${kind} operations: at most ${limit} per ${window} ${scope}; retry in ${decision.retryAfter} s`,
+          {},
+          { "Retry-After": String(decision.retryAfter) },
+        );
+      }
     }
     await next();
   };

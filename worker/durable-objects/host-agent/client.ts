@@ -8,6 +8,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** the same key on a retry makes the host run the command once */
   idempotencyKey?: string;
+  /** the team the command works for: its commands in progress on one host are capped together */
+  teamId?: string;
 }
 
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
@@ -33,6 +35,7 @@ export async function callHost<O extends Op>(
     outcome = (await hostAgentStub(env, hostId).call(op, params, {
       timeoutMs: options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
       idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
+      ...(options.teamId ? { teamId: options.teamId } : {}),
     })) as unknown as Result<unknown>;
   } catch (error) {
     // The host's object was reset mid-call (a deploy, a crash): its in-memory waiter is gone, so the

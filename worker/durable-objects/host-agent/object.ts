@@ -14,6 +14,7 @@ import type { Bindings } from "../../env";
 import { applyHealthReports } from "../../services/health/report";
 import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../../services/hosts/hosts";
 import { recordMetrics } from "../../services/metrics/record";
+import { InFlight } from "./in-flight";
 import { JOURNAL_RETENTION_MS, Journal, type Notify } from "./journal";
 
 export type { Notify } from "./journal";
@@ -50,6 +51,8 @@ const POD_STATE_OPS = new Set<Op>([
 const LAST_SEEN_EVERY_MS = 30_000;
 /** commands one pod may have in progress on its host at once (the rest answer 429) */
 export const MAX_CALLS_PER_POD = 8;
+/** commands one team's pods together may have in progress on one host at once */
+export const MAX_CALLS_PER_TEAM = 16;
 
 /**
  * One per host. Holds the agent's WebSocket (hibernation API: an idle object is evicted while the
@@ -79,8 +82,8 @@ export class HostAgent extends DurableObject<Bindings> {
   private lastSeenWrite = 0;
 
   private readonly journal: Journal;
-  /** commands in progress per pod (callers' RPCs keep the object resident, so this survives them) */
-  private readonly podCalls = new Map<string, number>();
+  /** commands in progress per pod and per team */
+  private readonly inFlight = new InFlight({ perPod: MAX_CALLS_PER_POD, perTeam: MAX_CALLS_PER_TEAM });
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
@@ -110,30 +113,20 @@ export class HostAgent extends DurableObject<Bindings> {
 
   /**
    * RPC from the Worker: run `op` on the host and wait for its answer. One pod gets at most
-   * MAX_CALLS_PER_POD commands in progress at a time: a tenant firing requests at its own pod gets
-   * 429s, not the host's attention at every other pod's expense.
+   * MAX_CALLS_PER_POD commands in progress at a time, and one team's pods on this host together
+   * MAX_CALLS_PER_TEAM (./in-flight.ts): the rest answer 429.
    */
   async call(
     op: Op,
     params: unknown,
-    options: { timeoutMs: number; idempotencyKey: string },
+    options: { timeoutMs: number; idempotencyKey: string; teamId?: string },
   ): Promise<Result<unknown>> {
-    const pod = podOfParams(params);
-    if (!pod) return this.callOnce(op, params, options);
-    const busy = this.podCalls.get(pod) ?? 0;
-    if (busy >= MAX_CALLS_PER_POD) {
-      return rateLimited(
-        `pod ${pod} already has ${busy} operations in progress on its host; retry in a second`,
-        1,
-      );
-    }
-    this.podCalls.set(pod, busy + 1);
+    const place = this.inFlight.enter(podOfParams(params), options.teamId);
+    if ("refused" in place) return rateLimited(`${place.refused}; retry in a second`, 1);
     try {
       return await this.callOnce(op, params, options);
     } finally {
-      const left = (this.podCalls.get(pod) ?? 1) - 1;
-      if (left > 0) this.podCalls.set(pod, left);
-      else this.podCalls.delete(pod);
+      place.leave();
     }
   }
 

@@ -3,7 +3,7 @@ import { POD_PATH_ROOTS } from "../../../shared/pod-paths";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { APP_ROOT } from "../../services/files/paths";
 import { deletePodPath } from "../../services/files/tree";
@@ -13,7 +13,7 @@ import { PathQuery, PathResult } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("files")],
   operationId: "deletePodPath",
   method: "delete",
   path: "/{name}/files",

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, type Router, serviceContext } from "../../http/router";
 import { attachmentDisposition, downloadPodFile } from "../../services/files/transfer";
 import { PodParams } from "../pods/schemas";
@@ -11,7 +11,7 @@ import { PathQuery } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("files")],
   operationId: "downloadPodFile",
   method: "get",
   path: "/{name}/files/download",

@@ -3,7 +3,7 @@ import { FILE_LIST_MAX_ENTRIES } from "../../../shared/protocol/files";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { listPodFiles } from "../../services/files/list";
 import { APP_ROOT } from "../../services/files/paths";
@@ -31,7 +31,7 @@ const FileList = z
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("files")],
   operationId: "listPodFiles",
   method: "get",
   path: "/{name}/files",

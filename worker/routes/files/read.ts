@@ -3,7 +3,7 @@ import { FILE_CONTENT_MAX_BYTES } from "../../../shared/protocol/files";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { readPodFile } from "../../services/files/transfer";
 import { PodParams } from "../pods/schemas";
@@ -16,7 +16,7 @@ const FileContent = z.object({ path: z.string(), content: z.string() }).openapi(
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("files")],
   operationId: "readPodFile",
   method: "get",
   path: "/{name}/files/content",

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -19,7 +19,7 @@ import { PodPath } from "./schemas";
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("files")],
   operationId: "renamePodPath",
   method: "post",
   path: "/{name}/files/rename",

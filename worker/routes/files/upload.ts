@@ -3,7 +3,7 @@ import { FILE_UPLOAD_MAX_BYTES } from "../../../shared/limits";
 import { fileUploadBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { APP_ROOT } from "../../services/files/paths";
 import { uploadPodFile } from "../../services/files/upload";
@@ -36,7 +36,7 @@ const UploadForm = z
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [fileUploadBodyLimit, requireAuth, teamRateLimit("files")],
+  middleware: [fileUploadBodyLimit, requireAuth, fairShareLimit("files")],
   operationId: "uploadPodFile",
   method: "post",
   path: "/{name}/files/upload",

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -23,7 +23,7 @@ const WriteRequest = z.object({
 const route = createRoute({
   tags: ["Files"],
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("files")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("files")],
   operationId: "writePodFile",
   method: "put",
   path: "/{name}/files/content",

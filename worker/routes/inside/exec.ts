@@ -8,7 +8,7 @@ import {
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -66,7 +66,7 @@ const ExecResult = z
 
 const route = createRoute({
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("exec")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("exec")],
   tags: ["Command runner"],
   operationId: "execPodCommand",
   method: "post",

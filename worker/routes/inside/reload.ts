@@ -3,7 +3,7 @@ import { RELOAD_MAX_OUTPUT_BYTES } from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { reloadPodApp } from "../../services/inside/reload";
 import { PodParams } from "../pods/schemas";
@@ -31,7 +31,7 @@ const ReloadFailure = z
 
 const route = createRoute({
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, teamRateLimit("reload")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("reload")],
   tags: ["Pods"],
   operationId: "reloadPod",
   method: "post",

@@ -5,7 +5,7 @@ import { ZIP_MAX_ENTRIES, ZIP_MAX_UNCOMPRESSED_BYTES } from "../../../shared/zip
 import { zipUploadBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { rateLimit, teamRateLimit } from "../../http/rate-limit";
+import { fairShareLimit, rateLimit } from "../../http/rate-limit";
 import { authenticated, createRouter, errors, jsonResponse, serviceContext } from "../../http/router";
 import { describeIssues } from "../../http/validation";
 import { discardStagedBlob, incomingStagingKey } from "../../services/blobs/staging";
@@ -114,7 +114,7 @@ export const zipRouter = createRouter()
       path: "/{name}/zip",
       summary:
         "Replace the pod's app with a ZIP archive (a stopped pod is started first; its .env is kept unless the archive has one), then reload",
-      middleware: [zipUploadBodyLimit, requireAuth, teamRateLimit("reload")],
+      middleware: [zipUploadBodyLimit, requireAuth, fairShareLimit("reload")],
       request: { params: PodParams, body: multipart("ZipForm") },
       responses: {
         200: jsonResponse(Uploaded, "Unpacked and reloaded"),

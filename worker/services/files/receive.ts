@@ -31,7 +31,7 @@ export interface Received {
  */
 export async function receiveInto(
   ctx: ServiceContext,
-  target: { hostId: string; pod: string },
+  target: { hostId: string; pod: string; teamId: string },
   dir: string,
   body: ReadableStream<Uint8Array>,
   opts: {
@@ -41,7 +41,7 @@ export async function receiveInto(
     sourceFailure?: (error: unknown) => Result<never>;
   },
 ): Promise<Result<Received>> {
-  const { hostId, pod } = target;
+  const { hostId, pod, teamId } = target;
   const metered = meter(body, opts.maxBytes);
   const relay = newRelayId(hostId);
   // Offered first, so the bytes are waiting when the agent asks; settles once the agent read them
@@ -54,9 +54,7 @@ export async function receiveInto(
     hostId,
     "pod.files.receive",
     { name: pod, dir, relay },
-    {
-      timeoutMs: TRANSFER_TIMEOUT_MS,
-    },
+    { timeoutMs: TRANSFER_TIMEOUT_MS, teamId },
   );
   if (!r.ok) await cancelRelay(ctx.env, relay, `the host did not take the file: ${r.message}`);
   const sent = await offered;

@@ -57,7 +57,7 @@ async function getFile(
     hostId,
     "pod.files.download",
     { name, path, relay, maxBytes },
-    { timeoutMs: TRANSFER_TIMEOUT_MS },
+    { timeoutMs: TRANSFER_TIMEOUT_MS, teamId },
   );
   const bytes = Promise.resolve(relayStub(ctx.env, relay).consume()).catch((error: unknown) =>
     fail("unavailable", String(error)),
@@ -99,7 +99,7 @@ export async function writePodFile({
   const bytes = new TextEncoder().encode(input.content);
   const received = await receiveInto(
     ctx,
-    { hostId: target.value.hostId, pod: name },
+    { hostId: target.value.hostId, pod: name, teamId },
     parentOf(path.value),
     new Blob([bytes]).stream(),
     {

@@ -40,7 +40,7 @@ export async function uploadPodFile({
 }: TeamCall<{ name: string; form: UploadRequest }>): Promise<Result<{ status: "uploaded"; path: string }>> {
   const target = await podTarget(ctx, teamId, name, { running: true });
   if (!target.ok) return target;
-  const pod = { hostId: target.value.hostId, pod: name };
+  const pod = { hostId: target.value.hostId, pod: name, teamId };
   const form = await readStreamedForm<Received & { filename: string }>(request, {
     file: "file",
     fields: ["path"],

@@ -57,7 +57,7 @@ export async function getPodLive({
     target.value.hostId,
     "pod.inspect",
     { name },
-    { timeoutMs: INSPECT_TIMEOUT_MS },
+    { timeoutMs: INSPECT_TIMEOUT_MS, teamId },
   );
   if (!result.ok) return fail(result.code, result.message);
   return viewOf(ctx, target.value.found.pod.id);

@@ -65,7 +65,10 @@ export async function callTarget<O extends Op>(
   params: OpParams<O>,
   opts: CallOptions = {},
 ): Promise<Result<OpResult<O>>> {
-  const r = await callHost(ctx.env, target.hostId, op, params, opts);
+  const r = await callHost(ctx.env, target.hostId, op, params, {
+    ...opts,
+    teamId: target.found.pod.teamId,
+  });
   return r.ok ? r : hostFailure(r, target.found.pod.name);
 }
 
