@@ -291,6 +291,20 @@ describe("POST /api/invitations/accept, signed in", () => {
   });
 });
 
+describe("POST /api/invitations/accept with an API token (attacker: a leaked CI token of another team)", () => {
+  it("is 403 and joins nothing; the same account signed in can accept", async () => {
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
+    const inv = await invite(owner, team.id, outsider.user.email);
+    const made = await call("POST", "/api/api-tokens", { name: "ci" }, { token: outsider.token });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const refused = await accept({ token: inv.token }, { token: made.body.token });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatch(/API token acts on its own team only/);
+    expect(await memberIds(team.id, owner.token)).not.toContain(outsider.user.id);
+    expect((await accept({ token: inv.token }, { token: outsider.token })).status).toBe(200);
+  });
+});
+
 describe("POST /api/invitations/accept, signed out", () => {
   it("registers, signs in with the session cookie, joins, and makes the team active", async () => {
     const { owner, team } = await teamFixture();

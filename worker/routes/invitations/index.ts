@@ -66,16 +66,24 @@ export const invitationsRouter = createRouter()
       path: "/accept",
       tags,
       summary:
-        "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins, and counts against the login rate limit. The team becomes active.",
+        "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins, and counts against the login rate limit. The team becomes active. An API token cannot accept (403): it acts on its own team only.",
       middleware: [jsonBodyLimit, optionalAuth],
       request: { body: jsonBody(AcceptRequest) },
-      responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 404, 409, 429) },
+      responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 403, 404, 409, 429) },
     }),
     async (c) => {
       const body = c.req.valid("json");
       const caller = (c.var as Partial<AppEnv["Variables"]>).caller as Caller | undefined;
       const ctx = serviceContext(c);
       if (caller) {
+        // A token bound to one team must not reach another (boundTeamOnly): joining one is the
+        // account's decision, made signed in, not a leaked CI token's.
+        if (caller.via === "api_token") {
+          throw new ApiError(
+            "forbidden",
+            "an API token acts on its own team only: accept the invitation signed in (session or cookie)",
+          );
+        }
         if (!body.token) throw new ApiError("bad_request", "token: is required");
         const { status, team_id } = unwrap(await acceptInvitationSignedIn(ctx, caller.user, body.token));
         return c.json({ status, team_id }, 200);
