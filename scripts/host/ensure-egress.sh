@@ -11,9 +11,9 @@
 #                   another pod's bridge is refused whatever its range;
 #                   the rest (the public internet: package installs) goes on to Docker's rules.
 #
-# REJECT, not DROP: a tenant's app sees "no route to host" at once instead of hanging to its timeout.
-# The agent runs this script again when it starts and when its periodic check finds a jump missing
-# (a reboot or a firewall reload wipes the rules; dockerd's restart keeps DOCKER-USER's content).
+# REJECT, not DROP: a tenant's app sees "connection refused" at once instead of hanging to its
+# timeout. The agent runs this script again when it starts and when its periodic check finds a rule
+# missing (a reboot or a firewall reload wipes them; dockerd's restart keeps DOCKER-USER's content).
 # Pass bridge names (br-<12 hex>) of pod networks made before bridges were named: they get the
 # same jumps. Safe to run concurrently (flock).
 set -euo pipefail
@@ -27,60 +27,56 @@ command -v iptables >/dev/null 2>&1 || { echo "ensure-egress: iptables is missin
 exec 9>/run/podhost-egress.lock
 flock 9
 
-reject4=(-j REJECT --reject-with icmp-admin-prohibited)
-reject6=(-j REJECT --reject-with icmp6-adm-prohibited)
+# Refuse: TCP with a reset (the kernel sends ICMP errors to one peer about once a second, so a
+# second attempt would wait for its SYN to be sent again), anything else with ICMP.
+refuse() { # <4|6> <rule match...>
+  local icmp=icmp-admin-prohibited
+  [ "$1" = 6 ] && icmp=icmp6-adm-prohibited
+  shift
+  echo "$* -p tcp -j REJECT --reject-with tcp-reset"
+  echo "$* -j REJECT --reject-with $icmp"
+}
 
-iptables-restore -w --noflush <<EOF
-*filter
-:PODHOST-HOST - [0:0]
-:PODHOST-EGRESS - [0:0]
--A PODHOST-HOST -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
--A PODHOST-HOST ${reject4[*]}
--A PODHOST-EGRESS -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
--A PODHOST-EGRESS -o phb+ ${reject4[*]}
--A PODHOST-EGRESS -d 169.254.0.0/16 ${reject4[*]}
--A PODHOST-EGRESS -d 10.0.0.0/8 ${reject4[*]}
--A PODHOST-EGRESS -d 172.16.0.0/12 ${reject4[*]}
--A PODHOST-EGRESS -d 192.168.0.0/16 ${reject4[*]}
--A PODHOST-EGRESS -d 100.64.0.0/10 ${reject4[*]}
--A PODHOST-EGRESS -j RETURN
-COMMIT
-EOF
+# <4|6> <private range...>: the filter table's part for one family, for *-restore --noflush
+chains() {
+  local family=$1 range
+  shift
+  echo "*filter"
+  echo ":PODHOST-HOST - [0:0]"
+  echo ":PODHOST-EGRESS - [0:0]"
+  echo "-A PODHOST-HOST -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN"
+  refuse "$family" -A PODHOST-HOST
+  echo "-A PODHOST-EGRESS -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN"
+  refuse "$family" -A PODHOST-EGRESS -o phb+
+  for range in "$@"; do refuse "$family" -A PODHOST-EGRESS -d "$range"; done
+  echo "-A PODHOST-EGRESS -j RETURN"
+  echo "COMMIT"
+}
 
 # One jump per (chain, interface), at the top, added only when missing.
 jump() { # <iptables> <from chain> <interface> <to chain>
   "$1" -w -C "$2" -i "$3" -j "$4" 2>/dev/null || "$1" -w -I "$2" 1 -i "$3" -j "$4"
 }
 
-# dockerd makes DOCKER-USER at its start; without it (engine never started) FORWARD is used.
-forward=DOCKER-USER
-iptables -w -S DOCKER-USER >/dev/null 2>&1 || forward=FORWARD
-for ifname in phb+ "$@"; do
-  jump iptables INPUT "$ifname" PODHOST-HOST
-  jump iptables "$forward" "$ifname" PODHOST-EGRESS
-done
-
-# IPv6: pod networks are IPv4-only today, but a pod's interface has a link-local address and
-# could reach the host's services over the bridge's fe80:: address. Same shape; ULA and
-# link-local are the private ranges. Docker 20.10 keeps no ip6tables chains: jump from FORWARD.
-if command -v ip6tables >/dev/null 2>&1 && [ -e /proc/net/if_inet6 ] && ip6tables -w -S INPUT >/dev/null 2>&1; then
-  ip6tables-restore -w --noflush <<EOF
-*filter
-:PODHOST-HOST - [0:0]
-:PODHOST-EGRESS - [0:0]
--A PODHOST-HOST -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
--A PODHOST-HOST ${reject6[*]}
--A PODHOST-EGRESS -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
--A PODHOST-EGRESS -o phb+ ${reject6[*]}
--A PODHOST-EGRESS -d fc00::/7 ${reject6[*]}
--A PODHOST-EGRESS -d fe80::/10 ${reject6[*]}
--A PODHOST-EGRESS -j RETURN
-COMMIT
-EOF
-  forward6=DOCKER-USER
-  ip6tables -w -S DOCKER-USER >/dev/null 2>&1 || forward6=FORWARD
+# <iptables> <bridge...>: jumps from INPUT and from DOCKER-USER (FORWARD where the engine keeps no
+# DOCKER-USER: never started, or IPv6 on Docker 20.10)
+jumps() {
+  local cmd=$1 forward=DOCKER-USER ifname
+  shift
+  "$cmd" -w -S DOCKER-USER >/dev/null 2>&1 || forward=FORWARD
   for ifname in phb+ "$@"; do
-    jump ip6tables INPUT "$ifname" PODHOST-HOST
-    jump ip6tables "$forward6" "$ifname" PODHOST-EGRESS
+    jump "$cmd" INPUT "$ifname" PODHOST-HOST
+    jump "$cmd" "$forward" "$ifname" PODHOST-EGRESS
   done
+}
+
+chains 4 169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 100.64.0.0/10 | iptables-restore -w --noflush
+jumps iptables "$@"
+
+# IPv6: pod networks are IPv4-only today, but a pod's interface may have a link-local address and
+# reach the host's services over the bridge's fe80:: address. Same shape; ULA and link-local are
+# the private ranges.
+if command -v ip6tables >/dev/null 2>&1 && [ -e /proc/net/if_inet6 ] && ip6tables -w -S INPUT >/dev/null 2>&1; then
+  chains 6 fc00::/7 fe80::/10 | ip6tables-restore -w --noflush
+  jumps ip6tables "$@"
 fi
