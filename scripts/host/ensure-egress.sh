@@ -13,7 +13,7 @@
 #
 # REJECT, not DROP: a tenant's app sees "connection refused" at once instead of hanging to its
 # timeout. The agent runs this script again when it starts and when its periodic check finds a rule
-# missing (a reboot or a firewall reload wipes them; dockerd's restart keeps DOCKER-USER's content).
+# missing (a reboot or a firewall reload wipes them; dockerd never edits DOCKER-USER once it exists).
 # Pass bridge names (br-<12 hex>) of pod networks made before bridges were named: they get the
 # same jumps. Safe to run concurrently (flock).
 set -euo pipefail
@@ -73,9 +73,9 @@ jumps() {
 chains 4 169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 100.64.0.0/10 | iptables-restore -w --noflush
 jumps iptables "$@"
 
-# IPv6: pod networks are IPv4-only today, but a pod's interface may have a link-local address and
-# reach the host's services over the bridge's fe80:: address. Same shape; ULA and link-local are
-# the private ranges.
+# IPv6: pod networks are IPv4-only and Docker disables IPv6 inside their containers. Should a pod
+# ever get an address (a link-local one would reach the host over the bridge's fe80::), the same
+# fence holds, with ULA and link-local as the private ranges.
 if command -v ip6tables >/dev/null 2>&1 && [ -e /proc/net/if_inet6 ] && ip6tables -w -S INPUT >/dev/null 2>&1; then
   chains 6 fc00::/7 fe80::/10 | ip6tables-restore -w --noflush
   jumps ip6tables "$@"
