@@ -96,7 +96,13 @@ export class EgressKeeper {
 
   /** Bridges of this agent's pod networks that Docker named (`br-<id>`), from before `phb…` names. */
   private async legacyBridges(): Promise<string[]> {
-    const networks = await this.opts.docker.listNetworks({ filters: prefixFilter(this.opts.namePrefix) });
+    // The engine being down is not a firewall problem: the phb+ rules go in now, these at the next check.
+    const networks = await this.opts.docker
+      .listNetworks({ filters: prefixFilter(this.opts.namePrefix) })
+      .catch((error: unknown) => {
+        this.opts.log.warn("pod networks unavailable for the egress check", { error: String(error) });
+        return [];
+      });
     return networks
       .map((n) => n.Options?.["com.docker.network.bridge.name"] ?? `br-${n.Id.slice(0, 12)}`)
       .filter((b) => !b.startsWith(POD_BRIDGE_PREFIX) && LEGACY_BRIDGE.test(b))
