@@ -62,6 +62,8 @@ const Env = z.object({
   PODHOST_METRICS_INTERVAL_S: z.coerce.number().int().min(1).max(3600).default(60),
   /** how often a failed (or dead) ingress is tried again */
   PODHOST_INGRESS_CHECK_S: z.coerce.number().int().min(1).max(3600).default(10),
+  /** how often the pod egress rules are checked (and put back when something removed them) */
+  PODHOST_EGRESS_CHECK_S: z.coerce.number().int().min(1).max(3600).default(30),
   /** names every container, volume and network; tests use a unique one so they never touch others */
   PODHOST_NAME_PREFIX: z
     .string()
@@ -83,6 +85,7 @@ export interface AgentConfig {
   runcRoot: string | null;
   metricsIntervalMs: number;
   ingressCheckMs: number;
+  egressCheckMs: number;
 }
 
 /** Parse the environment; throws a readable error naming every bad variable. */
@@ -111,6 +114,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runcRoot: e.PODHOST_RUNC_ROOT || null,
     metricsIntervalMs: e.PODHOST_METRICS_INTERVAL_S * 1000,
     ingressCheckMs: e.PODHOST_INGRESS_CHECK_S * 1000,
+    egressCheckMs: e.PODHOST_EGRESS_CHECK_S * 1000,
   };
 }
 

@@ -8,6 +8,7 @@ import { Dispatcher } from "./connection/dispatch";
 import { ControlSocket } from "./connection/socket";
 import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./docker/events";
+import { EgressKeeper } from "./egress/keeper";
 import { KeyedLock } from "./handlers/keyed-lock";
 import { createHandlers } from "./handlers/pods";
 import { HealthMonitor } from "./health/monitor";
@@ -68,7 +69,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
         protocol: PROTOCOL_VERSION,
         agentVersion: AGENT_VERSION,
         inventory: inventory.pods,
-        problem: keeper.problem,
+        problem: hostProblem(),
       });
       // A new connection may face a control plane that remembers anything: say it all again.
       health.resync();
@@ -91,12 +92,22 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     },
   });
 
+  // Whatever keeps this host from taking pods: its ingress, its pods' egress rules.
+  const hostProblem = () => [keeper.problem, egress.problem].filter(Boolean).join("; ") || null;
+  const onHostHealth = () => {
+    if (socket.connected) socket.send({ type: "agent:host-health", problem: hostProblem() });
+  };
   const keeper = new IngressKeeper(ingress, {
     intervalMs: config.ingressCheckMs,
     log,
-    onChange: (problem) => {
-      if (socket.connected) socket.send({ type: "agent:host-health", problem });
-    },
+    onChange: onHostHealth,
+  });
+  const egress = new EgressKeeper({
+    docker,
+    namePrefix: config.namePrefix,
+    intervalMs: config.egressCheckMs,
+    log,
+    onChange: onHostHealth,
   });
 
   const stopWatching = new AbortController();
@@ -112,7 +123,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   );
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
-  await keeper.start();
+  await Promise.all([keeper.start(), egress.start()]);
   socket.start();
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
   const watch = startPodWatch({
@@ -136,6 +147,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       await dispatcher.drain(SHUTDOWN_DRAIN_MS);
       stopWatching.abort();
       keeper.stop();
+      egress.stop();
       await watch.stop();
       await ssh?.stop();
       await socket.stop();

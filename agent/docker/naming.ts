@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * Names and labels of everything the agent makes for a pod. The prefix keeps one agent's (or one
  * test run's) objects apart from any other's on the same engine.
@@ -24,6 +26,15 @@ export interface PodNames {
 export function podNames(prefix: string, pod: string): PodNames {
   return { container: `${prefix}-${pod}`, volume: `${prefix}-${pod}-home`, network: `${prefix}-${pod}` };
 }
+
+/**
+ * Every pod bridge's interface is named `phb` + 12 hex of its network's name (15 characters, the
+ * kernel's limit), so the host's egress rules match all pods with one `-i phb+`
+ * (scripts/host/ensure-egress.sh). Networks made before this keep Docker's `br-<id>`.
+ */
+export const POD_BRIDGE_PREFIX = "phb";
+export const podBridgeName = (network: string) =>
+  `${POD_BRIDGE_PREFIX}${createHash("sha256").update(network).digest("hex").slice(0, 12)}`;
 
 export function podLabels(prefix: string, pod: string, podId: string): Record<string, string> {
   return { [LABEL_POD]: pod, [LABEL_POD_ID]: podId, [LABEL_PREFIX]: prefix };

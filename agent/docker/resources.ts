@@ -3,7 +3,7 @@ import type { PodState } from "../../shared/protocol";
 import { AgentError } from "../errors";
 import { type DockerClient, isConflict, isNotFound, isNotModified } from "./client";
 import { framePayloads } from "./frames";
-import { LABEL_POD_ID } from "./naming";
+import { LABEL_POD_ID, podBridgeName } from "./naming";
 
 /** Docker objects of one pod: find, make idempotently, remove quietly. */
 
@@ -71,7 +71,11 @@ export async function ensureNetwork(
       Internal: false,
       Attachable: false,
       Labels: labels,
-      Options: { "com.docker.network.bridge.enable_icc": "true" },
+      Options: {
+        "com.docker.network.bridge.enable_icc": "true",
+        // the egress rules match pod bridges by this name (./naming.ts)
+        "com.docker.network.bridge.name": podBridgeName(name),
+      },
     });
     return true;
   } catch (err) {
