@@ -34,27 +34,34 @@ export function btrfs(argv: string[]): Promise<string> {
 }
 
 export interface Qgroup {
-  /** bytes the subvolume references (what its limit is measured against) */
+  /** bytes charged to the qgroup (what its limit is measured against) */
   referencedBytes: number;
   /** the limit on referenced bytes; null when there is none */
   maxReferencedBytes: number | null;
+  /** its member qgroups (`0/<subvolume id>`), for a level-1 qgroup */
+  children: string[];
 }
 
 /**
- * The level-0 qgroup of one subvolume from `btrfs qgroup show -re --raw -f <path>`, whose lines
- * are `<qgroupid> <rfer> <excl> <max_rfer> <max_excl> [path]` ("none" where no limit is set).
+ * One qgroup (`0/<id>` or `1/<id>`) from `btrfs qgroup show -pcre --raw <path>`, whose lines are
+ * `<qgroupid> <rfer> <excl> <max_rfer> <max_excl> <parents> <children> [path]` ("none" where no
+ * limit is set, "-" where there are no parents or children, else a comma-separated list).
  */
-export function parseQgroup(output: string, subvolumeId: number): Qgroup | null {
-  const id = `0/${subvolumeId}`;
+export function parseQgroup(output: string, qgroupId: string): Qgroup | null {
   for (const line of output.split("\n")) {
     const cols = line.trim().split(/\s+/);
-    if (cols[0] !== id) continue;
+    if (cols[0] !== qgroupId) continue;
     const rfer = Number(cols[1]);
     const max = cols[3];
-    if (!Number.isSafeInteger(rfer) || max === undefined) return null;
+    const children = cols[6];
+    if (!Number.isSafeInteger(rfer) || max === undefined || children === undefined) return null;
     const maxBytes = max === "none" ? null : Number(max);
     if (maxBytes !== null && !Number.isSafeInteger(maxBytes)) return null;
-    return { referencedBytes: rfer, maxReferencedBytes: maxBytes };
+    return {
+      referencedBytes: rfer,
+      maxReferencedBytes: maxBytes,
+      children: children === "-" ? [] : children.split(",").filter((c) => /^0\/\d+$/.test(c)),
+    };
   }
   return null;
 }

@@ -1,5 +1,6 @@
 import { access } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { btrfs } from "../../agent/disk/btrfs";
 import { diskBytes } from "../../agent/disk/pod-disk";
 import { podNames } from "../../agent/docker/naming";
 import { findPlan } from "../../shared/catalog";
@@ -9,7 +10,8 @@ import { type Agent, podSpec, startAgent } from "./helpers";
 /**
  * A pod's home holds its plan's disk and no more (agent/disk/pod-disk.ts), on the real engine and
  * the host's real btrfs: writes past it fail in the pod with "Disk quota exceeded", a neighbour on
- * the same filesystem writes on, resize moves the limit, delete takes the subvolume away.
+ * the same filesystem writes on, a subvolume or snapshot the tenant nests in its home counts against
+ * the same limit, resize moves the limit, delete takes the subvolumes and their qgroup away.
  */
 
 const MiB = 1024 * 1024;
@@ -25,6 +27,11 @@ const neighbour = podSpec("neighbour", { limits: limitsOf(launch) });
 /** A command in the pod as pod_user (the exec op, as the API runs it). */
 const sh = (pod: string, script: string) =>
   agent.handlers["pod.exec"]({ name: pod, command: ["/bin/sh", "-c", script], timeoutS: 60 }, agent.ctx);
+const python = (pod: string, script: string) =>
+  agent.handlers["pod.exec"](
+    { name: pod, command: ["/usr/bin/python3", "-I", "-c", script], timeoutS: 30 },
+    agent.ctx,
+  );
 
 beforeAll(async () => {
   agent = await startAgent();
@@ -76,20 +83,54 @@ describe("a pod's disk", () => {
     expect(more.stdout.trim(), more.stderr).toBe("ok");
   });
 
-  it("goes with the pod: delete removes the subvolume, with any subvolume the tenant made in it", async () => {
-    // A tenant can make a subvolume in its home (the ioctl needs no capability), and btrfs refuses
-    // to delete a subvolume that holds one: delete must take both.
-    const script = `import fcntl, os
-fd = os.open(os.path.expanduser("~"), os.O_RDONLY)
-fcntl.ioctl(fd, 0x5000940e, bytearray(8) + b"nested".ljust(4088, b"\\0"), True)`;
-    const made = await agent.handlers["pod.exec"](
-      { name: "neighbour", command: ["/usr/bin/python3", "-I", "-c", script], timeoutS: 30 },
-      agent.ctx,
+  it("counts a subvolume and a snapshot the tenant makes in its home against the same limit", async () => {
+    // The ioctls need no capability and Docker's seccomp profile allows them; pod images have
+    // python3 but no btrfs tool. BTRFS_IOC_SUBVOL_CREATE (0x5000940e) makes ~/nested, then
+    // BTRFS_IOC_SNAP_CREATE (0x50009401) snapshots it as ~/snap; both take btrfs_ioctl_vol_args
+    // (`__s64 fd; char name[4088]`), fd being the snapshot's source.
+    const made = await python(
+      "neighbour",
+      `import fcntl, os, struct
+home = os.path.expanduser("~")
+def make(name, request, source=0):
+    fd = os.open(home, os.O_RDONLY)
+    fcntl.ioctl(fd, request, bytearray(struct.pack("q", source) + name.encode().ljust(4088, b"\\0")), True)
+make("nested", 0x5000940e)
+make("snap", 0x50009401, os.open(os.path.join(home, "nested"), os.O_RDONLY))`,
     );
     expect(made.exitCode, made.stderr).toBe(0);
-    const dir = testPodDisk().dirOf(podNames(agent.config.namePrefix, "neighbour").volume);
+    const disk = testPodDisk();
+    const volume = podNames(agent.config.namePrefix, "neighbour").volume;
+    const group = await disk.usage(volume);
+    expect(group?.children).toHaveLength(3); // the home, nested and snap
+    const limit = diskBytes(neighbour.limits);
+    expect(group?.maxReferencedBytes).toBe(limit);
+
+    // Alone, more than the whole limit in the nested subvolume.
+    const over = await sh("neighbour", `fallocate -l ${limit + MiB} ~/nested/over`);
+    expect(over.exitCode).not.toBe(0);
+    expect(over.stderr).toContain("Disk quota exceeded");
+    // The nested subvolume fills what the home left, then the snapshot cannot take more.
+    const used = (await disk.usage(volume))?.referencedBytes ?? 0;
+    const fill = await sh("neighbour", `fallocate -l ${limit - used - 32 * MiB} ~/nested/fill`);
+    expect(fill.exitCode, fill.stderr).toBe(0);
+    const write = await sh("neighbour", "head -c 64M /dev/zero > ~/snap/more");
+    expect(write.exitCode).not.toBe(0);
+    expect(write.stderr).toContain("Disk quota exceeded");
+    const full = await agent.handlers["pod.disk"]({ name: "neighbour" }, agent.ctx);
+    expect(full.limitBytes).toBe(limit);
+  });
+
+  it("goes with the pod: delete removes the subvolume, the ones the tenant made in it, and its qgroup", async () => {
+    // btrfs refuses to delete a subvolume that holds others, and a qgroup that has members.
+    const disk = testPodDisk();
+    const volume = podNames(agent.config.namePrefix, "neighbour").volume;
+    const dir = disk.dirOf(volume);
     await access(`${dir}/nested`);
+    await access(`${dir}/snap`);
+    const id = (await btrfs(["inspect-internal", "rootid", dir])).trim();
     await agent.handlers["pod.delete"]({ name: "neighbour" }, agent.ctx);
     await expect(access(dir)).rejects.toThrow();
+    expect(await btrfs(["qgroup", "show", "--raw", disk.root])).not.toMatch(new RegExp(`^1/${id}\\s`, "m"));
   });
 });
