@@ -127,7 +127,7 @@ describe("a hostile tenant", () => {
     expect(events.length).toBeLessThan(30);
   });
 
-  it("cannot write past its plan's disk (fallocate or plain writes), while another team's pod writes on", async () => {
+  it("cannot write past its plan's disk (fallocate, plain writes, a nested subvolume or snapshot), while another team's pod writes on", async () => {
     const name = `hostile-${stack.prefix.slice(-4)}`;
     const victor = await signUp(stack.api, "Victor");
     const other = `bystander-${stack.prefix.slice(-4)}`;
@@ -160,6 +160,33 @@ describe("a hostile tenant", () => {
     expect(neighbour.stdout.trim(), neighbour.stderr).toBe("ok");
     // and the attacker's own pod is still its own to clean up
     expect((await run(mallory.api, name, "rm -f ~/fill ~/more && echo ok")).stdout.trim()).toBe("ok");
+
+    // A subvolume of its own inside the home (BTRFS_IOC_SUBVOL_CREATE needs no capability; the image
+    // has python3, not btrfs), and a snapshot of it: both join the pod's qgroup and its limit.
+    const nest = await mallory.api.post(`/api/pods/${name}/exec`, {
+      command: [
+        "/usr/bin/python3",
+        "-I",
+        "-c",
+        `import fcntl, os, struct
+home = os.path.expanduser("~")
+def make(name, request, source=0):
+    fcntl.ioctl(os.open(home, os.O_RDONLY), request, bytearray(struct.pack("q", source) + name.encode().ljust(4088, b"\\0")), True)
+make("nested", 0x5000940e)
+make("snap", 0x50009401, os.open(os.path.join(home, "nested"), os.O_RDONLY))
+print("made")`,
+      ],
+    });
+    expect(nest.body.stdout, nest.body.stderr).toContain("made");
+    for (const sub of ["nested", "snap"]) {
+      const escape = await run(
+        mallory.api,
+        name,
+        `fallocate -l ${limit + 1024 ** 2} ~/${sub}/over; echo "rc=$?"`,
+      );
+      expect(escape.stdout).toContain("rc=1");
+      expect(escape.stderr).toContain("Disk quota exceeded");
+    }
 
     // Paying for more is the way to more: a resize to Build raises the host's limit to its 10 GB.
     const resized = await mallory.api.post(`/api/pods/${name}/resize`, { plan_slug: "build" });
