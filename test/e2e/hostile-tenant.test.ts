@@ -179,13 +179,13 @@ print("made")`,
     });
     expect(nest.body.stdout, nest.body.stderr).toContain("made");
     for (const sub of ["nested", "snap"]) {
-      const escape = await run(
+      const past = await run(
         mallory.api,
         name,
         `fallocate -l ${limit + 1024 ** 2} ~/${sub}/over; echo "rc=$?"`,
       );
-      expect(escape.stdout).toContain("rc=1");
-      expect(escape.stderr).toContain("Disk quota exceeded");
+      expect(past.stdout).toContain("rc=1");
+      expect(past.stderr).toContain("Disk quota exceeded");
     }
 
     // Paying for more is the way to more: a resize to Build raises the host's limit to its 10 GB.
