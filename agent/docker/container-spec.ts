@@ -1,6 +1,7 @@
 import type { ContainerCreateOptions } from "dockerode";
 import type { PodLimits, PodSpec } from "../../shared/protocol";
 import { HOME, LABEL_DOMAIN, LABEL_PORT, LABEL_SSH_PORT, podLabels, podNames } from "./naming";
+import { POD_SECURITY_OPT } from "./seccomp";
 
 /**
  * The isolation rules of a pod container, in one pure function (tested via `docker inspect`):
@@ -60,7 +61,7 @@ export function containerCreateOptions(prefix: string, spec: PodSpec, image: str
       Init: true,
       CapDrop: ["ALL"],
       CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
+      SecurityOpt: POD_SECURITY_OPT,
       ReadonlyRootfs: true,
       Tmpfs: tmpfs,
       ...resourcesOf(spec.limits),
@@ -101,7 +102,7 @@ export function cloneHelperOptions(prefix: string, spec: PodSpec, image: string)
     NetworkDisabled: true,
     HostConfig: {
       CapDrop: ["ALL"],
-      SecurityOpt: ["no-new-privileges"],
+      SecurityOpt: POD_SECURITY_OPT,
       NetworkMode: "none",
       Mounts: [
         {

@@ -1,20 +1,21 @@
-import { access } from "node:fs/promises";
+import { access, chown } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { btrfs } from "../../agent/disk/btrfs";
 import { diskBytes } from "../../agent/disk/pod-disk";
 import { podNames } from "../../agent/docker/naming";
 import { findPlan } from "../../shared/catalog";
-import { testPodDisk } from "../support/pod-disk";
+import { SUBVOLUME_IOCTLS, testPodDisk } from "../support/pod-disk";
 import { type Agent, podSpec, startAgent } from "./helpers";
 
 /**
  * A pod's home holds its plan's disk and no more (agent/disk/pod-disk.ts), on the real engine and
  * the host's real btrfs: writes past it fail in the pod with "Disk quota exceeded", a neighbour on
- * the same filesystem writes on, a subvolume or snapshot the tenant nests in its home counts against
- * the same limit, resize moves the limit, delete takes the subvolumes and their qgroup away.
+ * the same filesystem writes on, the pod cannot make btrfs subvolumes (seccomp), one nested in its
+ * home anyway counts against the same limit, resize moves the limit, delete takes the subvolumes and their qgroup away.
  */
 
 const MiB = 1024 * 1024;
+
 const launch = findPlan("launch");
 const build = findPlan("build");
 if (!launch || !build) throw new Error("the catalog lacks the launch or build plan");
@@ -83,23 +84,25 @@ describe("a pod's disk", () => {
     expect(more.stdout.trim(), more.stderr).toBe("ok");
   });
 
-  it("counts a subvolume and a snapshot the tenant makes in its home against the same limit", async () => {
-    // The ioctls need no capability and Docker's seccomp profile allows them; pod images have
-    // python3 but no btrfs tool. BTRFS_IOC_SUBVOL_CREATE (0x5000940e) makes ~/nested, then
-    // BTRFS_IOC_SNAP_CREATE (0x50009401) snapshots it as ~/snap; both take btrfs_ioctl_vol_args
-    // (`__s64 fd; char name[4088]`), fd being the snapshot's source.
-    const made = await python(
-      "neighbour",
-      `import fcntl, os, struct
-home = os.path.expanduser("~")
-def make(name, request, source=0):
-    fd = os.open(home, os.O_RDONLY)
-    fcntl.ioctl(fd, request, bytearray(struct.pack("q", source) + name.encode().ljust(4088, b"\\0")), True)
-make("nested", 0x5000940e)
-make("snap", 0x50009401, os.open(os.path.join(home, "nested"), os.O_RDONLY))`,
-    );
-    expect(made.exitCode, made.stderr).toBe(0);
+  it("refuses every btrfs subvolume ioctl in the pod (seccomp), the _V2 ones that could skip the qgroup too", async () => {
+    const tried = await python("neighbour", SUBVOLUME_IOCTLS);
+    expect(tried.exitCode, tried.stderr).toBe(0);
+    expect(tried.stdout.trim().split("\n")).toEqual([
+      "create EPERM",
+      "create_v2 EPERM",
+      "snapshot EPERM",
+      "snapshot_v2 EPERM",
+    ]);
+    expect((await sh("neighbour", "ls -A ~")).stdout).not.toMatch(/nested|escape|snap/);
+  });
+
+  it("counts a subvolume and a snapshot nested in the home against the same limit (made from the host: the second line of defence)", async () => {
     const disk = testPodDisk();
+    const home = disk.dirOf(podNames(agent.config.namePrefix, "neighbour").volume);
+    await btrfs(["subvolume", "create", `${home}/nested`]);
+    await btrfs(["subvolume", "snapshot", `${home}/nested`, `${home}/snap`]);
+    await chown(`${home}/nested`, 1000, 1000);
+    await chown(`${home}/snap`, 1000, 1000);
     const volume = podNames(agent.config.namePrefix, "neighbour").volume;
     const group = await disk.usage(volume);
     expect(group?.children).toHaveLength(3); // the home, nested and snap
