@@ -64,6 +64,12 @@ const Env = z.object({
   PODHOST_INGRESS_CHECK_S: z.coerce.number().int().min(1).max(3600).default(10),
   /** how often the pod egress rules are checked (and put back when something removed them) */
   PODHOST_EGRESS_CHECK_S: z.coerce.number().int().min(1).max(3600).default(30),
+  /**
+   * the btrfs (quotas on) where each pod's home is a subvolume limited to its plan's disk
+   * (scripts/host/ensure-pod-disk.sh makes it); the agent refuses to start when it is not one.
+   * Empty: homes are plain engine volumes without a limit (a pod can fill the host's disk)
+   */
+  PODHOST_POD_DISK_ROOT: z.string().default("/var/lib/podhost/pod-disk"),
   /** names every container, volume and network; tests use a unique one so they never touch others */
   PODHOST_NAME_PREFIX: z
     .string()
@@ -86,6 +92,8 @@ export interface AgentConfig {
   metricsIntervalMs: number;
   ingressCheckMs: number;
   egressCheckMs: number;
+  /** null: pods' homes carry no disk limit */
+  podDiskRoot: string | null;
 }
 
 /** Parse the environment; throws a readable error naming every bad variable. */
@@ -115,6 +123,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsIntervalMs: e.PODHOST_METRICS_INTERVAL_S * 1000,
     ingressCheckMs: e.PODHOST_INGRESS_CHECK_S * 1000,
     egressCheckMs: e.PODHOST_EGRESS_CHECK_S * 1000,
+    podDiskRoot: e.PODHOST_POD_DISK_ROOT || null,
   };
 }
 

@@ -6,6 +6,7 @@ import { PROTOCOL_VERSION } from "../shared/protocol";
 import { loadConfig, requireConnection } from "./config";
 import { Dispatcher } from "./connection/dispatch";
 import { ControlSocket } from "./connection/socket";
+import { podDiskOf } from "./disk/pod-disk";
 import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./docker/events";
 import { EgressKeeper } from "./egress/keeper";
@@ -26,6 +27,10 @@ const SHUTDOWN_DRAIN_MS = 20_000;
 export async function startAgent(env: Record<string, string | undefined> = process.env) {
   const config = requireConnection(loadConfig(env));
   const log = createLogger({ component: "agent" });
+  // Without its pod disk the agent would make homes any tenant can grow until the host is full.
+  const disk = podDiskOf(config.podDiskRoot);
+  if (disk) await disk.check();
+  else log.warn("PODHOST_POD_DISK_ROOT is empty: pods' homes have no disk limit");
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, log });
   // SSH is one feature of the pods, not a reason to leave them unmanaged: without it the agent runs on.

@@ -1,6 +1,7 @@
 import type { ContainerCreateOptions } from "dockerode";
 import type { PodLimits, PodSpec } from "../../shared/protocol";
 import { HOME, LABEL_DOMAIN, LABEL_PORT, LABEL_SSH_PORT, podLabels, podNames } from "./naming";
+import { POD_SECURITY_OPT } from "./seccomp";
 
 /**
  * The isolation rules of a pod container, in one pure function (tested via `docker inspect`):
@@ -12,12 +13,14 @@ import { HOME, LABEL_DOMAIN, LABEL_PORT, LABEL_SSH_PORT, podLabels, podNames } f
  *   dir, nginx and php-fpm sockets) and /tmp, which are tmpfs here (tmpfs pages count against the
  *   memory limit). PHP's session dir is root-owned in the image, so it gets a tmpfs too;
  * - only the pod's own named volume, mounted at /home/pod_user (no host paths, no docker socket);
- *   the engine seeds an empty volume from the image's home at create time;
+ *   the engine seeds an empty volume from the image's home at create time. The volume is bound to
+ *   the pod's btrfs subvolume, limited to the plan's disk (../disk/pod-disk.ts);
  * - the pod's own bridge network and no published ports: only the host (the ingress) reaches it;
  * - `unless-stopped`: a crashed pod is brought back by the engine, while a pod stopped through the
  *   API stays stopped, also across an engine restart;
  * - bounded json-file logs (the services log into ~/logs; this is pod-init's own output).
- * Disk (`limits.diskGb`) is not enforced: overlay2 on ext4 and the local volume driver have no quota.
+ * So the pod's writes are bounded everywhere: its home by the qgroup, the read-only root not at all
+ * writable, the tmpfs mounts by their sizes (and the memory limit), the log by its rotation.
  */
 export function resourcesOf(limits: PodLimits) {
   const memory = limits.memoryMb * 1024 * 1024;
@@ -58,7 +61,7 @@ export function containerCreateOptions(prefix: string, spec: PodSpec, image: str
       Init: true,
       CapDrop: ["ALL"],
       CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
+      SecurityOpt: POD_SECURITY_OPT,
       ReadonlyRootfs: true,
       Tmpfs: tmpfs,
       ...resourcesOf(spec.limits),
@@ -99,7 +102,7 @@ export function cloneHelperOptions(prefix: string, spec: PodSpec, image: string)
     NetworkDisabled: true,
     HostConfig: {
       CapDrop: ["ALL"],
-      SecurityOpt: ["no-new-privileges"],
+      SecurityOpt: POD_SECURITY_OPT,
       NetworkMode: "none",
       Mounts: [
         {

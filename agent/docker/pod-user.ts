@@ -10,6 +10,7 @@ import { demuxStream } from "./frames";
 import { HOME, LABEL_PREFIX, podNames } from "./naming";
 import { AGENT_PATH_ENV, SH } from "./pod-bin";
 import { inspectContainer, removeContainer } from "./resources";
+import { POD_SECURITY_OPT } from "./seccomp";
 
 /** marks the short-lived containers below (they carry no pod label, so inventory and events ignore them) */
 export const LABEL_HELPER = "podhost.helper";
@@ -140,7 +141,7 @@ async function runInHelper(
     HostConfig: {
       NetworkMode: "none",
       CapDrop: ["ALL"],
-      SecurityOpt: ["no-new-privileges"],
+      SecurityOpt: POD_SECURITY_OPT,
       ReadonlyRootfs: true,
       Tmpfs: { "/tmp": `rw,nosuid,nodev,size=${16 * MB}` },
       Memory: 128 * MB,

@@ -84,11 +84,16 @@ export async function ensureNetwork(
   }
 }
 
-/** Create the pod's home volume unless it exists; true when this call created it. */
+/**
+ * Create the pod's home volume unless it exists; true when this call created it. `bindTo` makes the
+ * directory a new volume is bound to (a limited subvolume, ../disk/pod-disk.ts); an existing volume
+ * is adopted as it is. The engine seeds a bound local volume from the image as it does a plain one.
+ */
 export async function ensureVolume(
   docker: DockerClient,
   name: string,
   labels: Record<string, string>,
+  bindTo?: () => Promise<string>,
 ): Promise<boolean> {
   try {
     const info = await docker.getVolume(name).inspect();
@@ -97,7 +102,13 @@ export async function ensureVolume(
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }
-  await docker.createVolume({ Name: name, Driver: "local", Labels: labels });
+  const device = bindTo ? await bindTo() : undefined;
+  await docker.createVolume({
+    Name: name,
+    Driver: "local",
+    Labels: labels,
+    ...(device ? { DriverOpts: { type: "none", o: "bind", device } } : {}),
+  });
   return true;
 }
 

@@ -1,4 +1,6 @@
 import { ENV_FILE, ENV_NAME } from "../../shared/protocol/inside";
+import { podDiskOf } from "../disk/pod-disk";
+import { podNames } from "../docker/naming";
 import { AgentError } from "../errors";
 import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
@@ -30,6 +32,7 @@ type InsideOps =
 export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, InsideOps> {
   const { docker, log } = deps;
   const prefix = deps.config.namePrefix;
+  const disk = podDiskOf(deps.config.podDiskRoot);
 
   const checkNames = (what: string, keys: string[]) => {
     for (const key of keys) {
@@ -76,7 +79,14 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
 
     "pod.preset": guard("pod.preset", ({ name, preset }) => probePreset(docker, prefix, name, preset)),
 
-    "pod.disk": guard("pod.disk", ({ name }) => diskUsage(docker, prefix, name)),
+    // `du` names the big entries; the limit is the home's qgroup's, the one writes fail against.
+    "pod.disk": guard("pod.disk", async ({ name }) => {
+      const [usage, quota] = await Promise.all([
+        diskUsage(docker, prefix, name),
+        disk ? disk.usage(podNames(prefix, name).volume) : null,
+      ]);
+      return { ...usage, limitBytes: quota?.maxReferencedBytes ?? null };
+    }),
 
     "pod.node-version": guard("pod.node-version", async ({ name, version }) => {
       const switched = await locks.run(name, () => switchNodeVersion(docker, prefix, name, version));

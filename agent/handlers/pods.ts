@@ -2,6 +2,7 @@ import { type Readable, Transform } from "node:stream";
 import type { ContainerInspectInfo } from "dockerode";
 import type { HomeSeed, PodSpec, PodState } from "../../shared/protocol";
 import type { ZipSeed } from "../../shared/protocol/zip";
+import { diskBytes, podDiskOf } from "../disk/pod-disk";
 import { isConflict, isNotFound } from "../docker/client";
 import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
 import {
@@ -60,6 +61,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
   const streams = podStreams(deps);
   const locks = deps.locks ?? new KeyedLock();
   const names = (pod: string) => podNames(prefix, pod);
+  const disk = podDiskOf(config.podDiskRoot);
 
   const stateOf = async (pod: string): Promise<PodState> =>
     podStateOf(pod, await inspectContainer(docker, names(pod).container), names(pod).network);
@@ -129,7 +131,12 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       let info = await inspectContainer(docker, n.container);
       if (info) assertOwned("container", n.container, info.Config.Labels, spec.podId);
       made.network = await ensureNetwork(docker, n.network, labels);
-      made.volume = await ensureVolume(docker, n.volume, labels);
+      made.volume = await ensureVolume(
+        docker,
+        n.volume,
+        labels,
+        disk ? () => disk.create(n.volume, diskBytes(spec.limits)) : undefined,
+      );
       const fresh = !info || info.State.Status === "created";
       // A clone's home is filled before the pod container exists, so the engine does not seed the
       // volume from the image: the copy is exact (files deleted in the source stay deleted).
@@ -214,6 +221,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       [made.container, "container", () => removeContainer(docker, n.container)],
       [made.vhost, "vhost", () => ingress.remove(spec.name)],
       [made.volume, "volume", () => removeVolume(docker, n.volume)],
+      [made.volume, "home subvolume", async () => disk?.remove(n.volume)],
       [made.network, "network", () => removeNetwork(docker, n.network)],
     ];
     for (const [did, what, step] of steps) {
@@ -329,6 +337,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await removeContainer(docker, n.container);
         await ingress.remove(name);
         await removeVolume(docker, n.volume);
+        await disk?.remove(n.volume);
         await removeNetwork(docker, n.network);
         return { deleted: true as const };
       }),
@@ -337,6 +346,9 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     "pod.resize": guard("pod.resize", ({ name, limits }) =>
       locks.run(name, async () => {
         await mustExist(name);
+        // A home made before limits existed (a plain engine volume) stays unlimited until recreated.
+        const volume = names(name).volume;
+        if (disk && (await disk.exists(volume))) await disk.setLimit(volume, diskBytes(limits));
         await docker.getContainer(names(name).container).update(resourcesOf(limits));
         return stateOf(name);
       }),

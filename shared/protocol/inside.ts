@@ -90,11 +90,15 @@ export const insideOps = {
     params: z.object({ name: PodName, preset: z.enum(["static", "php", "nodejs", "python"]) }),
     result: z.object({ runtimeVersion: z.string().nullable(), startCommand: z.string().nullable() }),
   },
-  /** `du` of /home/pod_user and of each of its top-level entries (bytes on disk) */
+  /**
+   * `du` of /home/pod_user and of each of its top-level entries (bytes on disk), and the limit the
+   * host enforces on the home (null or absent: none, a pod made before limits or an older agent)
+   */
   "pod.disk": {
     params: z.object({ name: PodName }),
     result: z.object({
       usedBytes: z.number().int(),
+      limitBytes: z.number().int().nullable().optional(),
       paths: z.array(z.object({ path: z.string(), bytes: z.number().int() })),
     }),
   },

@@ -14,6 +14,7 @@ import { Ingress } from "../../agent/ingress/nginx";
 import { createLogger } from "../../agent/logger";
 import { type SshGateway, startSshGateway } from "../../agent/ssh/gateway";
 import { type OpParams, PodSpec } from "../../shared/protocol";
+import { removePodDisks, testPodDisk } from "../support/pod-disk";
 
 export const DOCKER_SOCKET = "/var/run/docker.sock";
 
@@ -54,6 +55,8 @@ export async function startAgent(
     PODHOST_SSH_LISTEN_HOST: "127.0.0.1",
     ...env,
   });
+  // Tests run with disk limits on, as production does: a host without its pod disk fails here.
+  if (config.podDiskRoot) await testPodDisk().check();
   const log = createLogger({ test: prefix }, true);
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir, listen: config.ingressListen, log });
@@ -95,6 +98,7 @@ export async function removePrefix(docker: DockerClient, prefix: string): Promis
   const { Volumes } = await docker.listVolumes({ filters });
   for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove();
   for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove();
+  await removePodDisks(prefix);
 }
 
 export function podSpec(name: string, over: Partial<OpParams<"pod.create">> = {}): PodSpec {

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SUBVOLUME_IOCTLS } from "../support/pod-disk";
 import { signUp } from "./support/api";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type ClientKey, makeKey, randomKeyLogin, sshRun } from "./support/ssh";
@@ -125,6 +126,60 @@ describe("a hostile tenant", () => {
     expect(loginMs).toBeLessThan(1_000);
     // no exec and no helper container per attempt: at most the owner's session and a few checks
     expect(events.length).toBeLessThan(30);
+  });
+
+  it("cannot write past its plan's disk (fallocate, plain writes, btrfs subvolumes of its own), while another team's pod writes on", async () => {
+    const name = `hostile-${stack.prefix.slice(-4)}`;
+    const victor = await signUp(stack.api, "Victor");
+    const other = `bystander-${stack.prefix.slice(-4)}`;
+    await createRunningPods(victor.api, [[other, "static"]]);
+    const run = async (api: User["api"], pod: string, script: string) => {
+      const res = await api.post(`/api/pods/${pod}/exec`, { command: ["/bin/sh", "-c", script] });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body as { exit_code: number; stdout: string; stderr: string };
+    };
+
+    const usage = await mallory.api.get(`/api/pods/${name}/disk-usage`);
+    expect(usage.status, JSON.stringify(usage.body)).toBe(200);
+    const limit: number = usage.body.limit_bytes;
+    expect(limit).toBe(5 * 1024 ** 3); // the Launch plan's 5 GB, as the host enforces it
+
+    const over = await run(mallory.api, name, `fallocate -l ${limit + 1024 ** 2} ~/over; echo "rc=$?"`);
+    expect(over.stdout).toContain("rc=1");
+    expect(over.stderr).toContain("Disk quota exceeded");
+    const fill = await run(
+      mallory.api,
+      name,
+      `fallocate -l ${limit - 32 * 1024 ** 2} ~/fill && head -c 64M /dev/zero > ~/more; echo "rc=$?"`,
+    );
+    expect(fill.stdout).toContain("rc=1");
+    expect(fill.stderr).toContain("Disk quota exceeded");
+    const full = await mallory.api.get(`/api/pods/${name}/disk-usage`);
+    expect(full.body.percent).toBeGreaterThan(99);
+
+    const neighbour = await run(victor.api, other, "head -c 16M /dev/zero > ~/mine && echo ok");
+    expect(neighbour.stdout.trim(), neighbour.stderr).toBe("ok");
+    // and the attacker's own pod is still its own to clean up
+    expect((await run(mallory.api, name, "rm -f ~/fill ~/more && echo ok")).stdout.trim()).toBe("ok");
+
+    // A subvolume of its own inside the home would be counted (the qgroup's members inherit), but
+    // the _V2 ioctls could skip that: the pod's seccomp profile refuses every btrfs ioctl.
+    const nest = await mallory.api.post(`/api/pods/${name}/exec`, {
+      command: ["/usr/bin/python3", "-I", "-c", SUBVOLUME_IOCTLS],
+    });
+    expect(nest.status, JSON.stringify(nest.body)).toBe(200);
+    expect(nest.body.stdout.trim().split("\n")).toEqual([
+      "create EPERM",
+      "create_v2 EPERM",
+      "snapshot EPERM",
+      "snapshot_v2 EPERM",
+    ]);
+
+    // Paying for more is the way to more: a resize to Build raises the host's limit to its 10 GB.
+    const resized = await mallory.api.post(`/api/pods/${name}/resize`, { plan_slug: "build" });
+    expect(resized.status, JSON.stringify(resized.body)).toBe(200);
+    expect((await mallory.api.get(`/api/pods/${name}/disk-usage`)).body.limit_bytes).toBe(10 * 1024 ** 3);
+    expect((await run(mallory.api, name, `fallocate -l ${limit} ~/big && echo ok`)).stdout.trim()).toBe("ok");
   });
 
   describe("reading from its own Node.js pod (the agent sampling every 2 s)", () => {

@@ -10,6 +10,7 @@ import {
   startLocalWorker,
 } from "../../../bench/support/worker";
 import { registerHost } from "../../../scripts/lib/hosts";
+import { removePodDisks } from "../../support/pod-disk";
 
 /** A free TCP port on 127.0.0.1 (the kernel picks it). */
 export async function freePort(): Promise<number> {
@@ -230,6 +231,7 @@ export async function removeByPrefix(prefix: string): Promise<void> {
     .split(/\s+/)
     .filter(Boolean);
   if (networks.length) await run("docker", ["network", "rm", ...networks]);
+  await removePodDisks(prefix);
 }
 
 async function stopIngress(stateDir: string): Promise<void> {

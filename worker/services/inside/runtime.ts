@@ -80,7 +80,8 @@ export async function podDiskUsage({
   if (!plan) return fail("internal", `pod ${name} has an unknown plan`);
   const r = await callTarget(ctx, target.value, "pod.disk", { name }, { timeoutMs: DISK_TIMEOUT_MS });
   if (!r.ok) return r;
-  const limit = plan.diskGb * GB;
+  // The host's own figure is the limit writes fail against; a home made before limits has none.
+  const limit = r.value.limitBytes ?? plan.diskGb * GB;
   return ok({
     used_bytes: r.value.usedBytes,
     limit_bytes: limit,
