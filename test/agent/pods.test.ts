@@ -85,7 +85,13 @@ describe("pod.create", () => {
     expect(hc.Privileged).toBe(false);
     expect(hc.CapDrop).toEqual(["ALL"]);
     expect(hc.CapAdd ?? []).toEqual([]);
-    expect(hc.SecurityOpt).toEqual(["no-new-privileges"]);
+    // no-new-privileges, and the engine's default seccomp profile without the btrfs ioctls
+    expect(hc.SecurityOpt?.[0]).toBe("no-new-privileges");
+    expect(hc.SecurityOpt).toHaveLength(2);
+    const seccomp = JSON.parse(hc.SecurityOpt?.[1]?.replace(/^seccomp=/, "") ?? "{}");
+    expect(seccomp.defaultAction).toBe("SCMP_ACT_ERRNO");
+    const ioctl = seccomp.syscalls.filter((r: { names: string[] }) => r.names.includes("ioctl"));
+    expect(ioctl.every((r: { args?: unknown[] }) => (r.args ?? []).length === 1)).toBe(true);
     expect(hc.Init).toBe(true);
     expect(hc.ReadonlyRootfs).toBe(true);
     expect(info.Config.User).toBe("1000:1000");

@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { containerCreateOptions } from "../../agent/docker/container-spec";
+import { POD_SECURITY_OPT } from "../../agent/docker/seccomp";
 import { dotenvLine, renderCrontab, specFileEntries } from "../../agent/docker/spec-files";
 import { buildTar } from "../../agent/docker/tar";
 import { AgentError } from "../../agent/errors";
@@ -96,7 +97,7 @@ describe("containerCreateOptions", () => {
       Privileged: false,
       CapDrop: ["ALL"],
       CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
+      SecurityOpt: POD_SECURITY_OPT,
       Init: true,
       ReadonlyRootfs: true,
       NetworkMode: "px-iso",
@@ -108,5 +109,32 @@ describe("containerCreateOptions", () => {
       { Type: "volume", Source: "px-iso-home", Target: "/home/pod_user", ReadOnly: false },
     ]);
     expect(Object.keys(o.HostConfig?.Tmpfs ?? {})).toContain("/var/lib/php/sessions");
+  });
+});
+
+describe("the pods' seccomp profile", () => {
+  const profile = JSON.parse(POD_SECURITY_OPT[1]?.replace(/^seccomp=/, "") ?? "{}") as {
+    defaultAction: string;
+    syscalls: {
+      names: string[];
+      action: string;
+      args?: { value: number; valueTwo?: number; op: string }[];
+    }[];
+  };
+  const ioctl = profile.syscalls.filter((r) => r.names.includes("ioctl"));
+
+  it("is the engine's default with ioctl allowed by type only, never type 0x94 (btrfs) but for the clone requests", () => {
+    expect(POD_SECURITY_OPT[0]).toBe("no-new-privileges");
+    expect(profile.defaultAction).toBe("SCMP_ACT_ERRNO");
+    expect(ioctl.every((r) => r.action === "SCMP_ACT_ALLOW" && r.args?.length === 1)).toBe(true);
+    const types = ioctl.filter((r) => r.args?.[0]?.op === "SCMP_CMP_MASKED_EQ");
+    expect(types).toHaveLength(255);
+    expect(types.every((r) => r.args?.[0]?.value === 0xff00)).toBe(true);
+    expect(types.map((r) => r.args?.[0]?.valueTwo)).not.toContain(0x94 << 8);
+    const exact = ioctl.filter((r) => r.args?.[0]?.op === "SCMP_CMP_EQ").map((r) => r.args?.[0]?.value);
+    expect(exact).toEqual([0x40049409, 0x4020940d, 0xc0189436]);
+    // the rest of the default is untouched: a few of its allowed calls
+    const allowed = profile.syscalls.filter((r) => r.action === "SCMP_ACT_ALLOW").flatMap((r) => r.names);
+    expect(allowed).toEqual(expect.arrayContaining(["read", "write", "openat", "clone", "execve"]));
   });
 });
