@@ -16,8 +16,8 @@ import { readFileSync } from "node:fs";
  * The request is matched on bits 8–15 only (the type), which the kernel reads after truncating the
  * request to 32 bits, so high bits set by a caller change nothing. libseccomp drops a conditional
  * rule for a syscall that also has an unconditional one (and a conditional refusal would shadow the
- * clone ioctls' allow rules), so `ioctl` leaves the default's allow list and comes back as one allow
- * rule per other type plus the three clone requests; the rest is refused by the default action.
+ * clone ioctls' allow rules), so `ioctl` leaves the default's allow list and comes back as allow rules
+ * for every other type plus the three clone requests; the rest is refused by the default action.
  */
 
 const BTRFS_IOCTL_TYPE = 0x94;
@@ -38,13 +38,23 @@ interface SeccompProfile {
 
 export function podSeccompProfile(base: SeccompProfile): SeccompProfile {
   const syscalls = base.syscalls.map((rule) => ({ ...rule, names: rule.names.filter((n) => n !== "ioctl") }));
+  // "type != 0x94" as a union of 8 single-bit tests: a request whose type differs from 0x94 in
+  // bit b matches the rule for b. (One rule per allowed type, 255 of them, made every `docker exec`
+  // some 130 ms slower: runc compiles the filter for each process.)
   const byType: SeccompRule[] = [];
-  for (let type = 0; type < 256; type++) {
-    if (type === BTRFS_IOCTL_TYPE) continue;
+  for (let bit = 8; bit < 16; bit++) {
+    const mask = 1 << bit;
     byType.push({
       names: ["ioctl"],
       action: "SCMP_ACT_ALLOW",
-      args: [{ index: 1, value: 0xff00, valueTwo: type << 8, op: "SCMP_CMP_MASKED_EQ" }],
+      args: [
+        {
+          index: 1,
+          value: mask,
+          valueTwo: (BTRFS_IOCTL_TYPE << 8) & mask ? 0 : mask,
+          op: "SCMP_CMP_MASKED_EQ",
+        },
+      ],
     });
   }
   const clones: SeccompRule[] = GENERIC_CLONE_IOCTLS.map((request) => ({
