@@ -10,3 +10,4 @@ export * from "./sessions";
 export * from "./ssh-keys";
 export * from "./teams";
 export * from "./users";
+export * from "./git";
