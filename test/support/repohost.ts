@@ -62,13 +62,18 @@ export async function startRepohostDouble(port = 0): Promise<RepohostDouble> {
       body,
       at: Date.now(),
     });
-    if (!/^Bearer \S+$/.test(req.headers.authorization ?? "")) return reply(res, 401, { message: "Requires authentication" });
+    if (!/^Bearer \S+$/.test(req.headers.authorization ?? ""))
+      return reply(res, 401, { message: "Requires authentication" });
     const hook = /^\/repos\/([^/]+)\/([^/]+)\/hooks(?:\/(\d+))?$/.exec(url.pathname);
     const status = /^\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]{40})$/.exec(url.pathname);
-    if (hook?.[1] === "locked") return reply(res, 403, { message: "Resource not accessible by personal access token" });
+    if (hook?.[1] === "locked")
+      return reply(res, 403, { message: "Resource not accessible by personal access token" });
     if (hook && req.method === "POST" && !hook[3]) {
       const id = nextHook++;
-      hooks.set(String(id), { repo: `${hook[1]}/${hook[2]}`, config: (body as { config?: unknown })?.config });
+      hooks.set(String(id), {
+        repo: `${hook[1]}/${hook[2]}`,
+        config: (body as { config?: unknown })?.config,
+      });
       return reply(res, 201, { id, type: "Repository", name: "web", active: true, events: ["push"] });
     }
     if (hook && req.method === "DELETE" && hook[3]) {
@@ -77,7 +82,11 @@ export async function startRepohostDouble(port = 0): Promise<RepohostDouble> {
       return res.end();
     }
     if (status && req.method === "POST") {
-      return reply(res, 201, { id: requests.length, state: (body as { state?: string })?.state, context: "podhost/deploy" });
+      return reply(res, 201, {
+        id: requests.length,
+        state: (body as { state?: string })?.state,
+        context: "podhost/deploy",
+      });
     }
     return reply(res, 404, { message: "Not Found" });
   });

@@ -1,4 +1,5 @@
 export * from "./api-tokens";
+export * from "./git";
 export * from "./hosts";
 export * from "./mail-outbox";
 export * from "./one-time-tokens";
@@ -10,4 +11,3 @@ export * from "./sessions";
 export * from "./ssh-keys";
 export * from "./teams";
 export * from "./users";
-export * from "./git";

@@ -80,6 +80,14 @@ export async function createPodFromRepo({
   if (!row) return fail("internal", `pod ${created.value.name} vanished right after its creation`);
   const git = await storeConfig(ctx, row.pod, input);
   if (!git.ok) return git;
-  await enqueueDeployment(ctx.env, ctx.db, row.pod.id, { trigger: "manual" });
-  return ok({ pod: created.value, git: git.value });
+  const first = await enqueueDeployment(ctx.env, ctx.db, row.pod.id, { trigger: "manual" });
+  const last_deployment = {
+    id: first.id,
+    status: first.status,
+    commit_sha: null,
+    commit_message: null,
+    created_at: first.createdAt,
+    finished_at: null,
+  };
+  return ok({ pod: created.value, git: { ...git.value, last_deployment } });
 }
