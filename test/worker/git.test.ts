@@ -618,6 +618,7 @@ describe("from a repository, and the repository helpers", () => {
       build_command: "make",
       webhook: { auto: true },
     });
+    expect(created.body.git.last_deployment).toMatchObject({ status: "deploying" });
     expect(created.body.pod.name).toMatch(/^site-/);
 
     const create = await nextCall(agent, "pod.create");
