@@ -64,7 +64,17 @@ export async function enqueueDeployment(
   };
   const reason = `superseded by ${id}`;
   await db.batch([db.insert(deployments).values(row), ...supersedeStatements(db, podId, superseded, reason)]);
-  await env.POD_DEPLOY.create({ id, params: { deploymentId: id, podId } });
+  try {
+    await env.POD_DEPLOY.create({ id, params: { deploymentId: id, podId } });
+  } catch (error) {
+    // A deployment whose workflow never started must not stay queued (it would hold the queue).
+    await finishDeployment(db, id, {
+      ok: false,
+      class: "unknown",
+      message: `the deployment could not be started: ${String(error)}`,
+    });
+    throw error;
+  }
   await wake(env, superseded);
   return row;
 }
