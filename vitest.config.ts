@@ -11,13 +11,23 @@ export default defineConfig({
         plugins: [
           cloudflareTest(async () => ({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { TEST_MIGRATIONS: await readD1Migrations("./migrations") } },
+            miniflare: {
+              bindings: {
+                TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+                // Git deployments: the git host's REST double (test/worker/global-setup.ts), a fixed
+                // test key for the secrets at rest, and http:// repositories on loopback allowed.
+                GITHUB_API_BASE: process.env.REPOHOST_DOUBLE_URL ?? "http://127.0.0.1:9",
+                GIT_TOKEN_KEY: "dGVzdC1vbmx5LWdpdC10b2tlbi1rZXktMzItYnl0ZXM=",
+                ALLOW_HTTP_GIT_LOOPBACK: "true",
+              },
+            },
           })),
         ],
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
           setupFiles: ["./test/worker/setup.ts"],
+          globalSetup: ["./test/worker/global-setup.ts"],
         },
       },
       {

@@ -7,7 +7,8 @@
  * Ctrl-C stops everything.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { d1Migrate } from "./lib/d1";
@@ -99,8 +100,31 @@ const stopAll = (code: number) => {
 process.on("SIGINT", () => stopAll(0));
 process.on("SIGTERM", () => stopAll(0));
 
+/**
+ * Git deployments keep tokens encrypted with the GIT_TOKEN_KEY secret: one is made once for this
+ * machine and kept in .dev.vars (git-ignored), so tokens stored by one start still open on the next.
+ */
+function ensureGitTokenKey() {
+  const file = path.join(ROOT, ".dev.vars");
+  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+  if (/^GIT_TOKEN_KEY\s*=/m.test(text)) return;
+  const line = `GIT_TOKEN_KEY="${randomBytes(32).toString("base64")}"\n`;
+  appendFileSync(file, text && !text.endsWith("\n") ? `\n${line}` : line);
+}
+ensureGitTokenKey();
+
 step(`Starting the Worker on ${API_URL}`);
-const worker = spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(API_PORT)], {
+// Locally, a repository may be served over plain http from this machine (a test git server).
+const workerArgs = [
+  "dev",
+  "--ip",
+  "127.0.0.1",
+  "--port",
+  String(API_PORT),
+  "--var",
+  "ALLOW_HTTP_GIT_LOOPBACK:true",
+];
+const worker = spawn("npx", ["wrangler", ...workerArgs], {
   cwd: ROOT,
   stdio: "inherit",
   env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },

@@ -12,6 +12,7 @@ import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { filesRouter } from "./routes/files";
+import { gitRouter } from "./routes/git";
 import { healthRouter } from "./routes/health";
 import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
@@ -39,6 +40,8 @@ export function createApp() {
   app.route("/api/pods", filesRouter);
   app.route("/api/pods", metricsRouter);
   app.route("/api/pods", healthRouter);
+  // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
+  app.route("/api", gitRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);

@@ -2,6 +2,7 @@ import type { HostAgent } from "./durable-objects/host-agent/object";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
 import type { PodCreateParams } from "./workflows/pod-create";
+import type { PodDeployParams } from "./workflows/pod-deploy";
 
 /** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, D1/R2/DO bindings). */
 export interface Bindings {
@@ -13,6 +14,8 @@ export interface Bindings {
   TRANSFER_RELAY: DurableObjectNamespace<TransferRelay>;
   /** long operations, one Workflow each (worker/workflows/); instance id = the operation's id */
   POD_CREATE: Workflow<PodCreateParams>;
+  /** one instance per git deployment (deploy, push, rollback); instance id = the deployment's id */
+  POD_DEPLOY: Workflow<PodDeployParams>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */
@@ -20,9 +23,16 @@ export interface Bindings {
   STRIPE_SECRET_KEY?: string;
   STRIPE_WEBHOOK_SECRET?: string;
   STRIPE_API_BASE?: string;
+  /** the git host's REST API (hooks, commit statuses); default https://api.github.com */
   GITHUB_API_BASE?: string;
+  /** repositories under this base are "hosted": the service creates their push hook; default https://github.com */
+  REPOHOST_GIT_BASE?: string;
+  /** secret: 32 bytes, base64; encrypts git access tokens and webhook secrets at rest (AES-GCM) */
+  GIT_TOKEN_KEY?: string;
+  /** "true": plain http:// repository URLs are accepted for loopback hosts (local development, tests) */
+  ALLOW_HTTP_GIT_LOOPBACK?: string;
   DNS_RESOLVER_URL?: string;
 }
 
 /** The Workflow bindings: a host outcome is delivered to an instance of one of these by name. */
-export type WorkflowBinding = "POD_CREATE";
+export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY";

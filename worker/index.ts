@@ -6,6 +6,7 @@ export { HostAgent } from "./durable-objects/host-agent/object";
 export { RateLimiter } from "./durable-objects/rate-limiter";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
 export { PodCreateWorkflow } from "./workflows/pod-create";
+export { PodDeployWorkflow } from "./workflows/pod-deploy";
 
 const app = createApp();
 

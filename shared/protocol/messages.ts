@@ -13,7 +13,7 @@ import { OpName, PodName, PodState } from "./ops";
  * agent reports whether it can serve (hello's `problem`, `agent:host-health`), and `pod.keys.*`
  * became `pod.ssh.keys.*`, the words the API uses for a pod's keys.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 export const WireError = z.object({ code: ErrorCode, message: z.string() });
 export type WireError = z.infer<typeof WireError>;
@@ -107,6 +107,21 @@ export const AgentHealth = z.object({
   pods: z.array(z.object({ name: PodName, diagnosis: Diagnosis.nullable() })).max(2000),
 });
 
+/** The cap on one deployment's build log; past it the agent sends one last line saying so. */
+export const DEPLOY_LOG_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Build output of a running deploy (./git.ts), in order: `seq` counts from 0 per deployment, so a
+ * chunk sent twice (after a reconnect) is stored once. The agent sends at most every ~500 ms and at
+ * most 64 KiB at a time; the token never appears (the agent redacts it).
+ */
+export const AgentDeployLog = z.object({
+  type: z.literal("agent:deploy-log"),
+  deploymentId: z.string().min(1).max(64),
+  seq: z.number().int().min(0),
+  chunk: z.string().max(64 * 1024),
+});
+
 export const AgentMessage = z.union([
   AgentHello,
   AgentResult,
@@ -115,6 +130,7 @@ export const AgentMessage = z.union([
   AgentMetrics,
   AgentHealth,
   AgentHostHealth,
+  AgentDeployLog,
 ]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentResultMessage = z.infer<typeof AgentResult>;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { filesOps } from "./files";
+import { gitOps } from "./git";
 import { healthOps } from "./health";
 import { insideOps, ReloadResult } from "./inside";
 import { sshOps } from "./ssh";
@@ -92,6 +93,7 @@ export const ops = {
   ...zipOps,
   ...filesOps,
   ...healthOps,
+  ...gitOps,
 } as const;
 
 export type Op = keyof typeof ops;
@@ -112,6 +114,9 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
   "pod.files.list",
   // writes only a staged blob the caller named: safe to run again
   "pod.files.download",
+  // fetch into a temporary directory that is removed again
+  "repo.branches",
+  "repo.inspect",
 ]);
 export const isReadOnlyOp = (op: Op): boolean => READ_ONLY_OPS.has(op);
 

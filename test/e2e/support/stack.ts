@@ -110,6 +110,8 @@ export interface StackOptions {
    * the API and the agent both. Its address changes on a restart, so `restartWorker` is refused then.
    */
   direct?: boolean;
+  /** more Worker vars, e.g. GITHUB_API_BASE of the git host double (test/support/repohost.ts) */
+  vars?: Record<string, string>;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
@@ -118,7 +120,13 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   await applyMigrations(persistDir);
   const workerOptions = {
     persistDir,
-    vars: { POD_DOMAIN: "pods.localhost" },
+    vars: {
+      POD_DOMAIN: "pods.localhost",
+      // git deployments: a test key for secrets at rest, and repositories served over http on loopback
+      GIT_TOKEN_KEY: "ZTJlLW9ubHktZ2l0LXRva2VuLWtleS0zMi1ieXRlcyE=",
+      ALLOW_HTTP_GIT_LOOPBACK: "true",
+      ...options.vars,
+    },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
     logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : ("none" as const),
   };

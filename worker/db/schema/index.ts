@@ -1,4 +1,5 @@
 export * from "./api-tokens";
+export * from "./git";
 export * from "./hosts";
 export * from "./mail-outbox";
 export * from "./one-time-tokens";

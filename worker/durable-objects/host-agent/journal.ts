@@ -123,7 +123,9 @@ export class Journal {
   settle(id: string, outcome: Result<unknown>): { settled: boolean; notify?: Notify } {
     const row = this.sql
       .exec<{ notify: string | null }>(
-        "UPDATE journal SET state = ?, outcome = ? WHERE id = ? AND state = 'sent' RETURNING notify",
+        // Params are only needed to send a command again: once it is settled they go (a deploy's
+        // carry the user's git token, which must not rest here longer than the command runs).
+        "UPDATE journal SET state = ?, outcome = ?, params = NULL WHERE id = ? AND state = 'sent' RETURNING notify",
         outcome.ok ? "done" : "failed",
         keptOutcome(outcome),
         id,

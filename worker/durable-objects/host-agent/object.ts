@@ -11,6 +11,7 @@ import {
 } from "../../../shared/protocol";
 import { createDb } from "../../db/client";
 import type { Bindings } from "../../env";
+import { recordDeployLog } from "../../services/git/log";
 import { applyHealthReports } from "../../services/health/report";
 import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../../services/hosts/hosts";
 import { recordMetrics } from "../../services/metrics/record";
@@ -282,6 +283,10 @@ export class HostAgent extends DurableObject<Bindings> {
         return;
       case "agent:host-health":
         await setHostProblem(db, attachment.hostId, message.problem);
+        return;
+      // A running deploy's output, stored as it comes (deduplicated, capped, this host's pods only).
+      case "agent:deploy-log":
+        await recordDeployLog(db, attachment.hostId, message);
         return;
       case "agent:ping":
         this.send(ws, { type: "control:pong", at: message.at });

@@ -114,3 +114,12 @@ export const regionsWithPlaceableHosts = async (db: Db): Promise<Set<string>> =>
   new Set(
     (await db.selectDistinct({ region: hosts.region }).from(hosts).where(placeable())).map((r) => r.region),
   );
+
+/** Placeable hosts of any region, the least loaded first: where a repository can be looked at. */
+export const anyPlaceableHosts = (db: Db) =>
+  db
+    .select()
+    .from(hosts)
+    .where(placeable())
+    .orderBy(asc(sql`${hosts.allocatedMemoryMb} * 1.0 / ${hosts.memoryMb}`))
+    .limit(5);

@@ -23,7 +23,11 @@ export type PodEventType =
   | "zip_uploaded"
   | "health_diagnosis"
   | "health_recovered"
-  | "health_fixed";
+  | "health_fixed"
+  | "git_connected"
+  | "git_disconnected"
+  | "deployment"
+  | "deploy_failed";
 
 export const recordEventStatement = (
   db: Db,

@@ -1,0 +1,83 @@
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { Bindings } from "../../env";
+
+/**
+ * Repository URLs and branch names as users give them. HTTPS only: a token travels with the fetch,
+ * and a plain-text hop would show it. Plain http:// is accepted only for loopback hosts and only
+ * when ALLOW_HTTP_GIT_LOOPBACK is "true" (`npm start` and the tests: a git server on this machine).
+ * Credentials in the URL are refused (they would be stored and shown in clear): `auth_token` is the
+ * place for them.
+ */
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+export function checkRepoUrl(env: Bindings, raw: string, field = "repo_url"): Result<URL> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return fail("bad_request", `${field}: must be an https:// Git URL`);
+  }
+  if (url.username || url.password)
+    return fail(
+      "bad_request",
+      `${field}: must not contain credentials; give the access token as auth_token instead`,
+    );
+  const loopbackHttp =
+    url.protocol === "http:" && env.ALLOW_HTTP_GIT_LOOPBACK === "true" && LOOPBACK.test(url.hostname);
+  if (url.protocol !== "https:" && !loopbackHttp)
+    return fail("bad_request", `${field}: must be an https:// Git URL`);
+  if (url.search || url.hash) return fail("bad_request", `${field}: must not have a query or a fragment`);
+  if (url.pathname.replace(/\/+$/, "").length < 2)
+    return fail("bad_request", `${field}: must name a repository`);
+  return ok(url);
+}
+
+/** What two URLs of one repository have in common: `github.com/acme/site` for `https://GitHub.com/acme/site.git/`. */
+export function repoKey(url: string): string {
+  try {
+    const u = new URL(url);
+    const path = u.pathname.replace(/\/+$/, "").replace(/\.git$/i, "");
+    return `${u.host}${path}`.toLowerCase();
+  } catch {
+    return url.toLowerCase();
+  }
+}
+
+export interface HostedRepo {
+  owner: string;
+  repo: string;
+}
+
+/** `{owner, repo}` when the URL is a repository of the git host (REPOHOST_GIT_BASE), else undefined. */
+export function hostedRepo(env: Bindings, url: string): HostedRepo | undefined {
+  const base = repoKey(env.REPOHOST_GIT_BASE ?? "https://github.com");
+  const key = repoKey(url);
+  if (!key.startsWith(`${base}/`)) return undefined;
+  const [owner, repo, ...rest] = key.slice(base.length + 1).split("/");
+  if (!owner || !repo || rest.length > 0) return undefined;
+  return { owner, repo };
+}
+
+const BRANCH_RULE =
+  "must be a branch name: letters, digits and . _ / -, not starting with - or /, without .. or //, not ending with / . or .lock";
+
+/** A git branch name (git check-ref-format's rules, the ones a user can break by accident). */
+export function checkBranch(branch: string, field = "branch"): Result<string> {
+  const bad =
+    !/^[A-Za-z0-9._/-]{1,255}$/.test(branch) ||
+    /^[-/.]/.test(branch) ||
+    branch.includes("..") ||
+    branch.includes("//") ||
+    branch.includes("/.") ||
+    /[/.]$/.test(branch) ||
+    branch.endsWith(".lock");
+  return bad ? fail("bad_request", `${field}: ${BRANCH_RULE}`) : ok(branch);
+}
+
+/** A build command line: one line of text, or null/empty for detection. */
+export function checkBuildCommand(command: string | null | undefined): Result<string | null> {
+  if (command === undefined || command === null || command.trim() === "") return ok(null);
+  if (/[\r\n\0]/.test(command)) return fail("bad_request", "build_command: must be one line");
+  return ok(command.trim());
+}
