@@ -8,6 +8,8 @@ import { Dispatcher } from "./connection/dispatch";
 import { ControlSocket } from "./connection/socket";
 import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./docker/events";
+import type { DeployLogMessage } from "./git/log";
+import { removeGitLeftovers } from "./handlers/git";
 import { KeyedLock } from "./handlers/keyed-lock";
 import { createHandlers } from "./handlers/pods";
 import { HealthMonitor } from "./health/monitor";
@@ -43,7 +45,19 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const blobs = createBlobStore(config.apiUrl, config.agentToken);
   const relay = createRelayClient(config.apiUrl, config.agentToken);
   const health = new HealthMonitor({ docker, log });
-  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh, blobs, relay, health };
+  const deps = {
+    config,
+    docker,
+    ingress,
+    log,
+    locks: new KeyedLock(),
+    ssh,
+    blobs,
+    relay,
+    health,
+    // build output of deploys; dropped while there is no connection (the outcome still arrives)
+    deployLog: (message: DeployLogMessage) => socket.send(message),
+  };
   const handlers = createHandlers(deps);
   const dispatcher = new Dispatcher(handlers, log);
 
@@ -113,6 +127,10 @@ export async function startAgent(env: Record<string, string | undefined> = proce
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
   await keeper.start();
+  // A deploy the previous run did not finish left its build or candidate container behind.
+  await removeGitLeftovers(deps).catch((error: unknown) =>
+    log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
+  );
   socket.start();
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
   const watch = startPodWatch({

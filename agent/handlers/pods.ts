@@ -31,11 +31,13 @@ import { specFileEntries } from "../docker/spec-files";
 import { buildTar } from "../docker/tar";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
+import { PodRecord } from "../git/record";
 import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
 import { deployArchive } from "../zip/deploy";
 import { type HandlerDeps, podStreams } from "./deps";
 import { fileHandlers } from "./files";
+import { gitHandlers } from "./git";
 import { guard } from "./guard";
 import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
@@ -330,6 +332,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await ingress.remove(name);
         await removeVolume(docker, n.volume);
         await removeNetwork(docker, n.network);
+        await new PodRecord(config.stateDir, name).remove();
         return { deleted: true as const };
       }),
     ),
@@ -347,5 +350,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...fileHandlers(deps),
     ...healthHandlers(deps, locks),
     ...zipHandlers(deps, locks),
+    ...gitHandlers(deps, locks),
   };
 }

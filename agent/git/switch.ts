@@ -1,0 +1,212 @@
+import type { ContainerCreateOptions, ContainerInspectInfo } from "dockerode";
+import type { DockerClient } from "../docker/client";
+import { execInContainer } from "../docker/exec";
+import { HOME, LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } from "../docker/naming";
+import { SV } from "../docker/pod-bin";
+import { LABEL_HELPER } from "../docker/pod-user";
+import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
+import { waitForPort } from "../docker/wait-port";
+import type { Ingress } from "../ingress/nginx";
+import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD } from "./build";
+import { DeployFailure } from "./failure";
+import type { DeployLog } from "./log";
+import { RELEASES, switchRelease } from "./release";
+
+/**
+ * The health-gated switch. Node.js and Python: the new release starts beside the serving one in a
+ * candidate container (the pod's image, volume, network, env and limits, running only the image's
+ * `run-app` on the release's directory via POD_APP_DIR); once its port answers, the ingress points
+ * at the candidate, `~/app` is switched, the pod's own `app` service restarts on it, and once that
+ * answers the ingress points back and the candidate goes. No request meets a restarting server.
+ * Static and PHP: the switch is one atomic rename (php-fpm then reloads gracefully).
+ * Anything that fails before the switch leaves the old release serving and the ingress on it.
+ */
+
+export interface SwitchDeps {
+  docker: DockerClient;
+  ingress: Ingress;
+  prefix: string;
+  /** runs fn under the pod's lock (env writes, stop, reload wait while ~/app changes) */
+  podLock<T>(fn: () => Promise<T>): Promise<T>;
+  startTimeoutMs: number;
+}
+
+export interface SwitchTarget {
+  pod: string;
+  release: string;
+  preset: "static" | "php" | "nodejs" | "python";
+  /** the build container: where the symlink is switched */
+  box: string;
+  log: DeployLog;
+  signal?: AbortSignal;
+}
+
+const APP_PRESETS = new Set(["nodejs", "python"]);
+
+export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Promise<void> {
+  const { docker } = deps;
+  const n = podNames(deps.prefix, t.pod);
+  const main = await inspectContainer(docker, n.container);
+  const running = Boolean(main?.State.Running);
+  if (!main || !running || !APP_PRESETS.has(t.preset)) {
+    await deps.podLock(async () => {
+      await switchRelease(docker, t.box, t.release);
+      if (running && t.preset === "php") {
+        // USR2: php-fpm's graceful reload (new workers, fresh realpath and opcache)
+        await execInContainer(docker, n.container, [SV, "2", "php-fpm"], {
+          signal: AbortSignal.timeout(20_000),
+        });
+      }
+    });
+    t.log.note(running ? "switched ~/app to the new release" : "switched ~/app (the pod is stopped)");
+    return;
+  }
+  const labels = main.Config.Labels ?? {};
+  const port = Number(labels[LABEL_PORT]);
+  const domain = labels[LABEL_DOMAIN];
+  const podId = labels[LABEL_POD_ID];
+  const mainIp = containerIp(main, n.network);
+  const cname = candidateName(deps.prefix, t.pod);
+  await removeContainer(docker, cname);
+  t.log.note(`starting the new release beside the serving one (port ${port})`);
+  await docker.createContainer(candidateOptions(deps.prefix, t.pod, main, t.release));
+  let routedToCandidate = false;
+  try {
+    await docker.getContainer(cname).start();
+    const { ip } = await waitRunning(docker, cname, n.network, t.signal).catch(async () => {
+      throw await startFailure(docker, cname, port, t.box);
+    });
+    if (!(await waitAnswer(docker, cname, ip, port, deps.startTimeoutMs, t.signal)))
+      throw await startFailure(docker, cname, port, t.box);
+    t.log.note("the new release answers; moving traffic to it");
+    if (domain && podId && mainIp) {
+      await deps.ingress.upsert({ pod: t.pod, podId, domains: [domain], ip, port });
+      routedToCandidate = true;
+    }
+    await deps.podLock(async () => {
+      await switchRelease(docker, t.box, t.release);
+      await execInContainer(docker, n.container, [SV, "restart", "app"], {
+        signal: AbortSignal.timeout(30_000),
+      });
+    });
+    if (!(await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal)))
+      t.log.note("warning: the pod's own app did not answer after the restart");
+  } finally {
+    if (routedToCandidate && domain && podId && mainIp) {
+      await deps.ingress.upsert({ pod: t.pod, podId, domains: [domain], ip: mainIp, port });
+      // the old nginx workers finish what they had in flight to the candidate
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    await removeContainer(docker, cname);
+  }
+  t.log.note("switched: the pod serves the new release");
+}
+
+function candidateOptions(
+  prefix: string,
+  pod: string,
+  main: ContainerInspectInfo,
+  release: string,
+): ContainerCreateOptions {
+  const n = podNames(prefix, pod);
+  const hc = main.HostConfig;
+  return {
+    name: candidateName(prefix, pod),
+    Image: main.Config.Image,
+    User: "1000:1000",
+    WorkingDir: `${RELEASES}/${release}`,
+    Cmd: ["/opt/podhost/lib/run-app"],
+    Env: [...(main.Config.Env ?? []), `POD_APP_DIR=${RELEASES}/${release}`],
+    Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_CANDIDATE, [LABEL_GIT_POD]: pod },
+    HostConfig: {
+      Privileged: false,
+      Init: true,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      ReadonlyRootfs: true,
+      Tmpfs: hc.Tmpfs,
+      Memory: hc.Memory,
+      MemorySwap: hc.MemorySwap,
+      NanoCpus: hc.NanoCpus,
+      PidsLimit: hc.PidsLimit,
+      OomScoreAdj: 500,
+      Mounts: [{ Type: "volume", Source: n.volume, Target: HOME, ReadOnly: false }],
+      NetworkMode: n.network,
+      IpcMode: "private",
+      LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
+    },
+    NetworkingConfig: { EndpointsConfig: { [n.network]: {} } },
+  };
+}
+
+/** Wait for the port; stop early when the candidate exited (its app died). */
+async function waitAnswer(
+  docker: DockerClient,
+  name: string,
+  ip: string,
+  port: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !signal?.aborted) {
+    if (await waitForPort(ip, port, 500, signal)) return true;
+    const info = await inspectContainer(docker, name);
+    if (!info?.State.Running) return false;
+  }
+  return false;
+}
+
+/** Why the candidate never answered: listening elsewhere (port_mismatch), else missing_start. */
+async function startFailure(
+  docker: DockerClient,
+  name: string,
+  port: number,
+  box: string,
+): Promise<DeployFailure> {
+  const info = await inspectContainer(docker, name);
+  if (info?.State.Running) {
+    const r = await execInContainer(docker, name, ["/bin/cat", "/proc/net/tcp", "/proc/net/tcp6"], {
+      signal: AbortSignal.timeout(10_000),
+      maxOutputBytes: 256 * 1024,
+    }).catch(() => null);
+    const ports = r ? listeningPorts(r.stdout).filter((p) => p !== port) : [];
+    if (ports.length > 0)
+      return new DeployFailure(
+        "port_mismatch",
+        `the app listens on port ${ports.join(", ")}, not on ${port} (listen on process.env.PORT)`,
+      );
+  }
+  const tail = await execInContainer(docker, box, ["/usr/bin/tail", "-c", "600", `${HOME}/logs/app.log`], {
+    signal: AbortSignal.timeout(10_000),
+    maxOutputBytes: 4096,
+  }).catch(() => null);
+  const last = (tail?.stdout ?? "")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-3)
+    .join(" | ");
+  return new DeployFailure(
+    "missing_start",
+    `the new release ${info?.State.Running ? `did not listen on port ${port} in time` : "exited without listening"}${last ? `: ${last}` : ""}`.slice(
+      0,
+      1500,
+    ),
+  );
+}
+
+/** LISTEN sockets (state 0A) in /proc/net/tcp{,6} text: their local ports. */
+export function listeningPorts(text: string): number[] {
+  const ports = new Set<number>();
+  for (const line of text.split("\n")) {
+    const cols = line.trim().split(/\s+/);
+    if (cols.length < 4 || cols[3] !== "0A") continue;
+    const local = cols[1] ?? "";
+    const hex = local.slice(local.lastIndexOf(":") + 1);
+    const p = Number.parseInt(hex, 16);
+    if (Number.isInteger(p) && p > 0) ports.add(p);
+  }
+  return [...ports].sort((a, b) => a - b);
+}
