@@ -38,7 +38,13 @@ export function buildContainerOptions(
     User: "1000:1000",
     WorkingDir: HOME,
     Cmd: ["/bin/sleep", "infinity"],
-    Env: [`HOME=${HOME}`],
+    // npm's audit and update checks would wait on a registry the pod may not reach, at every install
+    Env: [
+      `HOME=${HOME}`,
+      "NPM_CONFIG_AUDIT=false",
+      "NPM_CONFIG_FUND=false",
+      "NPM_CONFIG_UPDATE_NOTIFIER=false",
+    ],
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_BUILD, [LABEL_GIT_POD]: pod },
     HostConfig: {
       Privileged: false,

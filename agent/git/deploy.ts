@@ -169,7 +169,15 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
         podLock: (fn) => deps.podLock(p.name, fn),
         startTimeoutMs: deps.config.git.startTimeoutMs,
       },
-      { pod: p.name, release: id, preset: p.preset, box: box.name, log, signal },
+      {
+        pod: p.name,
+        release: id,
+        previous: current ?? "initial",
+        preset: p.preset,
+        box: box.name,
+        log,
+        signal,
+      },
     );
     switched = true;
     const kept = await settle(deps, record, box, id, {
@@ -238,7 +246,15 @@ export async function rollback(
         podLock: (fn) => deps.podLock(p.name, fn),
         startTimeoutMs: deps.config.git.startTimeoutMs,
       },
-      { pod: p.name, release: target, preset: rel.detected.preset, box: box.name, log, signal },
+      {
+        pod: p.name,
+        release: target,
+        previous: await currentRelease(docker, box.name),
+        preset: rel.detected.preset,
+        box: box.name,
+        log,
+        signal,
+      },
     );
     const kept = await settle(deps, record, box, target, null);
     outcome = { ok: true, commit: rel.commit, release: target, detected: rel.detected, kept };

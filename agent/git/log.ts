@@ -30,6 +30,7 @@ export class DeployLog {
   private seq = 0;
   private truncated = false;
   private timer: NodeJS.Timeout | undefined;
+  private readonly started = Date.now();
 
   constructor(
     readonly deploymentId: string,
@@ -45,7 +46,7 @@ export class DeployLog {
 
   /** a line of the agent's own (prefixed, so it stands out from the build's output) */
   note(line: string): void {
-    this.write(`[podhost] ${line}\n`);
+    this.write(`[podhost +${((Date.now() - this.started) / 1000).toFixed(2)}s] ${line}\n`);
   }
 
   write(text: string): void {

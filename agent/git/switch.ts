@@ -35,6 +35,8 @@ export interface SwitchTarget {
   pod: string;
   release: string;
   preset: "static" | "php" | "nodejs" | "python";
+  /** the release serving before (`initial` for a first ~/app directory): where a failed switch goes back */
+  previous: string | null;
   /** the build container: where the symlink is switched */
   box: string;
   log: DeployLog;
@@ -42,6 +44,41 @@ export interface SwitchTarget {
 }
 
 const APP_PRESETS = new Set(["nodejs", "python"]);
+
+/**
+ * The candidate's app: the images' `run-app` rules (images/README.md: `~/.pod/start`, a Procfile's
+ * web: line, then the preset's defaults, `.env` loaded by pod-env-exec) applied to the release's
+ * directory instead of ~/app. Kept here rather than in the images so a deploy does not depend on
+ * an image rebuild; the switch then checks that the pod's own app answers too, and goes back to
+ * the previous release when it does not. $1 preset, $2 the release's directory, $3 the port.
+ */
+const CANDIDATE_RUN = `set -euo pipefail
+H=${HOME}; P=$1; APP=$2
+exec >>"$H/logs/app.log" 2>&1
+cd "$APP"
+export PORT=$3
+if [ "$P" = nodejs ]; then
+  v=$(/opt/podhost/bin/pod-node-version); export PATH="/opt/node/$v/bin:$PATH"
+elif [ -x "$APP/.venv/bin/python" ]; then
+  export VIRTUAL_ENV="$APP/.venv" PATH="$APP/.venv/bin:$PATH"
+fi
+set --
+if [ -s "$H/.pod/start" ]; then
+  set -- bash -c "$(cat "$H/.pod/start")"
+elif [ -f Procfile ] && web=$(sed -n 's/^web:[[:space:]]*//p' Procfile | head -n 1) && [ -n "$web" ]; then
+  set -- bash -c "$web"
+elif [ "$P" = nodejs ]; then
+  if [ -f package.json ] && node -e 'process.exit(require("./package.json").scripts?.start ? 0 : 1)' 2>/dev/null; then
+    set -- npm start
+  else
+    for f in server.js index.js app.js main.js; do [ -f "$f" ] && { set -- node "$f"; break; }; done
+  fi
+else
+  for f in app.py main.py server.py; do [ -f "$f" ] && { set -- python "$f"; break; }; done
+fi
+[ $# -gt 0 ] || { echo "[podhost] $(date -u +%FT%TZ) candidate: no start command found in $APP"; exit 1; }
+echo "[podhost] $(date -u +%FT%TZ) starting the new release (candidate): $*"
+exec /opt/podhost/bin/pod-env-exec "$APP/.env" "$@"`;
 
 export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Promise<void> {
   const { docker } = deps;
@@ -69,7 +106,7 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
   const cname = candidateName(deps.prefix, t.pod);
   await removeContainer(docker, cname);
   t.log.note(`starting the new release beside the serving one (port ${port})`);
-  await docker.createContainer(candidateOptions(deps.prefix, t.pod, main, t.release));
+  await docker.createContainer(candidateOptions(deps.prefix, t.pod, main, t.release, t.preset, port));
   let routedToCandidate = false;
   try {
     await docker.getContainer(cname).start();
@@ -85,19 +122,37 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
     }
     await deps.podLock(async () => {
       await switchRelease(docker, t.box, t.release);
+      t.log.note("~/app switched; restarting the pod's app on it");
       await execInContainer(docker, n.container, [SV, "restart", "app"], {
         signal: AbortSignal.timeout(30_000),
       });
     });
-    if (!(await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal)))
-      t.log.note("warning: the pod's own app did not answer after the restart");
+    if (!(await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal))) {
+      // The candidate answered but the pod's own app does not: go back to what served before.
+      const previous = t.previous;
+      if (previous) {
+        await deps.podLock(async () => {
+          await switchRelease(docker, t.box, previous);
+          await execInContainer(docker, n.container, [SV, "restart", "app"], {
+            signal: AbortSignal.timeout(30_000),
+          });
+        });
+        await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal);
+      }
+      throw new DeployFailure(
+        "missing_start",
+        `the pod's app did not answer on port ${port} after the switch${previous ? `; release ${previous} serves again` : ""}`,
+      );
+    }
+    t.log.note("the pod's app answers; moving traffic back to it");
   } finally {
     if (routedToCandidate && domain && podId && mainIp) {
       await deps.ingress.upsert({ pod: t.pod, podId, domains: [domain], ip: mainIp, port });
-      // the old nginx workers finish what they had in flight to the candidate
-      await new Promise((r) => setTimeout(r, 300));
     }
-    await removeContainer(docker, cname);
+    // By id, a moment later: the old nginx workers finish what they had in flight to the candidate,
+    // and a next deploy's candidate (same name) is never the one removed.
+    const id = (await inspectContainer(docker, cname))?.Id;
+    if (id) later(() => removeContainer(docker, id), routedToCandidate ? 1000 : 0);
   }
   t.log.note("switched: the pod serves the new release");
 }
@@ -107,6 +162,8 @@ function candidateOptions(
   pod: string,
   main: ContainerInspectInfo,
   release: string,
+  preset: string,
+  port: number,
 ): ContainerCreateOptions {
   const n = podNames(prefix, pod);
   const hc = main.HostConfig;
@@ -115,8 +172,8 @@ function candidateOptions(
     Image: main.Config.Image,
     User: "1000:1000",
     WorkingDir: `${RELEASES}/${release}`,
-    Cmd: ["/opt/podhost/lib/run-app"],
-    Env: [...(main.Config.Env ?? []), `POD_APP_DIR=${RELEASES}/${release}`],
+    Cmd: ["/bin/bash", "-c", CANDIDATE_RUN, "run-app", preset, `${RELEASES}/${release}`, String(port)],
+    Env: main.Config.Env ?? [],
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_CANDIDATE, [LABEL_GIT_POD]: pod },
     HostConfig: {
       Privileged: false,
@@ -197,6 +254,11 @@ async function startFailure(
   );
 }
 
+/** Run `fn` after `ms` without waiting for it; a failure is left to the next run's leftover check. */
+function later(fn: () => Promise<unknown>, ms: number) {
+  setTimeout(() => void fn().catch(() => undefined), ms).unref();
+}
+
 /** LISTEN sockets (state 0A) in /proc/net/tcp{,6} text: their local ports. */
 export function listeningPorts(text: string): number[] {
   const ports = new Set<number>();
@@ -204,6 +266,8 @@ export function listeningPorts(text: string): number[] {
     const cols = line.trim().split(/\s+/);
     if (cols.length < 4 || cols[3] !== "0A") continue;
     const local = cols[1] ?? "";
+    // Docker's embedded DNS resolver listens on 127.0.0.11 in every container of a user network.
+    if (local.startsWith("0B00007F:")) continue;
     const hex = local.slice(local.lastIndexOf(":") + 1);
     const p = Number.parseInt(hex, 16);
     if (Number.isInteger(p) && p > 0) ports.add(p);
