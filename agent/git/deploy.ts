@@ -112,10 +112,19 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   const started = Date.now();
   let commit: FetchedCommit | null = null;
   let box: BuildBox | null = null;
+  let boxStart: Promise<BuildBox> | null = null;
   let switched = false;
   let outcome: DeployOutcome;
   try {
     const home = await gitHome(deps.config);
+    // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
+    boxStart = startBuildBox(
+      docker,
+      buildContainerOptions(deps.config.namePrefix, p.name, image, deps.config.git.build),
+      deps.config.git.build.timeoutMs,
+      signal,
+    );
+    boxStart.catch(() => undefined);
     log.note(`fetching branch ${p.source.branch} of ${p.source.url}`);
     commit = await fetchBranch(p.source, record.repoDir, limitsOf(deps.config), home, signal);
     log.note(`commit ${commit.sha.slice(0, 12)} ${commit.message.split("\n")[0]?.slice(0, 200) ?? ""}`);
@@ -125,12 +134,8 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     );
     const depsKey = await dependencyKey(tree.read, p.preset, detected);
 
-    box = await startBuildBox(
-      docker,
-      buildContainerOptions(deps.config.namePrefix, p.name, image, deps.config.git.build),
-      deps.config.git.build.timeoutMs,
-      signal,
-    );
+    box = await boxStart;
+    log.note("build container ready; unpacking the commit");
     const archive = archiveStream(record.repoDir, commit.sha, home, deps.config.git.maxTreeBytes);
     try {
       await unpackRelease(deps.exec, box.name, id, archive.stream, signal);
@@ -138,13 +143,10 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       archive.kill();
     }
     const releases = await record.releases();
-    const current = await currentRelease(docker, box.name);
-    const prev = releases.releases.find((r) => r.id === current);
+    // Any kept release (newest first) whose dependency files and install command were the same.
     const depDir = DEPENDENCY_DIR[p.preset];
-    const reuse =
-      depDir && prev && depsKey && prev.depsKey === depsKey && prev.detected.install_command
-        ? { release: prev.id, dir: depDir }
-        : null;
+    const prev = depsKey ? releases.releases.find((r) => r.depsKey === depsKey) : undefined;
+    const reuse = depDir && prev ? { release: prev.id, dir: depDir } : null;
     const { reused } = await prepareRelease(docker, box.name, id, reuse);
     const dir = `${RELEASES}/${id}`;
     if (reused && prev) log.note(`dependencies unchanged: reusing ${depDir} of release ${prev.id}`);
@@ -172,7 +174,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       {
         pod: p.name,
         release: id,
-        previous: current ?? "initial",
+        previous: releases.current ?? "initial",
         preset: p.preset,
         box: box.name,
         log,
@@ -202,6 +204,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       commit,
     };
   } finally {
+    if (!box && boxStart) box = await boxStart.catch(() => null);
     await cleanup(deps, box, id, switched, log);
   }
   await record.saveOutcome(id, outcome);

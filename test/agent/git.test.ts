@@ -13,7 +13,7 @@ import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
 import type { DeployOutcome } from "../../shared/protocol/git";
 import { type Files, type GitServer, startGitServer } from "../support/git-server";
-import { type Agent, httpGet, ms, podSpec, startAgent } from "./helpers";
+import { type Agent, httpGet, ms, podSpec, startAgent, until } from "./helpers";
 
 /**
  * Git deployments on the host against a real smart-HTTP git server (test/support/git-server.ts),
@@ -217,6 +217,8 @@ describe("git deployments", () => {
 
   it("a code-only deploy reuses the dependencies, keeps .env, and no request fails", async () => {
     await handlers["pod.env.set"]({ name: pod, vars: { GREETING: "hi-env" }, restartApp: true }, agent.ctx);
+    // the env write restarts the app (not the deploy's doing): poll only once it answers again
+    await until(async () => (await httpGet(agent.port, host)).body.endsWith("hi-env"));
     await server.commit("app", nodeApp("v2"), { message: "v2" });
     const p = poll(agent.port, host);
     const t0 = performance.now();
