@@ -1,11 +1,12 @@
 import { StringDecoder } from "node:string_decoder";
 import type { ContainerCreateOptions } from "dockerode";
 import type { GitConfig } from "../config";
-import type { DockerClient } from "../docker/client";
+import { type DockerClient, isConflict } from "../docker/client";
 import { FrameParser, STDERR } from "../docker/frames";
 import { HOME, LABEL_PREFIX, podNames } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
-import { removeContainer } from "../docker/resources";
+import { inspectContainer, removeContainer } from "../docker/resources";
+import { AgentError } from "../errors";
 import type { DeployLog } from "./log";
 
 /**
@@ -24,6 +25,24 @@ export const HELPER_CANDIDATE = "git-candidate";
 
 export const buildName = (prefix: string, pod: string) => `${podNames(prefix, pod).container}-build`;
 export const candidateName = (prefix: string, pod: string) => `${podNames(prefix, pod).container}-candidate`;
+
+/**
+ * Remove a container by name and wait until the name is free: a removal already under way (a
+ * candidate removed a moment after its deploy) answers 409, and the name is taken until it ends.
+ */
+export async function removeAndWait(docker: DockerClient, name: string): Promise<void> {
+  try {
+    await removeContainer(docker, name);
+    return;
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  for (let i = 0; i < 200; i++) {
+    if (!(await inspectContainer(docker, name))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new AgentError("unavailable", `container ${name} is still being removed`);
+}
 
 export function buildContainerOptions(
   prefix: string,
@@ -85,7 +104,7 @@ export async function startBuildBox(
   signal?: AbortSignal,
 ): Promise<BuildBox> {
   const name = opts.name ?? "";
-  await removeContainer(docker, name);
+  await removeAndWait(docker, name);
   const container = await docker.createContainer(opts);
   let timedOut = false;
   const kill = () => void container.kill().catch(() => undefined);

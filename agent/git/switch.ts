@@ -7,7 +7,7 @@ import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
-import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD } from "./build";
+import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";
 import { DeployFailure } from "./failure";
 import type { DeployLog } from "./log";
 import { RELEASES, switchRelease } from "./release";
@@ -104,7 +104,7 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
   const podId = labels[LABEL_POD_ID];
   const mainIp = containerIp(main, n.network);
   const cname = candidateName(deps.prefix, t.pod);
-  await removeContainer(docker, cname);
+  await removeAndWait(docker, cname);
   t.log.note(`starting the new release beside the serving one (port ${port})`);
   await docker.createContainer(candidateOptions(deps.prefix, t.pod, main, t.release, t.preset, port));
   let routedToCandidate = false;

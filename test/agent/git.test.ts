@@ -372,6 +372,13 @@ describe("git deployments", () => {
 
   it("a restarted agent removes a deploy's leftover containers", async () => {
     const prefix = agent.config.namePrefix;
+    // the last deploy's candidate goes a moment after it (by id): wait for its name to be free
+    await until(
+      async () =>
+        !(await agent.docker.listContainers({ all: true, filters: { label: [LABEL_GIT_POD] } })).some(
+          (c) => c.Labels[LABEL_PREFIX] === prefix,
+        ),
+    );
     await agent.docker.createContainer({
       name: `${container}-candidate`,
       Image: agent.config.images.nodejs,
