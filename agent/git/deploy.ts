@@ -194,6 +194,9 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     );
     outcome = { ok: true, commit, release: id, detected, kept };
   } catch (err) {
+    // Interrupted (the agent stops, the command's own timeout): nothing is recorded, a retry starts over.
+    if (signal.aborted)
+      throw new AgentError("unavailable", `the deploy was interrupted: ${String(signal.reason)}`);
     const failure = asFailure(err, box);
     if (!failure) throw err;
     log.note(`failed (${failure.cls}): ${failure.message}`);
@@ -262,6 +265,8 @@ export async function rollback(
     const kept = await settle(deps, record, box, target, null);
     outcome = { ok: true, commit: rel.commit, release: target, detected: rel.detected, kept };
   } catch (err) {
+    if (signal.aborted)
+      throw new AgentError("unavailable", `the rollback was interrupted: ${String(signal.reason)}`);
     const failure = asFailure(err, box);
     if (!failure) throw err;
     outcome = { ok: false, class: failure.cls, message: failure.message.slice(0, 2000), commit: rel.commit };

@@ -71,7 +71,14 @@ export function gitEnv(source: Pick<RepoSource, "token">, loopbackHttp: boolean,
     ["core.fsmonitor", "false"],
     ["submodule.recurse", "false"],
     ["fetch.recurseSubmodules", "false"],
+    // Objects are checked as they arrive (a malformed object is refused), but the harmless quirks of
+    // old repositories are not reasons to refuse a deploy.
     ["fetch.fsckObjects", "true"],
+    ["fetch.fsck.zeroPaddedFilemode", "ignore"],
+    ["fetch.fsck.badTimezone", "ignore"],
+    ["fetch.fsck.missingEmail", "ignore"],
+    // The cache keeps only what its one ref needs once git finds it worth a clean-up.
+    ["gc.pruneExpire", "now"],
     ["credential.helper", ""],
     ["http.lowSpeedLimit", "1000"],
     ["http.lowSpeedTime", "60"],
@@ -299,6 +306,8 @@ export async function fetchBranch(
     },
   );
   if (run.code !== 0) throw classifyGitFailure(run, redactor, limits);
+  // Old commits' objects pile up in a pod's cache; git decides when a clean-up is due (cheap when not).
+  await runGit(["-C", repoDir, "gc", "--auto", "--quiet"], env, { timeoutMs: limits.timeoutMs, signal });
   const show = await runGit(["-C", repoDir, "log", "-1", "--format=%H%n%B", DEPLOY_REF], env, {
     ...local,
     maxStdout: MAX_MESSAGE + 64,

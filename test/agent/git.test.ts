@@ -370,6 +370,54 @@ describe("git deployments", () => {
     expect(config).not.toContain(TOKEN);
   });
 
+  it("static, php and python pods deploy too (static and php by one atomic rename)", async () => {
+    const pyApp = (v: string) => `import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"${v} " + os.environ.get("PORT", "").encode())
+    def log_message(self, *a): pass
+HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
+`;
+    const cases = [
+      { preset: "static", port: 8080, files: (v: string) => ({ "index.html": `${v}` }) },
+      { preset: "php", port: 8080, files: (v: string) => ({ "index.php": `<?php echo "${v}";` }) },
+      { preset: "python", port: 8000, files: (v: string) => ({ "app.py": pyApp(v) }) },
+    ] as const;
+    for (const c of cases) {
+      const name = `git-${c.preset}`;
+      const vhost = `${name}.pods.test`;
+      await handlers["pod.create"](podSpec(name, { preset: c.preset, port: c.port }), agent.ctx);
+      await server.createRepo(name, c.files(`${c.preset} v1`));
+      const run = (id: string) =>
+        handlers["pod.deploy"](
+          {
+            name,
+            deploymentId: id,
+            source: { url: server.url(name), branch: "main", token: TOKEN },
+            preset: c.preset,
+            buildCommand: null,
+          },
+          agent.ctx,
+        );
+      expect(failed(await run(`${c.preset}_1`))).toBe("ok");
+      const want1 = c.preset === "python" ? "python v1 8000" : `${c.preset} v1`;
+      expect((await httpGet(agent.port, vhost)).body).toBe(want1);
+      await server.commit(name, c.files(`${c.preset} v2`));
+      const p = poll(agent.port, vhost);
+      const t0 = performance.now();
+      const o = await run(`${c.preset}_2`);
+      const stats = await p.end();
+      console.log(
+        `${c.preset} second deploy: ${ms(t0)} ms, ${stats.count} requests, ${stats.failures.length} failed`,
+      );
+      expect(failed(o)).toBe("ok");
+      expect(stats.failures).toEqual([]);
+      const want2 = c.preset === "python" ? "python v2 8000" : `${c.preset} v2`;
+      expect((await httpGet(agent.port, vhost)).body).toBe(want2);
+    }
+  });
+
   it("a restarted agent removes a deploy's leftover containers", async () => {
     const prefix = agent.config.namePrefix;
     // the last deploy's candidate goes a moment after it (by id): wait for its name to be free
