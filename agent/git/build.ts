@@ -5,7 +5,7 @@ import { type DockerClient, isConflict } from "../docker/client";
 import { FrameParser, STDERR } from "../docker/frames";
 import { HOME, LABEL_PREFIX, podNames } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
-import { inspectContainer, removeContainer } from "../docker/resources";
+import { inspectContainer, removeContainer, startContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { DeployLog } from "./log";
 
@@ -93,6 +93,8 @@ export interface BuildBox {
   step(argv: string[], opts?: { log?: DeployLog; env?: string[]; workingDir?: string }): Promise<number>;
   /** whether the deploy's wall clock ran out (the container was then killed) */
   readonly timedOut: boolean;
+  /** start it again after its timeout killed it (only for the clean-up of what the deploy made) */
+  revive(): Promise<void>;
   remove(): Promise<void>;
 }
 
@@ -130,6 +132,12 @@ export async function startBuildBox(
       return timedOut;
     },
     remove,
+    revive: async () => {
+      // the kill is asynchronous: wait until the container is down, then start it once more
+      for (let i = 0; i < 100 && (await inspectContainer(docker, name))?.State.Running; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      await startContainer(docker, name);
+    },
     step: (argv, o = {}) => streamStep(docker, name, argv, o),
   };
 }

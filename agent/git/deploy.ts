@@ -338,6 +338,7 @@ function asFailure(err: unknown, box: BuildBox | null): DeployFailure | null {
 async function cleanup(deps: GitDeps, box: BuildBox | null, id: string, switched: boolean, log: DeployLog) {
   const text = log.close();
   if (!box) return;
+  if (box.timedOut) await box.revive().catch(() => undefined);
   if (!switched) {
     await discardRelease(deps.docker, box.name, id).catch((e: unknown) =>
       deps.log.warn("discarding a failed release failed", { error: String(e) }),

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { access, mkdir, readdir, stat } from "node:fs/promises";
+import { access, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { isIPv4 } from "node:net";
 import { join } from "node:path";
 import { Transform } from "node:stream";
@@ -112,7 +112,7 @@ export interface GitRun {
 }
 
 /** One git command: argv, the given environment, a timeout, capped output, an optional size watch. */
-export function runGit(
+export async function runGit(
   args: string[],
   env: Record<string, string>,
   opts: {
@@ -122,7 +122,9 @@ export function runGit(
     watch?: { dir: string; maxBytes: number };
   },
 ): Promise<GitRun> {
-  return new Promise((resolve, reject) => {
+  const watch = opts.watch;
+  const baseline = watch ? await dirBytes(watch.dir) : 0;
+  const run = await new Promise<GitRun>((resolve, reject) => {
     const child = spawn("git", args, { env, stdio: ["ignore", "pipe", "pipe"] });
     const out = new CappedBytes(opts.maxStdout ?? 1024 * 1024);
     const err = new CappedBytes(MAX_STDERR);
@@ -141,22 +143,18 @@ export function runGit(
     };
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     let watcher: NodeJS.Timeout | undefined;
-    const watch = opts.watch;
     if (watch) {
-      let baseline: number | null = null;
       let busy = false;
       const check = async () => {
         if (busy) return;
         busy = true;
         const size = await dirBytes(watch.dir);
         busy = false;
-        if (baseline === null) baseline = size;
-        else if (size - baseline > watch.maxBytes) {
+        if (size - baseline > watch.maxBytes) {
           tooLarge = true;
           kill();
         }
       };
-      void check();
       watcher = setInterval(() => void check(), 200);
     }
     child.once("error", (e) => {
@@ -171,6 +169,9 @@ export function runGit(
       resolve({ code, stdout: out.bytes(), stderr: err.text(), timedOut, tooLarge });
     });
   });
+  // A fast fetch ends between two checks: what it wrote is counted once more at the end.
+  if (watch && !run.tooLarge && (await dirBytes(watch.dir)) - baseline > watch.maxBytes) run.tooLarge = true;
+  return run;
 }
 
 /** Bytes of the files under `dir` (a repository's objects; missing parts count 0). */
@@ -305,7 +306,11 @@ export async function fetchBranch(
       watch: { dir: join(repoDir, "objects"), maxBytes: limits.maxFetchBytes },
     },
   );
-  if (run.code !== 0) throw classifyGitFailure(run, redactor, limits);
+  if (run.code !== 0 || run.tooLarge) {
+    // What a refused fetch wrote must not stay: the cache is only a cache.
+    if (run.tooLarge) await rm(repoDir, { recursive: true, force: true });
+    throw classifyGitFailure(run, redactor, limits);
+  }
   // Old commits' objects pile up in a pod's cache; git decides when a clean-up is due (cheap when not).
   await runGit(["-C", repoDir, "gc", "--auto", "--quiet"], env, { timeoutMs: limits.timeoutMs, signal });
   const show = await runGit(["-C", repoDir, "log", "-1", "--format=%H%n%B", DEPLOY_REF], env, {

@@ -370,6 +370,48 @@ describe("git deployments", () => {
     expect(config).not.toContain(TOKEN);
   });
 
+  it("limits: a large fetch, a tree that inflates and a build that never ends; hostile file names are only data", async () => {
+    const serving = (await httpGet(agent.port, host)).body;
+    const git = agent.config.git;
+    const strict = createHandlers({
+      ...agent,
+      config: {
+        ...agent.config,
+        git: {
+          ...git,
+          maxFetchBytes: 1024 * 1024,
+          maxTreeBytes: 8 * 1024 * 1024,
+          build: { ...git.build, timeoutMs: 4000 },
+        },
+      },
+    });
+    const run = (id: string, buildCommand: string | null = null) =>
+      strict["pod.deploy"](
+        { name: pod, deploymentId: id, source: source(), preset: "nodejs", buildCommand },
+        agent.ctx,
+      );
+    const random = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < random.length; i += 4) random.writeUInt32LE((Math.random() * 2 ** 32) >>> 0, i);
+    await server.commit("app", nodeApp("big", { "blob.bin": random }), { message: "big" });
+    expect(failed(await run("dep_big"))).toMatch(/^repo_too_large: the fetch exceeded 1 MiB/);
+    // 32 MiB of zeros: a tiny pack, a huge tree
+    await server.commit("app", nodeApp("zeros", { "blob.bin": Buffer.alloc(32 * 1024 * 1024) }));
+    expect(failed(await run("dep_zeros"))).toMatch(/^repo_too_large: the commit's files exceed 8 MiB/);
+    const hostile = nodeApp("hostile", {
+      "blob.bin": null,
+      "$(touch ${HOME}pwned-git-test);x": "a",
+      "`id`;--x.js": "b",
+      "link-out": { link: "/etc/passwd" },
+    });
+    await server.commit("app", hostile);
+    const slow = await run("dep_slow", "sleep 60");
+    expect(failed(slow)).toMatch(/^timeout: /);
+    const files = await inPod("ls ~/releases/; ls /tmp");
+    expect(files.stdout).not.toContain("dep_slow");
+    expect(files.stdout).not.toContain("pwned");
+    expect((await httpGet(agent.port, host)).body).toBe(serving);
+  });
+
   it("static, php and python pods deploy too (static and php by one atomic rename)", async () => {
     const pyApp = (v: string) => `import os
 from http.server import BaseHTTPRequestHandler, HTTPServer
