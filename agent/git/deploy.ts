@@ -14,7 +14,14 @@ import type { Logger } from "../logger";
 import { type BuildBox, buildContainerOptions, startBuildBox } from "./build";
 import { DEPENDENCY_DIR, DEPENDENCY_FILES, DETECT_FILES, type DetectFile, detectCommands } from "./detect";
 import { DeployFailure } from "./failure";
-import { archiveStream, type FetchedCommit, fetchBranch, type GitLimits, treeReader } from "./fetch";
+import {
+  archiveStream,
+  checkRepoUrl,
+  type FetchedCommit,
+  fetchBranch,
+  type GitLimits,
+  treeReader,
+} from "./fetch";
 import { DeployLog, type DeployLogMessage } from "./log";
 import { keepAfter, PodRecord } from "./record";
 import { Redactor } from "./redact";
@@ -125,7 +132,9 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       signal,
     );
     boxStart.catch(() => undefined);
-    log.note(`fetching branch ${p.source.branch} of ${p.source.url}`);
+    // checked before it is logged: a URL with credentials in it is refused, never written
+    const { url } = checkRepoUrl(p.source.url);
+    log.note(`fetching branch ${p.source.branch} of ${url}`);
     commit = await fetchBranch(p.source, record.repoDir, limitsOf(deps.config), home, signal);
     log.note(`commit ${commit.sha.slice(0, 12)} ${commit.message.split("\n")[0]?.slice(0, 200) ?? ""}`);
     const { detected, tree } = await detectIn(record.repoDir, commit.sha, home, p.preset, p.buildCommand);

@@ -31,6 +31,7 @@ import { specFileEntries } from "../docker/spec-files";
 import { buildTar } from "../docker/tar";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
+import { buildName, candidateName, removeAndWait } from "../git/build";
 import { PodRecord } from "../git/record";
 import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
@@ -328,6 +329,9 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       locks.run(name, async () => {
         const n = names(name);
         await deps.ssh?.close(name);
+        // a deploy's build and candidate containers mount the home volume too
+        await removeAndWait(docker, buildName(prefix, name));
+        await removeAndWait(docker, candidateName(prefix, name));
         await removeContainer(docker, n.container);
         await ingress.remove(name);
         await removeVolume(docker, n.volume);

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -314,6 +315,17 @@ describe("git deployments", () => {
       agent.ctx,
     );
     expect(failed(o)).toMatch(/^repo_unreachable: /);
+    const withCreds = await handlers["pod.deploy"](
+      {
+        name: pod,
+        deploymentId: "dep_creds",
+        source: { url: `http://user:${TOKEN}@127.0.0.1:1/x.git`, branch: "main" },
+        preset: "nodejs",
+        buildCommand: null,
+      },
+      agent.ctx,
+    );
+    expect(failed(withCreds)).toBe("repo_unreachable: the repository URL must not carry credentials");
   });
 
   it("a build that eats memory is stopped by the build's limit; the serving app stays responsive", async () => {
@@ -399,7 +411,7 @@ describe("git deployments", () => {
     expect(failed(await run("dep_zeros"))).toMatch(/^repo_too_large: the commit's files exceed 8 MiB/);
     const hostile = nodeApp("hostile", {
       "blob.bin": null,
-      "$(touch ${HOME}pwned-git-test);x": "a",
+      "$(touch /tmp/pwned-git-test);x": "a",
       "`id`;--x.js": "b",
       "link-out": { link: "/etc/passwd" },
     });
@@ -409,6 +421,7 @@ describe("git deployments", () => {
     const files = await inPod("ls ~/releases/; ls /tmp");
     expect(files.stdout).not.toContain("dep_slow");
     expect(files.stdout).not.toContain("pwned");
+    expect(existsSync("/tmp/pwned-git-test")).toBe(false);
     expect((await httpGet(agent.port, host)).body).toBe(serving);
   });
 
@@ -457,6 +470,10 @@ HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
       expect(stats.failures).toEqual([]);
       const want2 = c.preset === "python" ? "python v2 8000" : `${c.preset} v2`;
       expect((await httpGet(agent.port, vhost)).body).toBe(want2);
+      // the pod's deletion takes what the host kept for its deployments with it
+      expect(existsSync(join(agent.stateDir, "git", name, "releases.json"))).toBe(true);
+      await handlers["pod.delete"]({ name }, agent.ctx);
+      expect(existsSync(join(agent.stateDir, "git", name))).toBe(false);
     }
   });
 
