@@ -418,6 +418,13 @@ describe("git deployments", () => {
     await server.commit("app", hostile);
     const slow = await run("dep_slow", "sleep 60");
     expect(failed(slow)).toMatch(/^timeout: /);
+    // a fork bomb meets the build's pids limit and then its clock; the pod serves on meanwhile
+    const p = poll(agent.port, host);
+    const bomb = await run("dep_fork", "f() { f | f & }; f; sleep 60");
+    const stats = await p.end();
+    expect(failed(bomb)).toMatch(/^timeout: /);
+    expect(stats.failures).toEqual([]);
+    expect(stats.bodies).toEqual([serving]);
     const files = await inPod("ls ~/releases/; ls /tmp");
     expect(files.stdout).not.toContain("dep_slow");
     expect(files.stdout).not.toContain("pwned");
