@@ -89,6 +89,8 @@ export function buildContainerOptions(
 
 export interface BuildBox {
   name: string;
+  /** the container's id: a removal later never hits the next deploy's container of the same name */
+  id: string;
   /** run `argv` (the pod's PATH unless `agentPath`), its output into the log; the exit code */
   step(argv: string[], opts?: { log?: DeployLog; env?: string[]; workingDir?: string }): Promise<number>;
   /** whether the deploy's wall clock ran out (the container was then killed) */
@@ -118,7 +120,7 @@ export async function startBuildBox(
   const remove = async () => {
     clearTimeout(timer);
     signal?.removeEventListener("abort", kill);
-    await removeContainer(docker, name);
+    await removeContainer(docker, container.id);
   };
   try {
     await container.start();
@@ -128,6 +130,7 @@ export async function startBuildBox(
   }
   return {
     name,
+    id: container.id,
     get timedOut() {
       return timedOut;
     },

@@ -48,6 +48,8 @@ export interface GitDeps {
   exec: StreamExecutor;
   podLock<T>(pod: string, fn: () => Promise<T>): Promise<T>;
   send?: (m: DeployLogMessage) => void;
+  /** per pod: the last deploy's clean-up still running (the next deploy of the pod waits for it) */
+  pending: Map<string, Promise<void>>;
 }
 
 type Preset = DetectedCommands["preset"];
@@ -110,6 +112,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   const record = new PodRecord(deps.config.stateDir, p.name);
   const done = await record.outcome(id);
   if (done) return done;
+  await deps.pending.get(p.name);
   const { docker } = deps;
   if (!(await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container)))
     throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
@@ -121,6 +124,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   let box: BuildBox | null = null;
   let boxStart: Promise<BuildBox> | null = null;
   let switched = false;
+  let kept: string[] | null = null;
   let outcome: DeployOutcome;
   try {
     const home = await gitHome(deps.config);
@@ -191,7 +195,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       },
     );
     switched = true;
-    const kept = await settle(deps, record, box, id, {
+    kept = await settle(record, id, {
       id,
       commit,
       detected,
@@ -217,7 +221,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     };
   } finally {
     if (!box && boxStart) box = await boxStart.catch(() => null);
-    await cleanup(deps, box, id, switched, log);
+    await cleanup(deps, p.name, box, id, switched, log, kept);
   }
   await record.saveOutcome(id, outcome);
   return outcome;
@@ -234,6 +238,7 @@ export async function rollback(
   const record = new PodRecord(deps.config.stateDir, p.name);
   const done = await record.outcome(id);
   if (done) return done;
+  await deps.pending.get(p.name);
   const { docker } = deps;
   const main = await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container);
   if (!main) throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
@@ -249,6 +254,7 @@ export async function rollback(
     signal,
   );
   let outcome: DeployOutcome;
+  let kept: string[] | null = null;
   try {
     if (!(await releaseExists(docker, box.name, target)))
       throw new AgentError("not_found", `release ${target} is no longer in the pod's home`);
@@ -271,7 +277,7 @@ export async function rollback(
         signal,
       },
     );
-    const kept = await settle(deps, record, box, target, null);
+    kept = await settle(record, target, null);
     outcome = { ok: true, commit: rel.commit, release: target, detected: rel.detected, kept };
   } catch (err) {
     if (signal.aborted)
@@ -281,17 +287,16 @@ export async function rollback(
     outcome = { ok: false, class: failure.cls, message: failure.message.slice(0, 2000), commit: rel.commit };
   } finally {
     await appendBuildLog(docker, box.name, log.close()).catch(() => undefined);
-    await box.remove();
+    if (kept) pruneLater(deps, p.name, box, kept);
+    else await box.remove();
   }
   await record.saveOutcome(id, outcome);
   return outcome;
 }
 
-/** Record the serving release, keep the newest, prune the rest from the home. */
+/** Record the serving release and which releases stay (it and the newest others). */
 async function settle(
-  deps: GitDeps,
   record: PodRecord,
-  box: BuildBox,
   serving: string,
   added: Parameters<PodRecord["saveReleases"]>[0]["releases"][number] | null,
 ): Promise<string[]> {
@@ -299,10 +304,25 @@ async function settle(
   const all = added ? [added, ...r.releases.filter((x) => x.id !== added.id)] : r.releases;
   const keep = keepAfter({ current: serving, releases: all }, serving);
   await record.saveReleases({ current: serving, releases: all.filter((x) => keep.includes(x.id)) });
-  await pruneReleases(deps.docker, box.name, keep).catch((e: unknown) =>
-    deps.log.warn("pruning old releases failed", { error: String(e) }),
-  );
   return keep;
+}
+
+/**
+ * After a switch: old releases are deleted and the build container removed without the caller
+ * waiting (deleting a large node_modules takes a while). The next deploy or rollback of the pod
+ * waits for this before it starts, so a prune never meets a new release.
+ */
+function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
+  const work = (async () => {
+    await pruneReleases(deps.docker, box.name, keep).catch((e: unknown) =>
+      deps.log.warn("pruning old releases failed", { error: String(e) }),
+    );
+    await box.remove();
+  })().catch(() => undefined);
+  deps.pending.set(pod, work);
+  void work.then(() => {
+    if (deps.pending.get(pod) === work) deps.pending.delete(pod);
+  });
 }
 
 async function runStep(
@@ -344,9 +364,22 @@ function asFailure(err: unknown, box: BuildBox | null): DeployFailure | null {
 }
 
 /** What a failed deploy made goes: its release (unless it serves), then the build container. */
-async function cleanup(deps: GitDeps, box: BuildBox | null, id: string, switched: boolean, log: DeployLog) {
+async function cleanup(
+  deps: GitDeps,
+  pod: string,
+  box: BuildBox | null,
+  id: string,
+  switched: boolean,
+  log: DeployLog,
+  kept: string[] | null,
+) {
   const text = log.close();
   if (!box) return;
+  if (kept) {
+    await appendBuildLog(deps.docker, box.name, text).catch(() => undefined);
+    pruneLater(deps, pod, box, kept);
+    return;
+  }
   if (box.timedOut) await box.revive().catch(() => undefined);
   if (!switched) {
     await discardRelease(deps.docker, box.name, id).catch((e: unknown) =>

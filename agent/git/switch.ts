@@ -152,7 +152,8 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
     // By id, a moment later: the old nginx workers finish what they had in flight to the candidate,
     // and a next deploy's candidate (same name) is never the one removed.
     const id = (await inspectContainer(docker, cname))?.Id;
-    if (id) later(() => removeContainer(docker, id), routedToCandidate ? 1000 : 0);
+    if (id && routedToCandidate) later(() => removeContainer(docker, id), 1000);
+    else if (id) await removeContainer(docker, id);
   }
   t.log.note("switched: the pod serves the new release");
 }

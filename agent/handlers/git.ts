@@ -28,6 +28,7 @@ export function gitHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
     exec: podStreams(deps),
     podLock: (pod, fn) => locks.run(pod, fn),
     send: deps.deployLog,
+    pending: new Map(),
   };
   const inflight = new Map<string, Promise<DeployOutcome>>();
   const once = (pod: string, id: string, fn: () => Promise<DeployOutcome>) => {
