@@ -30,6 +30,7 @@ import {
   checkReleaseId,
   currentRelease,
   discardRelease,
+  findWebRoot,
   hasStartOverride,
   prepareRelease,
   pruneReleases,
@@ -167,6 +168,10 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       await runStep(box, log, detected.install_command, dir, "dependency_install");
     }
     if (detected.build_command) await runStep(box, log, detected.build_command, dir, "build_script");
+    // a static site's build output (vite: dist/, next export: out/) is what the pod serves
+    const webRoot =
+      p.preset === "static" && detected.build_command ? await findWebRoot(docker, box.name, id) : null;
+    if (webRoot) log.note(`serving the build output ${webRoot}/`);
     if ((p.preset === "nodejs" || p.preset === "python") && !detected.start_command) {
       if (!(await hasStartOverride(docker, box.name)))
         throw new DeployFailure(
@@ -187,6 +192,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       {
         pod: p.name,
         release: id,
+        webRoot,
         previous: releases.current ?? "initial",
         preset: p.preset,
         box: box.name,
@@ -200,6 +206,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       commit,
       detected,
       depsKey,
+      webRoot,
       at: Date.now(),
     });
     log.note(
@@ -270,6 +277,7 @@ export async function rollback(
       {
         pod: p.name,
         release: target,
+        webRoot: rel.webRoot,
         previous: await currentRelease(docker, box.name),
         preset: rel.detected.preset,
         box: box.name,
@@ -314,9 +322,11 @@ async function settle(
  */
 function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
   const work = (async () => {
-    await pruneReleases(deps.docker, box.name, keep).catch((e: unknown) =>
-      deps.log.warn("pruning old releases failed", { error: String(e) }),
-    );
+    await pruneReleases(deps.docker, box.name, keep).catch(async (e: unknown) => {
+      // the pod's deletion (or the agent's stop) took the container away meanwhile: nothing to say
+      if ((await inspectContainer(deps.docker, box.id))?.State.Running)
+        deps.log.warn("pruning old releases failed", { error: String(e) });
+    });
     await box.remove();
   })().catch(() => undefined);
   deps.pending.set(pod, work);

@@ -19,6 +19,8 @@ const Release = z.object({
   detected: DetectedCommands,
   /** sha256 of the install command and the dependency files: equal → reuse the dependency dir */
   depsKey: z.string().nullable(),
+  /** the directory inside the release that ~/app points at (a static build's output), null: the release */
+  webRoot: z.string().nullable().default(null),
   at: z.number(),
 });
 export type Release = z.infer<typeof Release>;

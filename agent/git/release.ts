@@ -60,24 +60,26 @@ if [ -n "$prev" ] && [ -n "$dep" ] && [ -d "$R/$prev/$dep" ] && [ ! -L "$R/$prev
 fi
 exit 0`;
 
-// $1 id. Points ~/app at the release (a pod's first ~/app directory is kept as a release).
+// $1 id, $2 the web root inside it ("" the release itself). Points ~/app at it (a pod's first ~/app
+// directory is kept as a release).
 const SWITCH = `${PRELUDE}
-id=$1; d="$R/$id"
+id=$1; d="$R/$id"; t=$d; [ -n "$2" ] && t="$d/$2"
 [ -d "$d" ] || { echo "release $id is not on this pod" >&2; exit 3; }
+[ -d "$t" ] && [ ! -L "$t" ] || { echo "$2 is not a directory of release $id" >&2; exit 3; }
 mkdir -p "$H/.pod" || exit 70
-copy_env "$d" || exit 73
+copy_env "$t" || exit 73
 if [ -d "$H/app" ] && [ ! -L "$H/app" ]; then
   keep="$R/initial"; [ -e "$keep" ] && keep="$R/initial-$(date +%s)"
   mv -T "$H/app" "$keep" || exit 74
 fi
 rm -f "$H/.pod/app.next"
-ln -s "releases/$id" "$H/.pod/app.next" || exit 74
+ln -s "releases/$id\${2:+/$2}" "$H/.pod/app.next" || exit 74
 mv -T -f "$H/.pod/app.next" "$H/app" || exit 74
 echo switched`;
 
 // $@ the releases to keep. Everything else in ~/releases goes, except initial* and what ~/app points at.
 const PRUNE = `${PRELUDE}
-cur=$(readlink "$H/app" 2>/dev/null || true); cur=\${cur#releases/}
+cur=$(readlink "$H/app" 2>/dev/null || true); cur=\${cur#releases/}; cur=\${cur%%/*}
 for p in "$R"/*; do
   [ -d "$p" ] && [ ! -L "$p" ] || continue
   n=\${p##*/}
@@ -95,7 +97,7 @@ const APPEND_LOG = `mkdir -p ${HOME}/logs && /usr/bin/head -c "$1" >>${HOME}/log
 const EXISTS = `[ -d "${RELEASES}/$1" ] && [ ! -L "${RELEASES}/$1" ]`;
 
 /** which release ~/app points at ("" when it is a directory or missing) */
-const CURRENT = `l=$(readlink ${HOME}/app 2>/dev/null) || exit 0; echo "\${l#releases/}"`;
+const CURRENT = `l=$(readlink ${HOME}/app 2>/dev/null) || exit 0; l=\${l#releases/}; echo "\${l%%/*}"`;
 
 const fail = (what: string, r: { exitCode: number; stderr: string; stdout?: string }) =>
   new AgentError(
@@ -151,8 +153,13 @@ export async function prepareRelease(
 }
 
 /** Point ~/app at the release (atomic rename of a new symlink); the .env comes along. */
-export async function switchRelease(docker: DockerClient, box: string, id: string): Promise<void> {
-  const r = await execInContainer(docker, box, [SH, "-c", SWITCH, "sh", id], {
+export async function switchRelease(
+  docker: DockerClient,
+  box: string,
+  id: string,
+  webRoot: string | null = null,
+): Promise<void> {
+  const r = await execInContainer(docker, box, [SH, "-c", SWITCH, "sh", id, webRoot ?? ""], {
     workingDir: HOME,
     signal: AbortSignal.timeout(60_000),
     maxOutputBytes: 16 * 1024,
@@ -195,7 +202,7 @@ export async function appendBuildLog(docker: DockerClient, box: string, text: st
 // $1 id: a release that never served goes again.
 const DISCARD = `${PRELUDE}
 cur=$(readlink "$H/app" 2>/dev/null || true)
-[ "$cur" = "releases/$1" ] && exit 0
+case "$cur" in "releases/$1"|"releases/$1/"*) exit 0 ;; esac
 [ -d "$R/$1" ] && [ ! -L "$R/$1" ] && wipe "$R/$1"
 exit 0`;
 
@@ -209,4 +216,23 @@ export async function hasStartOverride(docker: DockerClient, box: string): Promi
     signal: AbortSignal.timeout(30_000),
   });
   return r.exitCode === 0;
+}
+
+/** where static site generators put their output; a static pod's build serves the first that has an index.html */
+export const WEB_ROOTS = ["dist", "build", "out"] as const;
+
+// $1 id: the first of WEB_ROOTS (a real directory) holding an index.html.
+const WEB_ROOT = `for w in ${WEB_ROOTS.join(" ")}; do
+  [ -d "${RELEASES}/$1/$w" ] && [ ! -L "${RELEASES}/$1/$w" ] && [ -f "${RELEASES}/$1/$w/index.html" ] && { echo "$w"; exit 0; }
+done
+exit 0`;
+
+/** A static pod's build output directory in the release, or null: serve the release itself. */
+export async function findWebRoot(docker: DockerClient, box: string, id: string): Promise<string | null> {
+  const r = await execInContainer(docker, box, [SH, "-c", WEB_ROOT, "sh", id], {
+    signal: AbortSignal.timeout(30_000),
+    maxOutputBytes: 1024,
+  });
+  const found = r.stdout.trim();
+  return WEB_ROOTS.find((w) => w === found) ?? null;
 }

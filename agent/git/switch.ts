@@ -34,6 +34,8 @@ export interface SwitchDeps {
 export interface SwitchTarget {
   pod: string;
   release: string;
+  /** the directory inside the release to serve (a static build's output), null: the release itself */
+  webRoot: string | null;
   preset: "static" | "php" | "nodejs" | "python";
   /** the release serving before (`initial` for a first ~/app directory): where a failed switch goes back */
   previous: string | null;
@@ -87,7 +89,7 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
   const running = Boolean(main?.State.Running);
   if (!main || !running || !APP_PRESETS.has(t.preset)) {
     await deps.podLock(async () => {
-      await switchRelease(docker, t.box, t.release);
+      await switchRelease(docker, t.box, t.release, t.webRoot);
       if (running && t.preset === "php") {
         // USR2: php-fpm's graceful reload (new workers, fresh realpath and opcache)
         await execInContainer(docker, n.container, [SV, "2", "php-fpm"], {

@@ -487,6 +487,53 @@ HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
     }
   });
 
+  it("a static pod with a build serves its output directory (dist/), and rolls back to the plain tree", async () => {
+    const name = "git-vite";
+    const vhost = `${name}.pods.test`;
+    await handlers["pod.create"](podSpec(name, { preset: "static", port: 8080 }), agent.ctx);
+    await server.createRepo(name, { "index.html": "source template" });
+    const run = (id: string) =>
+      handlers["pod.deploy"](
+        {
+          name,
+          deploymentId: id,
+          source: { url: server.url(name), branch: "main", token: TOKEN },
+          preset: "static",
+          buildCommand: null,
+        },
+        agent.ctx,
+      );
+    expect(failed(await run("vite_1"))).toBe("ok");
+    expect((await httpGet(agent.port, vhost)).body).toBe("source template");
+    await server.commit(name, {
+      "package.json": JSON.stringify({
+        name: "site",
+        scripts: {
+          build:
+            "node -e \"require('fs').mkdirSync('dist'); require('fs').writeFileSync('dist/index.html', 'built page')\"",
+        },
+      }),
+    });
+    const o = await run("vite_2");
+    expect(failed(o)).toBe("ok");
+    expect(o.ok && o.detected).toMatchObject({
+      install_command: "npm install",
+      build_command: "npm run build",
+    });
+    expect((await httpGet(agent.port, vhost)).body).toBe("built page");
+    const link = await execInContainer(agent.docker, podNames(agent.config.namePrefix, name).container, [
+      "/bin/readlink",
+      "/home/pod_user/app",
+    ]);
+    expect(link.stdout.trim()).toBe("releases/vite_2/dist");
+    const back = await handlers["pod.rollback"](
+      { name, deploymentId: "vite_rb", release: "vite_1" },
+      agent.ctx,
+    );
+    expect(failed(back)).toBe("ok");
+    expect((await httpGet(agent.port, vhost)).body).toBe("source template");
+  });
+
   it("a restarted agent removes a deploy's leftover containers", async () => {
     const prefix = agent.config.namePrefix;
     // the last deploy's candidate goes a moment after it (by id): wait for its name to be free
