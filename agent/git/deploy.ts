@@ -359,6 +359,8 @@ async function dependencyKey(
   detected: DetectedCommands,
 ): Promise<string | null> {
   if (!detected.install_command) return null;
+  // `pip install .` installs the project itself: its venv is never the same twice
+  if (preset === "python" && !detected.install_command.includes("-r requirements.txt")) return null;
   const h = createHash("sha256").update(`${preset}\0${detected.install_command}\0`);
   for (const f of DEPENDENCY_FILES[preset]) {
     const text = await read(f, 16 * 1024 * 1024);

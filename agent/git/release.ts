@@ -56,7 +56,16 @@ const PREPARE = `${PRELUDE}
 id=$1; prev=$2; dep=$3; d="$R/$id"
 copy_env "$d" || exit 73
 if [ -n "$prev" ] && [ -n "$dep" ] && [ -d "$R/$prev/$dep" ] && [ ! -L "$R/$prev/$dep" ] && [ ! -e "$d/$dep" ]; then
-  cp -al "$R/$prev/$dep" "$d/$dep" && echo reused
+  cp -al "$R/$prev/$dep" "$d/$dep" || exit 75
+  # a venv names its own path in its scripts (shebangs, activate): point the copies at this release
+  # (a new file each, so the hard-linked originals of the previous release stay as they were)
+  if [ "$dep" = .venv ]; then
+    for f in "$d/.venv/bin/"*; do
+      [ -f "$f" ] && [ ! -L "$f" ] && grep -qF -- "$R/$prev/.venv" "$f" 2>/dev/null || continue
+      sed "s|$R/$prev/.venv|$d/.venv|g" "$f" >"$f.podhost" && chmod --reference="$f" "$f.podhost" && mv -f "$f.podhost" "$f" || exit 75
+    done
+  fi
+  echo reused
 fi
 exit 0`;
 

@@ -153,6 +153,14 @@ describe("git deployments", () => {
   });
 
   afterAll(async () => {
+    // the last deploy's candidate and build container go a moment after it answered
+    await until(
+      async () =>
+        !(await agent.docker.listContainers({ all: true, filters: { label: [LABEL_GIT_POD] } })).some(
+          (c) => c.Labels[LABEL_PREFIX] === agent.config.namePrefix,
+        ),
+      20_000,
+    ).catch(() => undefined);
     await server?.close();
     await agent?.cleanup();
   });
@@ -485,6 +493,49 @@ HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
       await handlers["pod.delete"]({ name }, agent.ctx);
       expect(existsSync(join(agent.stateDir, "git", name))).toBe(false);
     }
+  });
+
+  it("a python pod reuses its venv when requirements.txt is unchanged (its scripts point at the new release)", async () => {
+    const name = "git-venv";
+    const vhost = `${name}.pods.test`;
+    const app = (v: string) => `import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"${v} " + os.environ.get("VIRTUAL_ENV", "").encode())
+    def log_message(self, *a): pass
+HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
+`;
+    await handlers["pod.create"](podSpec(name, { preset: "python", port: 8000 }), agent.ctx);
+    await server.createRepo(name, { "app.py": app("py1"), "requirements.txt": "# nothing to install\n" });
+    const run = (id: string) =>
+      handlers["pod.deploy"](
+        {
+          name,
+          deploymentId: id,
+          source: { url: server.url(name), branch: "main", token: TOKEN },
+          preset: "python",
+          buildCommand: null,
+        },
+        agent.ctx,
+      );
+    expect(failed(await run("venv_1"))).toBe("ok");
+    expect((await httpGet(agent.port, vhost)).body).toBe("py1 /home/pod_user/app/.venv");
+    await server.commit(name, { "app.py": app("py2") });
+    expect(failed(await run("venv_2"))).toBe("ok");
+    expect(logOf("venv_2")).toContain("dependencies unchanged: reusing .venv of release venv_1");
+    expect((await httpGet(agent.port, vhost)).body).toBe("py2 /home/pod_user/app/.venv");
+    const heads = await execInContainer(agent.docker, podNames(agent.config.namePrefix, name).container, [
+      "/usr/bin/head",
+      "-qn1",
+      "/home/pod_user/releases/venv_1/.venv/bin/pip",
+      "/home/pod_user/releases/venv_2/.venv/bin/pip",
+    ]);
+    expect(heads.stdout.split("\n")).toEqual([
+      "#!/home/pod_user/releases/venv_1/.venv/bin/python3",
+      "#!/home/pod_user/releases/venv_2/.venv/bin/python3",
+      "",
+    ]);
   });
 
   it("a static pod with a build serves its output directory (dist/), and rolls back to the plain tree", async () => {
