@@ -70,6 +70,18 @@ const Env = z.object({
    * Empty: homes are plain engine volumes without a limit (a pod can fill the host's disk)
    */
   PODHOST_POD_DISK_ROOT: z.string().default("/var/lib/podhost/pod-disk"),
+  /** git deployments (docs/git.md): a fetch's wall clock, and the most it may download */
+  PODHOST_GIT_TIMEOUT_S: z.coerce.number().int().min(5).max(3600).default(300),
+  PODHOST_GIT_MAX_FETCH_MB: z.coerce.number().int().min(1).max(65536).default(512),
+  /** the most a commit's tree may unpack to (a small pack can hold huge, well-compressed files) */
+  PODHOST_GIT_MAX_TREE_MB: z.coerce.number().int().min(1).max(65536).default(2048),
+  /** a deploy's build container: its own limits, apart from the serving pod's */
+  PODHOST_BUILD_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(1024),
+  PODHOST_BUILD_CPUS: z.coerce.number().min(0.1).max(64).default(1),
+  PODHOST_BUILD_PIDS: z.coerce.number().int().min(32).max(65536).default(512),
+  PODHOST_BUILD_TIMEOUT_S: z.coerce.number().int().min(5).max(7200).default(900),
+  /** how long a new release may take to listen on its port before the deploy fails */
+  PODHOST_START_TIMEOUT_S: z.coerce.number().int().min(1).max(600).default(60),
   /** names every container, volume and network; tests use a unique one so they never touch others */
   PODHOST_NAME_PREFIX: z
     .string()
@@ -94,6 +106,16 @@ export interface AgentConfig {
   egressCheckMs: number;
   /** null: pods' homes carry no disk limit */
   podDiskRoot: string | null;
+  git: GitConfig;
+}
+
+/** Git deployments' limits (agent/git/). */
+export interface GitConfig {
+  fetchTimeoutMs: number;
+  maxFetchBytes: number;
+  maxTreeBytes: number;
+  build: { memoryBytes: number; nanoCpus: number; pids: number; timeoutMs: number };
+  startTimeoutMs: number;
 }
 
 /** Parse the environment; throws a readable error naming every bad variable. */
@@ -124,6 +146,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingressCheckMs: e.PODHOST_INGRESS_CHECK_S * 1000,
     egressCheckMs: e.PODHOST_EGRESS_CHECK_S * 1000,
     podDiskRoot: e.PODHOST_POD_DISK_ROOT || null,
+    git: {
+      fetchTimeoutMs: e.PODHOST_GIT_TIMEOUT_S * 1000,
+      maxFetchBytes: e.PODHOST_GIT_MAX_FETCH_MB * 1024 * 1024,
+      maxTreeBytes: e.PODHOST_GIT_MAX_TREE_MB * 1024 * 1024,
+      build: {
+        memoryBytes: e.PODHOST_BUILD_MEMORY_MB * 1024 * 1024,
+        nanoCpus: Math.round(e.PODHOST_BUILD_CPUS * 1e9),
+        pids: e.PODHOST_BUILD_PIDS,
+        timeoutMs: e.PODHOST_BUILD_TIMEOUT_S * 1000,
+      },
+      startTimeoutMs: e.PODHOST_START_TIMEOUT_S * 1000,
+    },
   };
 }
 

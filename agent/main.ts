@@ -10,6 +10,8 @@ import { podDiskOf } from "./disk/pod-disk";
 import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./docker/events";
 import { EgressKeeper } from "./egress/keeper";
+import type { DeployLogMessage } from "./git/log";
+import { removeGitLeftovers } from "./handlers/git";
 import { KeyedLock } from "./handlers/keyed-lock";
 import { createHandlers } from "./handlers/pods";
 import { HealthMonitor } from "./health/monitor";
@@ -49,7 +51,19 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const blobs = createBlobStore(config.apiUrl, config.agentToken);
   const relay = createRelayClient(config.apiUrl, config.agentToken);
   const health = new HealthMonitor({ docker, log });
-  const deps = { config, docker, ingress, log, locks: new KeyedLock(), ssh, blobs, relay, health };
+  const deps = {
+    config,
+    docker,
+    ingress,
+    log,
+    locks: new KeyedLock(),
+    ssh,
+    blobs,
+    relay,
+    health,
+    // build output of deploys; dropped while there is no connection (the outcome still arrives)
+    deployLog: (message: DeployLogMessage) => socket.send(message),
+  };
   const handlers = createHandlers(deps);
   const dispatcher = new Dispatcher(handlers, log);
 
@@ -129,6 +143,10 @@ export async function startAgent(env: Record<string, string | undefined> = proce
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
   await Promise.all([keeper.start(), egress.start()]);
+  // A deploy the previous run did not finish left its build or candidate container behind.
+  await removeGitLeftovers(deps).catch((error: unknown) =>
+    log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
+  );
   socket.start();
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
   const watch = startPodWatch({

@@ -2,6 +2,7 @@ import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
 import { type StreamExecutor, streamExecutor } from "../docker/exec-stream";
 import { RuncContainers } from "../docker/runc";
+import type { DeployLogMessage } from "../git/log";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
 import type { BlobStore } from "../transfer/blobs";
@@ -34,6 +35,8 @@ export interface HandlerDeps {
   blobs?: BlobStore;
   /** the control plane's streamed transfers (file bytes); absent without a connection */
   relay?: RelayClient;
+  /** sends a deploy's build output to the control plane (`agent:deploy-log`); absent: not sent */
+  deployLog?: (message: DeployLogMessage) => void;
   /** the periodic health watch (agent/health/monitor.ts); absent where none runs */
   health?: { forget(pod: string): void };
 }

@@ -32,11 +32,14 @@ import { specFileEntries } from "../docker/spec-files";
 import { buildTar } from "../docker/tar";
 import { waitForPort } from "../docker/wait-port";
 import { AgentError } from "../errors";
+import { buildName, candidateName, removeAndWait } from "../git/build";
+import { PodRecord } from "../git/record";
 import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
 import { deployArchive } from "../zip/deploy";
 import { type HandlerDeps, podStreams } from "./deps";
 import { fileHandlers } from "./files";
+import { gitHandlers } from "./git";
 import { guard } from "./guard";
 import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
@@ -334,11 +337,15 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       locks.run(name, async () => {
         const n = names(name);
         await deps.ssh?.close(name);
+        // a deploy's build and candidate containers mount the home volume too
+        await removeAndWait(docker, buildName(prefix, name));
+        await removeAndWait(docker, candidateName(prefix, name));
         await removeContainer(docker, n.container);
         await ingress.remove(name);
         await removeVolume(docker, n.volume);
         await disk?.remove(n.volume);
         await removeNetwork(docker, n.network);
+        await new PodRecord(config.stateDir, name).remove();
         return { deleted: true as const };
       }),
     ),
@@ -359,5 +366,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...fileHandlers(deps),
     ...healthHandlers(deps, locks),
     ...zipHandlers(deps, locks),
+    ...gitHandlers(deps, locks),
   };
 }

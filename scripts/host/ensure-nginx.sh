@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make the host tools the agent and its tests need available: an nginx binary (the agent
 # runs its own instance with its own config, so the system service is never started),
-# ssh/scp/sftp (openssh-client) and GNU grep (tests use grep -P). Idempotent.
+# ssh/scp/sftp (openssh-client), GNU grep (tests use grep -P) and git. Idempotent.
 set -euo pipefail
 
 missing=()
@@ -13,6 +13,9 @@ echo x | grep -qP 'x' 2>/dev/null || missing+=(grep)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
 # rsync: the SSH tests sync files into pods with `rsync -e ssh`, as users do.
 command -v rsync >/dev/null 2>&1 || missing+=(rsync)
+# git: the agent fetches git deployments on the host (agent/git/fetch.ts); the tests' git server
+# is `git http-backend`, which the git package ships.
+command -v git >/dev/null 2>&1 || missing+=(git)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 export DEBIAN_FRONTEND=noninteractive

@@ -93,7 +93,13 @@ export async function startAgent(
 export async function removePrefix(docker: DockerClient, prefix: string): Promise<void> {
   const filters = prefixFilter(prefix);
   for (const c of await docker.listContainers({ all: true, filters })) {
-    await docker.getContainer(c.Id).remove({ force: true });
+    // a git deploy removes its candidate and build containers a moment after it answers: gone is fine
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch((err: { statusCode?: number }) => {
+        if (err.statusCode !== 404) throw err;
+      });
   }
   const { Volumes } = await docker.listVolumes({ filters });
   for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove();

@@ -1,0 +1,188 @@
+import { StringDecoder } from "node:string_decoder";
+import type { ContainerCreateOptions } from "dockerode";
+import type { GitConfig } from "../config";
+import { type DockerClient, isConflict } from "../docker/client";
+import { FrameParser, STDERR } from "../docker/frames";
+import { HOME, LABEL_PREFIX, podNames } from "../docker/naming";
+import { LABEL_HELPER } from "../docker/pod-user";
+import { inspectContainer, removeContainer, startContainer } from "../docker/resources";
+import { AgentError } from "../errors";
+import type { DeployLog } from "./log";
+
+/**
+ * The build container: the pod's image, the pod's home volume and network, and limits of its own
+ * (memory, CPU, pids from the agent's config), uid 1000, no capabilities, no-new-privileges, a
+ * read-only root with a tmpfs /tmp. It idles under tini while the deploy runs its steps in it as
+ * execs (unpack, install, build, the release switch): each exec joins the container's cgroup, so a
+ * build that forks or eats memory meets the build's limits, never the serving pod's or the host's.
+ * The wall clock is the deploy's: when it runs out the container is killed.
+ */
+
+/** what marks a deploy's containers (beside the prefix label) so a restarted agent finds leftovers */
+export const LABEL_GIT_POD = "podhost.git.pod";
+export const HELPER_BUILD = "git-build";
+export const HELPER_CANDIDATE = "git-candidate";
+
+export const buildName = (prefix: string, pod: string) => `${podNames(prefix, pod).container}-build`;
+export const candidateName = (prefix: string, pod: string) => `${podNames(prefix, pod).container}-candidate`;
+
+/**
+ * Remove a container by name and wait until the name is free: a removal already under way (a
+ * candidate removed a moment after its deploy) answers 409, and the name is taken until it ends.
+ */
+export async function removeAndWait(docker: DockerClient, name: string): Promise<void> {
+  try {
+    await removeContainer(docker, name);
+    return;
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  for (let i = 0; i < 200; i++) {
+    if (!(await inspectContainer(docker, name))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new AgentError("unavailable", `container ${name} is still being removed`);
+}
+
+export function buildContainerOptions(
+  prefix: string,
+  pod: string,
+  image: string,
+  limits: GitConfig["build"],
+): ContainerCreateOptions {
+  const n = podNames(prefix, pod);
+  return {
+    name: buildName(prefix, pod),
+    Image: image,
+    User: "1000:1000",
+    WorkingDir: HOME,
+    Cmd: ["/bin/sleep", "infinity"],
+    // npm's audit and update checks would wait on a registry the pod may not reach, at every install
+    Env: [
+      `HOME=${HOME}`,
+      "NPM_CONFIG_AUDIT=false",
+      "NPM_CONFIG_FUND=false",
+      "NPM_CONFIG_UPDATE_NOTIFIER=false",
+    ],
+    Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_BUILD, [LABEL_GIT_POD]: pod },
+    HostConfig: {
+      Privileged: false,
+      Init: true,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      ReadonlyRootfs: true,
+      Tmpfs: { "/tmp": "rw,nosuid,nodev,mode=1777,size=536870912" },
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: limits.nanoCpus,
+      PidsLimit: limits.pids,
+      OomScoreAdj: 800,
+      Mounts: [{ Type: "volume", Source: n.volume, Target: HOME, ReadOnly: false }],
+      NetworkMode: n.network,
+      IpcMode: "private",
+      LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
+    },
+    NetworkingConfig: { EndpointsConfig: { [n.network]: {} } },
+  };
+}
+
+export interface BuildBox {
+  name: string;
+  /** the container's id: a removal later never hits the next deploy's container of the same name */
+  id: string;
+  /** run `argv` (the pod's PATH unless `agentPath`), its output into the log; the exit code */
+  step(argv: string[], opts?: { log?: DeployLog; env?: string[]; workingDir?: string }): Promise<number>;
+  /** whether the deploy's wall clock ran out (the container was then killed) */
+  readonly timedOut: boolean;
+  /** start it again after its timeout killed it (only for the clean-up of what the deploy made) */
+  revive(): Promise<void>;
+  remove(): Promise<void>;
+}
+
+/** Create and start the build container (a leftover of an earlier run is removed first). */
+export async function startBuildBox(
+  docker: DockerClient,
+  opts: ContainerCreateOptions,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<BuildBox> {
+  const name = opts.name ?? "";
+  await removeAndWait(docker, name);
+  const container = await docker.createContainer(opts);
+  let timedOut = false;
+  const kill = () => void container.kill().catch(() => undefined);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, timeoutMs);
+  signal?.addEventListener("abort", kill, { once: true });
+  const remove = async () => {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", kill);
+    await removeContainer(docker, container.id);
+  };
+  try {
+    await container.start();
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return {
+    name,
+    id: container.id,
+    get timedOut() {
+      return timedOut;
+    },
+    remove,
+    revive: async () => {
+      // the kill is asynchronous: wait until the container is down, then start it once more
+      for (let i = 0; i < 100 && (await inspectContainer(docker, name))?.State.Running; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      await startContainer(docker, name);
+    },
+    step: (argv, o = {}) => streamStep(docker, name, argv, o),
+  };
+}
+
+/**
+ * An exec whose stdout and stderr go to the deploy log as they come (decoded per stream, so a
+ * character split across reads stays whole); nothing of it is kept here, the log caps itself.
+ */
+async function streamStep(
+  docker: DockerClient,
+  name: string,
+  argv: string[],
+  o: { log?: DeployLog; env?: string[]; workingDir?: string },
+): Promise<number> {
+  const exec = await docker.getContainer(name).exec({
+    Cmd: argv,
+    User: "1000:1000",
+    WorkingDir: o.workingDir ?? HOME,
+    Env: o.env,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+  });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const parser = new FrameParser();
+  const decoders = [new StringDecoder("utf8"), new StringDecoder("utf8")];
+  await new Promise<void>((resolve, reject) => {
+    stream.on("data", (chunk: Buffer) =>
+      parser.push(chunk, (type, payload) => {
+        o.log?.write((decoders[type === STDERR ? 1 : 0] as StringDecoder).write(payload));
+      }),
+    );
+    stream.once("end", resolve);
+    stream.once("close", resolve);
+    stream.once("error", reject);
+  });
+  for (const d of decoders) o.log?.write(d.end());
+  for (let i = 0; ; i++) {
+    const info = await exec.inspect();
+    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
+    // A killed container (the deploy's timeout) may never record the exec's exit code.
+    if (i > 20 && !(await docker.getContainer(name).inspect()).State.Running) return 137;
+    await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** i, 100)));
+  }
+}

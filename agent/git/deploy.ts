@@ -1,0 +1,403 @@
+import { createHash } from "node:crypto";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { DeployOutcome, DetectedCommands, RepoSource } from "../../shared/protocol/git";
+import type { AgentConfig } from "../config";
+import type { DockerClient } from "../docker/client";
+import type { StreamExecutor } from "../docker/exec-stream";
+import { podNames } from "../docker/naming";
+import { BASH } from "../docker/pod-bin";
+import { inspectContainer } from "../docker/resources";
+import { AgentError } from "../errors";
+import type { Ingress } from "../ingress/nginx";
+import type { Logger } from "../logger";
+import { type BuildBox, buildContainerOptions, startBuildBox } from "./build";
+import { DEPENDENCY_DIR, DEPENDENCY_FILES, DETECT_FILES, type DetectFile, detectCommands } from "./detect";
+import { DeployFailure } from "./failure";
+import {
+  archiveStream,
+  checkRepoUrl,
+  type FetchedCommit,
+  fetchBranch,
+  type GitLimits,
+  treeReader,
+} from "./fetch";
+import { DeployLog, type DeployLogMessage } from "./log";
+import { keepAfter, PodRecord } from "./record";
+import { Redactor } from "./redact";
+import {
+  appendBuildLog,
+  checkReleaseId,
+  currentRelease,
+  discardRelease,
+  findWebRoot,
+  hasStartOverride,
+  prepareRelease,
+  pruneReleases,
+  RELEASES,
+  releaseExists,
+  unpackRelease,
+} from "./release";
+import { healthGatedSwitch } from "./switch";
+
+/** What a deploy works with; agent/handlers/git.ts builds it from the handler deps. */
+export interface GitDeps {
+  config: AgentConfig;
+  docker: DockerClient;
+  ingress: Ingress;
+  log: Logger;
+  exec: StreamExecutor;
+  podLock<T>(pod: string, fn: () => Promise<T>): Promise<T>;
+  send?: (m: DeployLogMessage) => void;
+  /** per pod: the last deploy's clean-up still running (the next deploy of the pod waits for it) */
+  pending: Map<string, Promise<void>>;
+}
+
+type Preset = DetectedCommands["preset"];
+
+const limitsOf = (config: AgentConfig): GitLimits => ({
+  timeoutMs: config.git.fetchTimeoutMs,
+  maxFetchBytes: config.git.maxFetchBytes,
+});
+
+/** git's HOME: an empty directory of the agent's (no user config is ever read) */
+export async function gitHome(config: AgentConfig): Promise<string> {
+  const home = join(config.stateDir, "git", ".home");
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  return home;
+}
+
+/** Read what detection needs from the fetched commit and detect. */
+async function detectIn(
+  repoDir: string,
+  sha: string,
+  home: string,
+  preset?: Preset,
+  buildCommand?: string | null,
+) {
+  const tree = await treeReader(repoDir, sha, home);
+  const text: Partial<Record<DetectFile, string | null>> = {};
+  for (const f of DETECT_FILES) text[f] = await tree.read(f);
+  const detected = detectCommands({ names: tree.names, text }, { preset, buildCommand });
+  return { detected, tree };
+}
+
+/** `repo.inspect`: a shallow fetch into a temporary repository, detection, the repository removed. */
+export async function inspectRepo(config: AgentConfig, source: RepoSource, signal?: AbortSignal) {
+  const home = await gitHome(config);
+  const tmp = await mkdtemp(join(config.stateDir, "git", "inspect-"));
+  try {
+    const commit = await fetchBranch(source, join(tmp, "repo.git"), limitsOf(config), home, signal);
+    return (await detectIn(join(tmp, "repo.git"), commit.sha, home)).detected;
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+export interface DeployParams {
+  name: string;
+  deploymentId: string;
+  source: RepoSource;
+  preset: Preset;
+  buildCommand: string | null;
+}
+
+/**
+ * `pod.deploy`, once per deployment id: fetch, detect, unpack into a new release, install (or reuse
+ * the serving release's dependencies when their files are unchanged), build, switch (health-gated),
+ * prune. A failure the user can act on is an outcome (`ok: false` with its class); the engine or
+ * the agent failing is an error (the Worker retries the step, and the retry starts over).
+ */
+export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal): Promise<DeployOutcome> {
+  const id = checkReleaseId(p.deploymentId);
+  const record = new PodRecord(deps.config.stateDir, p.name);
+  const done = await record.outcome(id);
+  if (done) return done;
+  await deps.pending.get(p.name);
+  const { docker } = deps;
+  if (!(await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container)))
+    throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
+  const image = deps.config.images[p.preset];
+  const redactor = new Redactor(p.source.token);
+  const log = new DeployLog(id, redactor, deps.send);
+  const started = Date.now();
+  let commit: FetchedCommit | null = null;
+  let box: BuildBox | null = null;
+  let boxStart: Promise<BuildBox> | null = null;
+  let switched = false;
+  let kept: string[] | null = null;
+  let outcome: DeployOutcome;
+  try {
+    const home = await gitHome(deps.config);
+    // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
+    boxStart = startBuildBox(
+      docker,
+      buildContainerOptions(deps.config.namePrefix, p.name, image, deps.config.git.build),
+      deps.config.git.build.timeoutMs,
+      signal,
+    );
+    boxStart.catch(() => undefined);
+    // checked before it is logged: a URL with credentials in it is refused, never written
+    const { url } = checkRepoUrl(p.source.url);
+    log.note(`fetching branch ${p.source.branch} of ${url}`);
+    commit = await fetchBranch(p.source, record.repoDir, limitsOf(deps.config), home, signal);
+    log.note(`commit ${commit.sha.slice(0, 12)} ${commit.message.split("\n")[0]?.slice(0, 200) ?? ""}`);
+    const { detected, tree } = await detectIn(record.repoDir, commit.sha, home, p.preset, p.buildCommand);
+    log.note(
+      `detected: install ${detected.install_command ?? "-"}; build ${detected.build_command ?? "-"}; start ${detected.start_command ?? "-"}; port ${detected.port}`,
+    );
+    const depsKey = await dependencyKey(tree.read, p.preset, detected);
+
+    box = await boxStart;
+    log.note("build container ready; unpacking the commit");
+    const archive = archiveStream(record.repoDir, commit.sha, home, deps.config.git.maxTreeBytes);
+    try {
+      await unpackRelease(deps.exec, box.name, id, archive.stream, signal);
+    } finally {
+      archive.kill();
+    }
+    const releases = await record.releases();
+    // Any kept release (newest first) whose dependency files and install command were the same.
+    const depDir = DEPENDENCY_DIR[p.preset];
+    const prev = depsKey ? releases.releases.find((r) => r.depsKey === depsKey) : undefined;
+    const reuse = depDir && prev ? { release: prev.id, dir: depDir } : null;
+    const { reused } = await prepareRelease(docker, box.name, id, reuse);
+    const dir = `${RELEASES}/${id}`;
+    if (reused && prev) log.note(`dependencies unchanged: reusing ${depDir} of release ${prev.id}`);
+    else if (detected.install_command) {
+      await runStep(box, log, detected.install_command, dir, "dependency_install");
+    }
+    if (detected.build_command) await runStep(box, log, detected.build_command, dir, "build_script");
+    // a static site's build output (vite: dist/, next export: out/) is what the pod serves
+    const webRoot =
+      p.preset === "static" && detected.build_command ? await findWebRoot(docker, box.name, id) : null;
+    if (webRoot) log.note(`serving the build output ${webRoot}/`);
+    if ((p.preset === "nodejs" || p.preset === "python") && !detected.start_command) {
+      if (!(await hasStartOverride(docker, box.name)))
+        throw new DeployFailure(
+          "missing_start",
+          p.preset === "nodejs"
+            ? "no start command: add a start script to package.json, a Procfile web: line or server.js"
+            : "no start command: add a Procfile web: line or app.py",
+        );
+    }
+    await healthGatedSwitch(
+      {
+        docker,
+        ingress: deps.ingress,
+        prefix: deps.config.namePrefix,
+        podLock: (fn) => deps.podLock(p.name, fn),
+        startTimeoutMs: deps.config.git.startTimeoutMs,
+      },
+      {
+        pod: p.name,
+        release: id,
+        webRoot,
+        previous: releases.current ?? "initial",
+        preset: p.preset,
+        box: box.name,
+        log,
+        signal,
+      },
+    );
+    switched = true;
+    kept = await settle(record, id, {
+      id,
+      commit,
+      detected,
+      depsKey,
+      webRoot,
+      at: Date.now(),
+    });
+    log.note(
+      `deployed in ${((Date.now() - started) / 1000).toFixed(1)} s; releases kept: ${kept.join(", ")}`,
+    );
+    outcome = { ok: true, commit, release: id, detected, kept };
+  } catch (err) {
+    // Interrupted (the agent stops, the command's own timeout): nothing is recorded, a retry starts over.
+    if (signal.aborted)
+      throw new AgentError("unavailable", `the deploy was interrupted: ${String(signal.reason)}`);
+    const failure = asFailure(err, box);
+    if (!failure) throw err;
+    log.note(`failed (${failure.cls}): ${failure.message}`);
+    outcome = {
+      ok: false,
+      class: failure.cls,
+      message: redactor.redact(failure.message).slice(0, 2000),
+      commit,
+    };
+  } finally {
+    if (!box && boxStart) box = await boxStart.catch(() => null);
+    await cleanup(deps, p.name, box, id, switched, log, kept);
+  }
+  await record.saveOutcome(id, outcome);
+  return outcome;
+}
+
+/** `pod.rollback`: switch to a kept release, health-gated, without building. */
+export async function rollback(
+  deps: GitDeps,
+  p: { name: string; deploymentId: string; release: string },
+  signal: AbortSignal,
+): Promise<DeployOutcome> {
+  const id = checkReleaseId(p.deploymentId);
+  const target = checkReleaseId(p.release);
+  const record = new PodRecord(deps.config.stateDir, p.name);
+  const done = await record.outcome(id);
+  if (done) return done;
+  await deps.pending.get(p.name);
+  const { docker } = deps;
+  const main = await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container);
+  if (!main) throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
+  const releases = await record.releases();
+  const rel = releases.releases.find((r) => r.id === target);
+  if (!rel) throw new AgentError("not_found", `release ${target} is not kept on this host`);
+  const log = new DeployLog(id, new Redactor(undefined), deps.send);
+  const image = deps.config.images[rel.detected.preset];
+  const box = await startBuildBox(
+    docker,
+    buildContainerOptions(deps.config.namePrefix, p.name, image, deps.config.git.build),
+    deps.config.git.build.timeoutMs,
+    signal,
+  );
+  let outcome: DeployOutcome;
+  let kept: string[] | null = null;
+  try {
+    if (!(await releaseExists(docker, box.name, target)))
+      throw new AgentError("not_found", `release ${target} is no longer in the pod's home`);
+    log.note(`rolling back to release ${target} (commit ${rel.commit.sha.slice(0, 12)})`);
+    await healthGatedSwitch(
+      {
+        docker,
+        ingress: deps.ingress,
+        prefix: deps.config.namePrefix,
+        podLock: (fn) => deps.podLock(p.name, fn),
+        startTimeoutMs: deps.config.git.startTimeoutMs,
+      },
+      {
+        pod: p.name,
+        release: target,
+        webRoot: rel.webRoot,
+        previous: await currentRelease(docker, box.name),
+        preset: rel.detected.preset,
+        box: box.name,
+        log,
+        signal,
+      },
+    );
+    kept = await settle(record, target, null);
+    outcome = { ok: true, commit: rel.commit, release: target, detected: rel.detected, kept };
+  } catch (err) {
+    if (signal.aborted)
+      throw new AgentError("unavailable", `the rollback was interrupted: ${String(signal.reason)}`);
+    const failure = asFailure(err, box);
+    if (!failure) throw err;
+    outcome = { ok: false, class: failure.cls, message: failure.message.slice(0, 2000), commit: rel.commit };
+  } finally {
+    await appendBuildLog(docker, box.name, log.close()).catch(() => undefined);
+    if (kept) pruneLater(deps, p.name, box, kept);
+    else await box.remove();
+  }
+  await record.saveOutcome(id, outcome);
+  return outcome;
+}
+
+/** Record the serving release and which releases stay (it and the newest others). */
+async function settle(
+  record: PodRecord,
+  serving: string,
+  added: Parameters<PodRecord["saveReleases"]>[0]["releases"][number] | null,
+): Promise<string[]> {
+  const r = await record.releases();
+  const all = added ? [added, ...r.releases.filter((x) => x.id !== added.id)] : r.releases;
+  const keep = keepAfter({ current: serving, releases: all }, serving);
+  await record.saveReleases({ current: serving, releases: all.filter((x) => keep.includes(x.id)) });
+  return keep;
+}
+
+/**
+ * After a switch: old releases are deleted and the build container removed without the caller
+ * waiting (deleting a large node_modules takes a while). The next deploy or rollback of the pod
+ * waits for this before it starts, so a prune never meets a new release.
+ */
+function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
+  const work = (async () => {
+    await pruneReleases(deps.docker, box.name, keep).catch(async (e: unknown) => {
+      // the pod's deletion (or the agent's stop) took the container away meanwhile: nothing to say
+      if ((await inspectContainer(deps.docker, box.id))?.State.Running)
+        deps.log.warn("pruning old releases failed", { error: String(e) });
+    });
+    await box.remove();
+  })().catch(() => undefined);
+  deps.pending.set(pod, work);
+  void work.then(() => {
+    if (deps.pending.get(pod) === work) deps.pending.delete(pod);
+  });
+}
+
+async function runStep(
+  box: BuildBox,
+  log: DeployLog,
+  command: string,
+  dir: string,
+  cls: "dependency_install" | "build_script",
+): Promise<void> {
+  log.note(`$ ${command}`);
+  const code = await box.step([BASH, "-c", command], { log, workingDir: dir });
+  if (box.timedOut) throw new DeployFailure("timeout", `the build did not finish in time (${command})`);
+  if (code !== 0) {
+    const what = cls === "dependency_install" ? "installing dependencies" : "the build";
+    const oom = code === 137 ? " (killed: out of memory or time)" : "";
+    throw new DeployFailure(cls, `${what} failed with exit status ${code}${oom}: ${command}`);
+  }
+}
+
+/** sha256 of the preset, the install command and the dependency files; null: never reuse. */
+async function dependencyKey(
+  read: (name: string, max?: number) => Promise<string | null>,
+  preset: Preset,
+  detected: DetectedCommands,
+): Promise<string | null> {
+  if (!detected.install_command) return null;
+  // `pip install .` installs the project itself: its venv is never the same twice
+  if (preset === "python" && !detected.install_command.includes("-r requirements.txt")) return null;
+  const h = createHash("sha256").update(`${preset}\0${detected.install_command}\0`);
+  for (const f of DEPENDENCY_FILES[preset]) {
+    const text = await read(f, 16 * 1024 * 1024);
+    h.update(`${f}\0${text === null ? "-" : text.length}\0${text ?? ""}\0`);
+  }
+  return h.digest("hex");
+}
+
+function asFailure(err: unknown, box: BuildBox | null): DeployFailure | null {
+  if (err instanceof DeployFailure) return err;
+  if (box?.timedOut) return new DeployFailure("timeout", "the deploy did not finish in time");
+  return null;
+}
+
+/** What a failed deploy made goes: its release (unless it serves), then the build container. */
+async function cleanup(
+  deps: GitDeps,
+  pod: string,
+  box: BuildBox | null,
+  id: string,
+  switched: boolean,
+  log: DeployLog,
+  kept: string[] | null,
+) {
+  const text = log.close();
+  if (!box) return;
+  if (kept) {
+    await appendBuildLog(deps.docker, box.name, text).catch(() => undefined);
+    pruneLater(deps, pod, box, kept);
+    return;
+  }
+  if (box.timedOut) await box.revive().catch(() => undefined);
+  if (!switched) {
+    await discardRelease(deps.docker, box.name, id).catch((e: unknown) =>
+      deps.log.warn("discarding a failed release failed", { error: String(e) }),
+    );
+  }
+  await appendBuildLog(deps.docker, box.name, text).catch(() => undefined);
+  await box.remove();
+}

@@ -1,0 +1,84 @@
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+import { DeployOutcome, DetectedCommands } from "../../shared/protocol/git";
+
+/**
+ * What the host remembers of a pod's deployments, under `<state dir>/git/<pod>/`: `repo.git` (the
+ * bare repository the branch is fetched into), `releases.json` (the kept releases, newest first,
+ * with the hash of their dependency files) and `outcomes/<deployment id>.json` (a finished
+ * deploy's or rollback's outcome: the same id again answers from here and never builds twice).
+ * Files are written to a temporary name and renamed.
+ */
+
+export const KEEP_RELEASES = 5;
+
+const Release = z.object({
+  id: z.string(),
+  commit: z.object({ sha: z.string(), message: z.string() }),
+  detected: DetectedCommands,
+  /** sha256 of the install command and the dependency files: equal → reuse the dependency dir */
+  depsKey: z.string().nullable(),
+  /** the directory inside the release that ~/app points at (a static build's output), null: the release */
+  webRoot: z.string().nullable().default(null),
+  at: z.number(),
+});
+export type Release = z.infer<typeof Release>;
+
+const Releases = z.object({ current: z.string().nullable(), releases: z.array(Release) });
+export type Releases = z.infer<typeof Releases>;
+
+export class PodRecord {
+  readonly dir: string;
+
+  constructor(stateDir: string, pod: string) {
+    this.dir = join(stateDir, "git", pod);
+  }
+
+  get repoDir(): string {
+    return join(this.dir, "repo.git");
+  }
+
+  async releases(): Promise<Releases> {
+    const raw = await readFile(join(this.dir, "releases.json"), "utf8").catch(() => null);
+    if (raw) {
+      const parsed = Releases.safeParse(JSON.parse(raw));
+      if (parsed.success) return parsed.data;
+    }
+    return { current: null, releases: [] };
+  }
+
+  async saveReleases(r: Releases): Promise<void> {
+    await this.write("releases.json", JSON.stringify(r));
+  }
+
+  async outcome(deploymentId: string): Promise<DeployOutcome | null> {
+    const raw = await readFile(join(this.dir, "outcomes", `${deploymentId}.json`), "utf8").catch(() => null);
+    if (!raw) return null;
+    const parsed = DeployOutcome.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : null;
+  }
+
+  async saveOutcome(deploymentId: string, outcome: DeployOutcome): Promise<void> {
+    await this.write(join("outcomes", `${deploymentId}.json`), JSON.stringify(outcome));
+  }
+
+  /** everything the host kept for the pod (its deletion) */
+  async remove(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  private async write(name: string, text: string): Promise<void> {
+    const path = join(this.dir, name);
+    await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
+    const tmp = `${path}.${process.pid}.tmp`;
+    await writeFile(tmp, text, { mode: 0o600 });
+    await rename(tmp, path);
+  }
+}
+
+/** The releases to keep after `id` starts serving: it, then the newest others, KEEP_RELEASES in all. */
+export function keepAfter(r: Releases, serving: string): string[] {
+  const ids = [serving, ...r.releases.map((x) => x.id).filter((id) => id !== serving)];
+  return ids.slice(0, KEEP_RELEASES);
+}

@@ -1,0 +1,608 @@
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execInContainer } from "../../agent/docker/exec";
+import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
+import { HELPER_CANDIDATE, LABEL_GIT_POD } from "../../agent/git/build";
+import type { DeployLogMessage } from "../../agent/git/log";
+import { DeployLog } from "../../agent/git/log";
+import { Redactor } from "../../agent/git/redact";
+import { listeningPorts } from "../../agent/git/switch";
+import { removeGitLeftovers } from "../../agent/handlers/git";
+import { createHandlers } from "../../agent/handlers/pods";
+import type { HandlerTable } from "../../agent/handlers/types";
+import type { DeployOutcome } from "../../shared/protocol/git";
+import { type Files, type GitServer, startGitServer } from "../support/git-server";
+import { type Agent, httpGet, ms, podSpec, startAgent, until } from "./helpers";
+
+/**
+ * Git deployments on the host against a real smart-HTTP git server (test/support/git-server.ts),
+ * the real git client and the real Docker engine: fetch, build in the build container, the
+ * health-gated switch, failures by class, rollback, limits, and where the token must never be.
+ */
+
+const TOKEN = `ghp_test${Math.random().toString(36).slice(2)}SECRET`;
+
+/** A small Node app with one local dependency (no registry needed). */
+const nodeApp = (version: string, over: Files = {}): Files => ({
+  "package.json": JSON.stringify({
+    name: "app",
+    version: "1.0.0",
+    scripts: { start: "node server.js" },
+    dependencies: { greet: "file:./vendor/greet" },
+  }),
+  "vendor/greet/package.json": JSON.stringify({ name: "greet", version: "1.0.0", main: "index.js" }),
+  "vendor/greet/index.js": 'module.exports = () => "hello from greet";\n',
+  "server.js": `const http = require("http");
+const greet = require("greet");
+http.createServer((req, res) => res.end("${version} " + greet() + " " + (process.env.GREETING || "-")))
+  .listen(Number(process.env.PORT), "0.0.0.0");
+`,
+  ...over,
+});
+
+/** Requests through the ingress for as long as it runs: every failure is counted. */
+function poll(port: number, host: string) {
+  let stop = false;
+  const bodies = new Set<string>();
+  const failures: string[] = [];
+  let count = 0;
+  const t0 = performance.now();
+  const done = (async () => {
+    while (!stop) {
+      try {
+        const r = await httpGet(port, host);
+        count++;
+        if (r.status !== 200) failures.push(`+${ms(t0)} ms: ${r.status} ${r.body.slice(0, 40)}`);
+        else bodies.add(r.body);
+      } catch (e) {
+        failures.push(`+${ms(t0)} ms: ${String(e)}`);
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  })();
+  return {
+    async end() {
+      stop = true;
+      await done;
+      return { count, failures, bodies: [...bodies] };
+    },
+  };
+}
+
+describe("deploy log and redaction (no Docker)", () => {
+  it("redacts the token in every form, also split across writes and in lines without newlines", () => {
+    const sent: DeployLogMessage[] = [];
+    const log = new DeployLog("dep_x", new Redactor("s3cr3t-tok"), (m) => sent.push(m));
+    log.write("a s3cr");
+    log.write("3t-tok b\n");
+    log.write(`${"x".repeat(20_000)}s3cr3t-tok${"y".repeat(20_000)}`);
+    log.write(Buffer.from("x-access-token:s3cr3t-tok").toString("base64"));
+    const text = log.close();
+    expect(text).not.toContain("s3cr3t-tok");
+    expect(text).not.toContain(Buffer.from("x-access-token:s3cr3t-tok").toString("base64"));
+    expect(text).toContain("a [redacted] b");
+    expect(sent.map((m) => m.seq)).toEqual(sent.map((_, i) => i));
+    expect(sent.every((m) => m.chunk.length <= 64 * 1024)).toBe(true);
+    expect(sent.map((m) => m.chunk).join("")).toBe(text);
+  });
+
+  it("stops at the cap with one last line saying so", () => {
+    const log = new DeployLog("dep_y", new Redactor(undefined), undefined, 1000);
+    for (let i = 0; i < 100; i++) log.write(`${"z".repeat(99)}\n`);
+    const text = log.close();
+    expect(Buffer.byteLength(text)).toBeLessThan(1100);
+    expect(text.trim().split("\n").at(-1)).toMatch(/truncated at 1000 bytes/);
+  });
+
+  it("reads listening ports from /proc/net/tcp", () => {
+    const tcp = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:0FA0 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1 1
+   1: 0100007F:0BB8 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 2 1
+   2: 0B00007F:A2D9 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3 1`;
+    expect(listeningPorts(tcp)).toEqual([4000]);
+  });
+});
+
+describe("git deployments", () => {
+  let agent: Agent;
+  let handlers: HandlerTable;
+  let server: GitServer;
+  const messages: DeployLogMessage[] = [];
+  const pod = "gitapp";
+  const host = `${pod}.pods.test`;
+  let container: string;
+  const source = () => ({ url: server.url("app"), branch: "main", token: TOKEN });
+  const deploy = (
+    deploymentId: string,
+    over: { branch?: string; token?: string; buildCommand?: string } = {},
+  ) =>
+    handlers["pod.deploy"](
+      {
+        name: pod,
+        deploymentId,
+        source: { ...source(), ...(over.branch ? { branch: over.branch } : {}), token: over.token ?? TOKEN },
+        preset: "nodejs",
+        buildCommand: over.buildCommand ?? null,
+      },
+      agent.ctx,
+    );
+  const logOf = (id: string) =>
+    messages
+      .filter((m) => m.deploymentId === id)
+      .sort((a, b) => a.seq - b.seq)
+      .map((m) => m.chunk)
+      .join("");
+  const inPod = (script: string) => execInContainer(agent.docker, container, ["/bin/sh", "-c", script]);
+  const failed = (o: DeployOutcome) => (o.ok ? "ok" : `${o.class}: ${o.message}`);
+
+  beforeAll(async () => {
+    agent = await startAgent({
+      PODHOST_BUILD_MEMORY_MB: "256",
+      PODHOST_START_TIMEOUT_S: "8",
+      PODHOST_BUILD_TIMEOUT_S: "120",
+    });
+    handlers = createHandlers({ ...agent, deployLog: (m) => messages.push(m) });
+    server = await startGitServer({ token: TOKEN });
+    await server.createRepo("app", nodeApp("v1"));
+    await server.commit("app", { "README.md": "dev branch" }, { branch: "dev" });
+    await server.commit("app", {}, { branch: "main", message: "back on main" });
+    await handlers["pod.create"](podSpec(pod, { preset: "nodejs", port: 3000 }), agent.ctx);
+    container = podNames(agent.config.namePrefix, pod).container;
+  });
+
+  afterAll(async () => {
+    // the last deploy's candidate and build container go a moment after it answered
+    await until(
+      async () =>
+        !(await agent.docker.listContainers({ all: true, filters: { label: [LABEL_GIT_POD] } })).some(
+          (c) => c.Labels[LABEL_PREFIX] === agent.config.namePrefix,
+        ),
+      20_000,
+    ).catch(() => undefined);
+    await server?.close();
+    await agent?.cleanup();
+  });
+
+  it("repo.branches lists the heads and HEAD's target; a wrong token is an auth failure", async () => {
+    const r = await handlers["repo.branches"](
+      { source: { url: server.url("app"), token: TOKEN } },
+      agent.ctx,
+    );
+    expect(r).toEqual({ branches: ["dev", "main"], default_branch: "main" });
+    const bad = await handlers["repo.branches"](
+      { source: { url: server.url("app"), token: "nope" } },
+      agent.ctx,
+    ).catch((e: Error & { code?: string }) => e);
+    expect(bad).toMatchObject({ code: "forbidden", message: expect.stringMatching(/^auth: /) });
+    const plain = await handlers["repo.branches"](
+      { source: { url: "http://example.com/a.git" } },
+      agent.ctx,
+    ).catch((e: Error) => e);
+    expect(String(plain)).toMatch(/only https/);
+  });
+
+  it("repo.inspect detects the commands of a branch and leaves nothing behind", async () => {
+    const d = await handlers["repo.inspect"]({ source: source() }, agent.ctx);
+    expect(d).toEqual({
+      preset: "nodejs",
+      install_command: "npm install",
+      build_command: null,
+      start_command: "npm start",
+      port: 3000,
+    });
+    const missing = await handlers["repo.inspect"](
+      { source: { ...source(), branch: "nope" } },
+      agent.ctx,
+    ).catch((e: Error & { code?: string }) => e);
+    expect(missing).toMatchObject({
+      code: "not_found",
+      message: expect.stringMatching(/^branch_not_found: /),
+    });
+  });
+
+  it("deploys: the commit serves through the ingress; ~/app is a release, the first ~/app is kept", async () => {
+    const t0 = performance.now();
+    const o = await deploy("dep_1");
+    console.log(`first deploy (npm install of a local dependency): ${ms(t0)} ms`);
+    expect(failed(o)).toBe("ok");
+    if (!o.ok) return;
+    expect(o.release).toBe("dep_1");
+    expect(o.kept).toEqual(["dep_1"]);
+    expect(o.commit.message).toBe("back on main");
+    expect((await httpGet(agent.port, host)).body).toBe("v1 hello from greet -");
+    const r = await inPod(
+      "readlink ~/app; test -d ~/releases/initial && echo initial; stat -c %u ~/releases/dep_1/server.js ~/releases/dep_1/node_modules",
+    );
+    expect(r.stdout.split("\n")).toEqual(["releases/dep_1", "initial", "1000", "1000", ""]);
+    const log = logOf("dep_1");
+    expect(log).toContain("$ npm install");
+    expect(messages.filter((m) => m.deploymentId === "dep_1").map((m) => m.seq)).toEqual(
+      messages.filter((m) => m.deploymentId === "dep_1").map((_, i) => i),
+    );
+    expect((await inPod("cat ~/logs/build.log")).stdout).toContain("$ npm install");
+  });
+
+  it("a code-only deploy reuses the dependencies, keeps .env, and no request fails", async () => {
+    await handlers["pod.env.set"]({ name: pod, vars: { GREETING: "hi-env" }, restartApp: true }, agent.ctx);
+    // the env write restarts the app (not the deploy's doing): poll only once it answers again
+    await until(async () => (await httpGet(agent.port, host)).body.endsWith("hi-env"));
+    await server.commit("app", nodeApp("v2"), { message: "v2" });
+    const p = poll(agent.port, host);
+    const t0 = performance.now();
+    const o = await deploy("dep_2");
+    const took = ms(t0);
+    const stats = await p.end();
+    console.log(
+      `warm code-only deploy: ${took} ms (${stats.count} requests during it, ${stats.failures.length} failed)`,
+    );
+    expect(failed(o)).toBe("ok");
+    expect(stats.failures).toEqual([]);
+    expect(logOf("dep_2")).toContain("dependencies unchanged: reusing node_modules of release dep_1");
+    expect(logOf("dep_2")).not.toContain("$ npm install");
+    expect((await httpGet(agent.port, host)).body).toBe("v2 hello from greet hi-env");
+    const env = await handlers["pod.env.get"]({ name: pod }, agent.ctx);
+    expect(env.vars).toMatchObject({ GREETING: "hi-env" });
+    console.log(logOf("dep_2"));
+    expect(took).toBeLessThan(6000);
+  });
+
+  it("the same deployment id again joins or answers from the record: it never builds twice", async () => {
+    const before = messages.length;
+    const again = await deploy("dep_2");
+    expect(failed(again)).toBe("ok");
+    expect(messages.length).toBe(before);
+    await server.commit("app", nodeApp("v3"), { message: "v3" });
+    const [a, b] = await Promise.all([deploy("dep_3"), deploy("dep_3")]);
+    expect(a).toEqual(b);
+    expect(logOf("dep_3").split("fetching branch").length - 1).toBe(1);
+    expect((await httpGet(agent.port, host)).body).toBe("v3 hello from greet hi-env");
+  });
+
+  it("a broken build fails as build_script while the old release keeps answering", async () => {
+    const broken = nodeApp("v4", {
+      "package.json": JSON.stringify({
+        name: "app",
+        scripts: { start: "node server.js", build: "node -e \"console.log('building'); process.exit(3)\"" },
+        dependencies: { greet: "file:./vendor/greet" },
+      }),
+    });
+    await server.commit("app", broken, { message: "broken build" });
+    const p = poll(agent.port, host);
+    const o = await deploy("dep_4");
+    const stats = await p.end();
+    expect(failed(o)).toMatch(/^build_script: /);
+    expect(o.ok ? null : o.commit?.message).toBe("broken build");
+    expect(stats.failures).toEqual([]);
+    expect(stats.bodies).toEqual(["v3 hello from greet hi-env"]);
+    expect(logOf("dep_4")).toContain("building");
+    expect((await inPod("ls ~/releases")).stdout.split("\n")).not.toContain("dep_4");
+    // the same id again answers from the record
+    expect(failed(await deploy("dep_4"))).toMatch(/^build_script: /);
+  });
+
+  it("a failing install is dependency_install", async () => {
+    await server.commit(
+      "app",
+      nodeApp("v5", {
+        "package.json": JSON.stringify({ name: "app", dependencies: { gone: "file:./missing.tgz" } }),
+      }),
+      { message: "missing dep" },
+    );
+    expect(failed(await deploy("dep_5"))).toMatch(/^dependency_install: /);
+    expect((await httpGet(agent.port, host)).body).toBe("v3 hello from greet hi-env");
+  });
+
+  it("an app that exits is missing_start; one on another port is port_mismatch", async () => {
+    await server.commit("app", nodeApp("v6", { "server.js": 'console.log("bye"); process.exit(1);\n' }));
+    expect(failed(await deploy("dep_6"))).toMatch(/^missing_start: .*exited/);
+    await server.commit(
+      "app",
+      nodeApp("v7", { "server.js": 'require("http").createServer((q, s) => s.end("x")).listen(4000);\n' }),
+    );
+    expect(failed(await deploy("dep_7"))).toMatch(
+      /^port_mismatch: the app listens on port 4000, not on 3000/,
+    );
+    expect((await httpGet(agent.port, host)).body).toBe("v3 hello from greet hi-env");
+    const leftovers = await agent.docker.listContainers({ all: true, filters: { label: [LABEL_GIT_POD] } });
+    expect(leftovers.filter((c) => c.Labels[LABEL_PREFIX] === agent.config.namePrefix)).toEqual([]);
+  });
+
+  it("fetch failures: auth (wrong token), branch_not_found, repo_unreachable", async () => {
+    expect(failed(await deploy("dep_8", { token: "wrong-token" }))).toMatch(/^auth: /);
+    expect(failed(await deploy("dep_9", { branch: "no-such-branch" }))).toMatch(/^branch_not_found: /);
+    const o = await handlers["pod.deploy"](
+      {
+        name: pod,
+        deploymentId: "dep_10",
+        source: { url: "http://127.0.0.1:1/nothing.git", branch: "main" },
+        preset: "nodejs",
+        buildCommand: null,
+      },
+      agent.ctx,
+    );
+    expect(failed(o)).toMatch(/^repo_unreachable: /);
+    const withCreds = await handlers["pod.deploy"](
+      {
+        name: pod,
+        deploymentId: "dep_creds",
+        source: { url: `http://user:${TOKEN}@127.0.0.1:1/x.git`, branch: "main" },
+        preset: "nodejs",
+        buildCommand: null,
+      },
+      agent.ctx,
+    );
+    expect(failed(withCreds)).toBe("repo_unreachable: the repository URL must not carry credentials");
+  });
+
+  it("a build that eats memory is stopped by the build's limit; the serving app stays responsive", async () => {
+    await server.commit("app", nodeApp("v11"), { message: "hungry build" });
+    const p = poll(agent.port, host);
+    const t0 = performance.now();
+    const o = await deploy("dep_11", {
+      buildCommand: 'node -e "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))"',
+    });
+    const stats = await p.end();
+    console.log(`memory-eating build stopped after ${ms(t0)} ms; ${stats.count} requests meanwhile`);
+    expect(failed(o)).toMatch(/^build_script: .*exit status 137/);
+    expect(stats.failures).toEqual([]);
+    expect(stats.bodies).toEqual(["v3 hello from greet hi-env"]);
+  });
+
+  it("rolls back to a kept release (env kept); an unknown release is not_found", async () => {
+    const o = await handlers["pod.rollback"](
+      { name: pod, deploymentId: "rb_1", release: "dep_1" },
+      agent.ctx,
+    );
+    expect(failed(o)).toBe("ok");
+    expect(o.ok && o.release).toBe("dep_1");
+    expect((await httpGet(agent.port, host)).body).toBe("v1 hello from greet hi-env");
+    expect((await handlers["pod.env.get"]({ name: pod }, agent.ctx)).vars).toMatchObject({
+      GREETING: "hi-env",
+    });
+    const missing = await handlers["pod.rollback"](
+      { name: pod, deploymentId: "rb_2", release: "dep_4" },
+      agent.ctx,
+    ).catch((e: Error & { code?: string }) => e);
+    expect(missing).toMatchObject({ code: "not_found" });
+  });
+
+  it("keeps the newest five releases", async () => {
+    for (const v of ["a", "b", "c", "d"]) {
+      await server.commit("app", nodeApp(`v-${v}`), { message: v });
+      expect(failed(await deploy(`dep_k${v}`))).toBe("ok");
+    }
+    const o = await deploy("dep_k5");
+    expect(o.ok && o.kept).toEqual(["dep_k5", "dep_kd", "dep_kc", "dep_kb", "dep_ka"]);
+    // older releases are deleted right after the deploy answers
+    const want = ["dep_k5", "dep_ka", "dep_kb", "dep_kc", "dep_kd", "initial"];
+    const dirs = async () => (await inPod("ls ~/releases")).stdout.split("\n").filter(Boolean).sort();
+    await until(async () => JSON.stringify(await dirs()) === JSON.stringify(want));
+    expect(await dirs()).toEqual(want);
+  });
+
+  it("the token is nowhere: not in build.log, the deploy-log messages, the pod's files or the host's repo", async () => {
+    expect(server.authHeaders.some((h) => Buffer.from(h.slice(6), "base64").toString().includes(TOKEN))).toBe(
+      true,
+    );
+    expect(messages.some((m) => m.chunk.includes(TOKEN))).toBe(false);
+    const grep = await inPod(`grep -rFl -- '${TOKEN}' /home/pod_user; echo "exit $?"`);
+    expect(grep.stdout.trim()).toBe("exit 1");
+    const config = await readFile(join(agent.stateDir, "git", pod, "repo.git", "config"), "utf8");
+    expect(config).not.toContain(TOKEN);
+  });
+
+  it("limits: a large fetch, a tree that inflates and a build that never ends; hostile file names are only data", async () => {
+    const serving = (await httpGet(agent.port, host)).body;
+    const git = agent.config.git;
+    const strict = createHandlers({
+      ...agent,
+      config: {
+        ...agent.config,
+        git: {
+          ...git,
+          maxFetchBytes: 1024 * 1024,
+          maxTreeBytes: 8 * 1024 * 1024,
+          build: { ...git.build, timeoutMs: 4000 },
+        },
+      },
+    });
+    const run = (id: string, buildCommand: string | null = null) =>
+      strict["pod.deploy"](
+        { name: pod, deploymentId: id, source: source(), preset: "nodejs", buildCommand },
+        agent.ctx,
+      );
+    const random = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < random.length; i += 4) random.writeUInt32LE((Math.random() * 2 ** 32) >>> 0, i);
+    await server.commit("app", nodeApp("big", { "blob.bin": random }), { message: "big" });
+    expect(failed(await run("dep_big"))).toMatch(/^repo_too_large: the fetch exceeded 1 MiB/);
+    // 32 MiB of zeros: a tiny pack, a huge tree
+    await server.commit("app", nodeApp("zeros", { "blob.bin": Buffer.alloc(32 * 1024 * 1024) }));
+    expect(failed(await run("dep_zeros"))).toMatch(/^repo_too_large: the commit's files exceed 8 MiB/);
+    const hostile = nodeApp("hostile", {
+      "blob.bin": null,
+      "$(touch /tmp/pwned-git-test);x": "a",
+      "`id`;--x.js": "b",
+      "link-out": { link: "/etc/passwd" },
+    });
+    await server.commit("app", hostile);
+    const slow = await run("dep_slow", "sleep 60");
+    expect(failed(slow)).toMatch(/^timeout: /);
+    // a fork bomb meets the build's pids limit and then its clock; the pod serves on meanwhile
+    const p = poll(agent.port, host);
+    const bomb = await run("dep_fork", "f() { f | f & }; f; sleep 60");
+    const stats = await p.end();
+    expect(failed(bomb)).toMatch(/^timeout: /);
+    expect(stats.failures).toEqual([]);
+    expect(stats.bodies).toEqual([serving]);
+    const files = await inPod("ls ~/releases/; ls /tmp");
+    expect(files.stdout).not.toContain("dep_slow");
+    expect(files.stdout).not.toContain("pwned");
+    expect(existsSync("/tmp/pwned-git-test")).toBe(false);
+    expect((await httpGet(agent.port, host)).body).toBe(serving);
+  });
+
+  it("static, php and python pods deploy too (static and php by one atomic rename)", async () => {
+    const pyApp = (v: string) => `import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"${v} " + os.environ.get("PORT", "").encode())
+    def log_message(self, *a): pass
+HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
+`;
+    const cases = [
+      { preset: "static", port: 8080, files: (v: string) => ({ "index.html": `${v}` }) },
+      { preset: "php", port: 8080, files: (v: string) => ({ "index.php": `<?php echo "${v}";` }) },
+      { preset: "python", port: 8000, files: (v: string) => ({ "app.py": pyApp(v) }) },
+    ] as const;
+    for (const c of cases) {
+      const name = `git-${c.preset}`;
+      const vhost = `${name}.pods.test`;
+      await handlers["pod.create"](podSpec(name, { preset: c.preset, port: c.port }), agent.ctx);
+      await server.createRepo(name, c.files(`${c.preset} v1`));
+      const run = (id: string) =>
+        handlers["pod.deploy"](
+          {
+            name,
+            deploymentId: id,
+            source: { url: server.url(name), branch: "main", token: TOKEN },
+            preset: c.preset,
+            buildCommand: null,
+          },
+          agent.ctx,
+        );
+      expect(failed(await run(`${c.preset}_1`))).toBe("ok");
+      const want1 = c.preset === "python" ? "python v1 8000" : `${c.preset} v1`;
+      expect((await httpGet(agent.port, vhost)).body).toBe(want1);
+      await server.commit(name, c.files(`${c.preset} v2`));
+      const p = poll(agent.port, vhost);
+      const t0 = performance.now();
+      const o = await run(`${c.preset}_2`);
+      const stats = await p.end();
+      console.log(
+        `${c.preset} second deploy: ${ms(t0)} ms, ${stats.count} requests, ${stats.failures.length} failed`,
+      );
+      expect(failed(o)).toBe("ok");
+      expect(stats.failures).toEqual([]);
+      const want2 = c.preset === "python" ? "python v2 8000" : `${c.preset} v2`;
+      expect((await httpGet(agent.port, vhost)).body).toBe(want2);
+      // the pod's deletion takes what the host kept for its deployments with it
+      expect(existsSync(join(agent.stateDir, "git", name, "releases.json"))).toBe(true);
+      await handlers["pod.delete"]({ name }, agent.ctx);
+      expect(existsSync(join(agent.stateDir, "git", name))).toBe(false);
+    }
+  });
+
+  it("a python pod reuses its venv when requirements.txt is unchanged (its scripts point at the new release)", async () => {
+    const name = "git-venv";
+    const vhost = `${name}.pods.test`;
+    const app = (v: string) => `import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"${v} " + os.environ.get("VIRTUAL_ENV", "").encode())
+    def log_message(self, *a): pass
+HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
+`;
+    await handlers["pod.create"](podSpec(name, { preset: "python", port: 8000 }), agent.ctx);
+    await server.createRepo(name, { "app.py": app("py1"), "requirements.txt": "# nothing to install\n" });
+    const run = (id: string) =>
+      handlers["pod.deploy"](
+        {
+          name,
+          deploymentId: id,
+          source: { url: server.url(name), branch: "main", token: TOKEN },
+          preset: "python",
+          buildCommand: null,
+        },
+        agent.ctx,
+      );
+    expect(failed(await run("venv_1"))).toBe("ok");
+    expect((await httpGet(agent.port, vhost)).body).toBe("py1 /home/pod_user/app/.venv");
+    await server.commit(name, { "app.py": app("py2") });
+    expect(failed(await run("venv_2"))).toBe("ok");
+    expect(logOf("venv_2")).toContain("dependencies unchanged: reusing .venv of release venv_1");
+    expect((await httpGet(agent.port, vhost)).body).toBe("py2 /home/pod_user/app/.venv");
+    const heads = await execInContainer(agent.docker, podNames(agent.config.namePrefix, name).container, [
+      "/usr/bin/head",
+      "-qn1",
+      "/home/pod_user/releases/venv_1/.venv/bin/pip",
+      "/home/pod_user/releases/venv_2/.venv/bin/pip",
+    ]);
+    expect(heads.stdout.split("\n")).toEqual([
+      "#!/home/pod_user/releases/venv_1/.venv/bin/python3",
+      "#!/home/pod_user/releases/venv_2/.venv/bin/python3",
+      "",
+    ]);
+  });
+
+  it("a static pod with a build serves its output directory (dist/), and rolls back to the plain tree", async () => {
+    const name = "git-vite";
+    const vhost = `${name}.pods.test`;
+    await handlers["pod.create"](podSpec(name, { preset: "static", port: 8080 }), agent.ctx);
+    await server.createRepo(name, { "index.html": "source template" });
+    const run = (id: string) =>
+      handlers["pod.deploy"](
+        {
+          name,
+          deploymentId: id,
+          source: { url: server.url(name), branch: "main", token: TOKEN },
+          preset: "static",
+          buildCommand: null,
+        },
+        agent.ctx,
+      );
+    expect(failed(await run("vite_1"))).toBe("ok");
+    expect((await httpGet(agent.port, vhost)).body).toBe("source template");
+    await server.commit(name, {
+      "package.json": JSON.stringify({
+        name: "site",
+        scripts: {
+          build:
+            "node -e \"require('fs').mkdirSync('dist'); require('fs').writeFileSync('dist/index.html', 'built page')\"",
+        },
+      }),
+    });
+    const o = await run("vite_2");
+    expect(failed(o)).toBe("ok");
+    expect(o.ok && o.detected).toMatchObject({
+      install_command: "npm install",
+      build_command: "npm run build",
+    });
+    expect((await httpGet(agent.port, vhost)).body).toBe("built page");
+    const link = await execInContainer(agent.docker, podNames(agent.config.namePrefix, name).container, [
+      "/bin/readlink",
+      "/home/pod_user/app",
+    ]);
+    expect(link.stdout.trim()).toBe("releases/vite_2/dist");
+    const back = await handlers["pod.rollback"](
+      { name, deploymentId: "vite_rb", release: "vite_1" },
+      agent.ctx,
+    );
+    expect(failed(back)).toBe("ok");
+    expect((await httpGet(agent.port, vhost)).body).toBe("source template");
+  });
+
+  it("a restarted agent removes a deploy's leftover containers", async () => {
+    const prefix = agent.config.namePrefix;
+    // the last deploy's candidate goes a moment after it (by id): wait for its name to be free
+    await until(
+      async () =>
+        !(await agent.docker.listContainers({ all: true, filters: { label: [LABEL_GIT_POD] } })).some(
+          (c) => c.Labels[LABEL_PREFIX] === prefix,
+        ),
+    );
+    await agent.docker.createContainer({
+      name: `${container}-candidate`,
+      Image: agent.config.images.nodejs,
+      Cmd: ["true"],
+      Labels: { [LABEL_PREFIX]: prefix, "podhost.helper": HELPER_CANDIDATE, [LABEL_GIT_POD]: pod },
+    });
+    await removeGitLeftovers(agent);
+    const left = await agent.docker.listContainers({ all: true, filters: { label: [LABEL_GIT_POD] } });
+    expect(left.filter((c) => c.Labels[LABEL_PREFIX] === prefix)).toEqual([]);
+    expect((await httpGet(agent.port, host)).status).toBe(200);
+  });
+});
