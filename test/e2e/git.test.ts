@@ -22,13 +22,14 @@ const TOKEN = `ghp_e2e${randomUUID().replaceAll("-", "")}Qz7XTOKEN`;
 const TOKEN_BASIC = Buffer.from(`x-access-token:${TOKEN}`).toString("base64");
 
 /** A small Node app with one local dependency (no registry needed) saying `text` on every path. */
+const PACKAGE_JSON = JSON.stringify({
+  name: "app",
+  version: "1.0.0",
+  scripts: { start: "node server.js" },
+  dependencies: { greet: "file:./vendor/greet" },
+});
 const nodeApp = (text: string, over: Files = {}): Files => ({
-  "package.json": JSON.stringify({
-    name: "app",
-    version: "1.0.0",
-    scripts: { start: "node server.js" },
-    dependencies: { greet: "file:./vendor/greet" },
-  }),
+  "package.json": PACKAGE_JSON,
   "vendor/greet/package.json": JSON.stringify({ name: "greet", version: "1.0.0", main: "index.js" }),
   "vendor/greet/index.js": 'module.exports = () => "greet";\n',
   "server.js": serverJs(text),
@@ -116,7 +117,7 @@ describe("git deployments end to end", () => {
   const pushPayload = (opts: { ref?: string; after: string; message: string }) =>
     JSON.stringify({
       ref: opts.ref ?? "refs/heads/main",
-      before: "0".repeat(39) + "1",
+      before: `${"0".repeat(39)}1`,
       after: opts.after,
       head_commit: { id: opts.after, message: opts.message },
       repository: {
@@ -227,6 +228,8 @@ describe("git deployments end to end", () => {
   it("a pushed commit and its signed webhook deploy it: success, served, event, statuses, build log", async () => {
     v2Sha = await server.commit(repoPath, { "server.js": serverJs("site v2") }, { message: "v2" });
     v2Delivery = randomUUID();
+    // The switch is health-gated through a candidate container: no request may fail during it.
+    const poll = pollIngress(pod);
     const started = performance.now();
     const res = await deliver(pushPayload({ after: v2Sha, message: "v2" }), { delivery: v2Delivery });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
@@ -235,7 +238,11 @@ describe("git deployments end to end", () => {
     deploymentIds.push(v2Deployment);
     const done = await settled(pod, v2Deployment);
     expect(done.status, JSON.stringify(done)).toBe("success");
-    console.log(`[git e2e] push deploy took ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const polled = await poll.end();
+    console.log(
+      `[git e2e] push deploy took ${((performance.now() - started) / 1000).toFixed(1)} s; ${polled.count} requests through the ingress, ${polled.failures.length} failed`,
+    );
+    expect(polled.failures).toEqual([]);
     expect((await page(pod)).body).toContain("site v2");
     expect(done.build_log).toEqual(expect.any(String));
     expect(done.build_log.length).toBeGreaterThan(0);
@@ -299,6 +306,37 @@ describe("git deployments end to end", () => {
       return r.length >= 2 ? r : undefined;
     });
     expect(statuses.map((r) => (r.body as { state: string }).state)).toEqual(["pending", "failure"]);
+  }, 150_000);
+
+  it("a commit whose app crashes at start fails as missing_start; the old release keeps answering", async () => {
+    const crashSha = await server.commit(
+      repoPath,
+      {
+        "package.json": PACKAGE_JSON, // without the failing build script of the commit before
+        "server.js": 'console.error("boom at start"); process.exit(1);\n',
+      },
+      { message: "crash at start" },
+    );
+    const poll = pollIngress(pod);
+    const started = performance.now();
+    const res = await deliver(pushPayload({ after: crashSha, message: "crash at start" }));
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    deploymentIds.push(res.body.id);
+    const done = await settled(pod, res.body.id);
+    await sleep(500);
+    const polled = await poll.end();
+    console.log(
+      `[git e2e] crash at start: failed after ${((performance.now() - started) / 1000).toFixed(1)} s; ${polled.count} requests through the ingress, ${polled.failures.length} failed`,
+    );
+    expect(done.status).toBe("failed");
+    expect(done.failure).toMatchObject({ class: "missing_start" });
+    expect(polled.failures).toEqual([]);
+    expect(polled.count).toBeGreaterThan(5);
+    expect(polled.seen.every((b) => b.includes("site v2"))).toBe(true);
+    const failed = (await events(pod)).find(
+      (e) => e.type === "deploy_failed" && e.metadata?.deployment_id === res.body.id,
+    );
+    expect(failed?.metadata).toMatchObject({ class: "missing_start", trigger: "push" });
   }, 150_000);
 
   it("rolls back to the previous release, which serves again", async () => {
@@ -428,6 +466,9 @@ describe("git deployments end to end", () => {
       expect(res.body.stdout).toBe("");
       expect(res.body.exit_code, res.body.stderr).toBe(1);
     }
+    // Nor the agent's own output; and the git server did get it (the fetches were authenticated).
+    expect(stack.agent.output.join("")).not.toContain(TOKEN);
+    expect(server.authHeaders).toContain(`Basic ${TOKEN_BASIC}`);
     console.log(`[git e2e] ${bodies.length} API answers checked; total ${elapsed()}`);
   }, 120_000);
 });
