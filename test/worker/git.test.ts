@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { sign } from "@octokit/webhooks-methods";
 import { afterEach, describe, expect, it } from "vitest";
+import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
 import type { RecordedRequest } from "../support/repohost";
 import { type ControlCall, FakeAgent, insertHost, podEventRecords, until } from "./support/agent";
 import { call, registerUser } from "./support/client";
@@ -212,6 +213,22 @@ describe("connect, update, disconnect", () => {
   });
 });
 
+describe("deleting the pod", () => {
+  it("deletes the repository's push hook at the git host too, and the configuration", async () => {
+    const { pod, as, repo, agent } = await connected();
+    const del = call("DELETE", `/api/pods/${pod.name}`, undefined, as);
+    const c = await nextCall(agent, "pod.delete");
+    agent.ok(c, { deleted: true });
+    expect((await del).status).toBe(200);
+    const hookCalls = await doubleRequests(`${repo.path}/hooks`);
+    expect(hookCalls.map((r) => r.method)).toEqual(["POST", "DELETE"]);
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM git_configs WHERE pod_id = ?")
+      .bind(pod.id)
+      .first<{ n: number }>();
+    expect(left?.n).toBe(0);
+  });
+});
+
 describe("deploy", () => {
   it("202 deploying; the host gets pod.deploy with the decrypted token; success is recorded, logged and reported", async () => {
     const s = await connected({ build_command: "npm run build" });
@@ -317,6 +334,18 @@ describe("deploy", () => {
     expect((await call("POST", `/api/pods/${pod.name}/git/deploy`, undefined, as)).status).toBe(409);
     await env.DB.prepare("UPDATE pods SET status = 'stopped' WHERE id = ?").bind(pod.id).run();
     expect((await call("POST", `/api/pods/${pod.name}/git/deploy`, undefined, as)).status).toBe(400);
+  });
+
+  it(`at most ${FAIR_SHARE_LIMITS.deploy.perPod} deploys and rollbacks per pod in 10 minutes through the API (429 with Retry-After)`, async () => {
+    const { pod, as } = await connected();
+    for (let i = 0; i < FAIR_SHARE_LIMITS.deploy.perPod; i++) {
+      const res = await call("POST", `/api/pods/${pod.name}/git/deploy`, undefined, as);
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+    }
+    const refused = await call("POST", `/api/pods/${pod.name}/git/rollback`, undefined, as);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.body.error).toMatch(/too many deploy operations: at most 20 per 10 minute\(s\) per pod/);
   });
 
   it("one at a time: triggers during a deploy queue, and only the newest runs after it", async () => {

@@ -48,6 +48,8 @@ export const FAIR_SHARE_LIMITS = {
   exec: { perPod: 120, perTeam: 300, windowMs: 60_000 },
   files: { perPod: 300, perTeam: 600, windowMs: 60_000 },
   reload: { perPod: 10, perTeam: 20, windowMs: 600_000 },
+  /** git deploys and rollbacks started through the API (a push webhook's are not counted) */
+  deploy: { perPod: 20, perTeam: 60, windowMs: 600_000 },
 } as const;
 
 /**

@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { deployPod } from "../../services/git/deployments";
 import { PodParams } from "../pods/schemas";
@@ -10,14 +11,14 @@ import { Deployment, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("deploy")],
   operationId: "deployPodGit",
   method: "post",
   path: "/pods/{name}/git/deploy",
   summary:
     "Deploy the configured branch now (202, `deploying`); during another deploy it waits, and a newer trigger supersedes it",
   request: { params: PodParams },
-  responses: { 202: jsonResponse(Deployment, "Accepted"), ...errors(400, 401, 404, 409) },
+  responses: { 202: jsonResponse(Deployment, "Accepted"), ...errors(400, 401, 404, 409, 429) },
 });
 
 export function registerDeployPodGit(app: Router) {

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { rollbackPod } from "../../services/git/deployments";
 import { PodParams } from "../pods/schemas";
@@ -10,7 +11,7 @@ import { Deployment, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("deploy")],
   operationId: "rollbackPodGit",
   method: "post",
   path: "/pods/{name}/git/rollback",
@@ -33,7 +34,7 @@ const route = createRoute({
       },
     },
   },
-  responses: { 202: jsonResponse(Deployment, "Accepted"), ...errors(400, 401, 404, 409) },
+  responses: { 202: jsonResponse(Deployment, "Accepted"), ...errors(400, 401, 404, 409, 429) },
 });
 
 export function registerRollbackPodGit(app: Router) {

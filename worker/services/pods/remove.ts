@@ -4,6 +4,7 @@ import { ok, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
+import { disconnectRepository } from "../git/config";
 import { releaseCapacity } from "../hosts/hosts";
 import { recordEventStatement } from "./events";
 import { findTeamPod } from "./lookup";
@@ -13,8 +14,9 @@ import { callTarget } from "./target";
 const DELETE_TIMEOUT_MS = 60_000;
 
 /**
- * Removes the pod's containers, volumes and network on its host, then marks it `deleted` (the row
- * stays: the name is reserved for 7 days) and gives its room and SSH port back.
+ * Removes the pod's containers, volumes and network on its host, disconnects its repository, then
+ * marks it `deleted` (the row stays: the name is reserved for 7 days) and gives its room and SSH
+ * port back.
  */
 export async function deletePod({
   ctx,
@@ -38,6 +40,13 @@ export async function deletePod({
     );
     if (!removed.ok) return removed;
   }
+  // A connected repository goes with the pod: its push hook is deleted at the git host and queued
+  // deployments end, as on a disconnect (best effort there: the pod is gone either way).
+  const git = await disconnectRepository({ ctx, teamId, input: { name } });
+  if (!git.ok && git.code !== "not_found")
+    console.warn(
+      JSON.stringify({ msg: "repository not disconnected with its pod", podId: pod.id, error: git.message }),
+    );
   const now = nowIso();
   const plan = findPlan(pod.planSlug);
   await ctx.db.batch([
