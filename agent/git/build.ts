@@ -6,6 +6,7 @@ import { FrameParser, STDERR } from "../docker/frames";
 import { HOME, LABEL_PREFIX, podNames } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { inspectContainer, removeContainer, startContainer } from "../docker/resources";
+import { POD_SECURITY_OPT } from "../docker/seccomp";
 import { AgentError } from "../errors";
 import type { DeployLog } from "./log";
 
@@ -70,7 +71,8 @@ export function buildContainerOptions(
       Init: true,
       CapDrop: ["ALL"],
       CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
+      // the pods' own profile: no btrfs ioctls (a subvolume could escape the disk limit)
+      SecurityOpt: POD_SECURITY_OPT,
       ReadonlyRootfs: true,
       Tmpfs: { "/tmp": "rw,nosuid,nodev,mode=1777,size=536870912" },
       Memory: limits.memoryBytes,

@@ -5,6 +5,7 @@ import { HOME, LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } 
 import { SV } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
+import { POD_SECURITY_OPT } from "../docker/seccomp";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
 import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";
@@ -183,7 +184,8 @@ function candidateOptions(
       Init: true,
       CapDrop: ["ALL"],
       CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
+      // the pods' own profile: no btrfs ioctls (a subvolume could escape the disk limit)
+      SecurityOpt: POD_SECURITY_OPT,
       ReadonlyRootfs: true,
       Tmpfs: hc.Tmpfs,
       Memory: hc.Memory,

@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { containerCreateOptions } from "../../agent/docker/container-spec";
 import { POD_SECURITY_OPT } from "../../agent/docker/seccomp";
@@ -137,5 +139,21 @@ describe("the pods' seccomp profile", () => {
     // the rest of the default is untouched: a few of its allowed calls
     const allowed = profile.syscalls.filter((r) => r.action === "SCMP_ACT_ALLOW").flatMap((r) => r.names);
     expect(allowed).toEqual(expect.arrayContaining(["read", "write", "openat", "clone", "execve"]));
+  });
+});
+
+describe("every container the agent makes from a pod's image", () => {
+  it("carries the pods' security options (no hand-written SecurityOpt anywhere in agent/)", () => {
+    const root = join(import.meta.dirname, "../../agent");
+    const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
+    expect(files.length).toBeGreaterThan(20);
+    const handWritten = files.filter((f) => /SecurityOpt:\s*\[/.test(readFileSync(join(root, f), "utf8")));
+    expect(handWritten).toEqual([]);
+    const users = files.filter((f) =>
+      readFileSync(join(root, f), "utf8").includes("SecurityOpt: POD_SECURITY_OPT"),
+    );
+    expect(users.sort()).toEqual(
+      ["docker/container-spec.ts", "docker/pod-user.ts", "git/build.ts", "git/switch.ts"].sort(),
+    );
   });
 });
