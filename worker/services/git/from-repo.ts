@@ -4,6 +4,7 @@ import type { Caller } from "../auth/caller";
 import type { ServiceContext } from "../context";
 import { createPod } from "../pods/create";
 import { readPodRow } from "../pods/lookup";
+import { podNameFrom } from "../pods/names";
 import type { PodView } from "../pods/view";
 import { type ConnectedView, checkConnectInput, storeConfig } from "./config";
 import { enqueueDeployment } from "./queue";
@@ -22,22 +23,14 @@ export interface FromRepoInput {
 }
 
 /** "https://github.com/Acme/My_Site.git" → "my-site-k3x9qa": the repository's name and a random tail. */
-export function nameFromRepo(repoUrl: string): string {
-  const last =
+export const nameFromRepo = (repoUrl: string): string =>
+  podNameFrom(
     new URL(repoUrl).pathname
       .replace(/\/+$/, "")
       .replace(/\.git$/i, "")
       .split("/")
-      .pop() ?? "";
-  const base = last
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^[^a-z]+/, "")
-    .slice(0, 33)
-    .replace(/-+$/, "");
-  const tail = [...crypto.getRandomValues(new Uint8Array(6))].map((b) => (b % 36).toString(36)).join("");
-  return `${base.length >= 2 ? base : "site"}-${tail}`;
-}
+      .pop() ?? "",
+  );
 
 /**
  * `POST /api/pods/from-repo`: the input is checked first; without a preset the repository is

@@ -32,3 +32,19 @@ export async function claimableName(db: Db, name: string): Promise<Result<void>>
     .where(and(eq(pods.id, existing.id), eq(pods.status, "deleted")));
   return ok(undefined);
 }
+
+/**
+ * A pod name made from a human label (a file's or a repository's name): lowercase letters, digits
+ * and hyphens, starting with a letter, "site" when the label gives too little, always with a random
+ * six-character tail so two uploads of "site.zip" do not collide.
+ */
+export function podNameFrom(label: string): string {
+  const base = label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .slice(0, 33)
+    .replace(/-+$/, "");
+  const tail = [...crypto.getRandomValues(new Uint8Array(6))].map((b) => (b % 36).toString(36)).join("");
+  return `${base.length >= 2 ? base : "site"}-${tail}`;
+}

@@ -4,6 +4,7 @@ import type { Caller } from "../auth/caller";
 import { discardStagedBlob } from "../blobs/staging";
 import type { ServiceContext } from "../context";
 import { createPod } from "../pods/create";
+import { podNameFrom } from "../pods/names";
 import type { PodView } from "../pods/view";
 import { readZipUpload, runtimeMismatch } from "./archive";
 import type { StagedZip } from "./form";
@@ -19,24 +20,14 @@ export interface FromZipInput {
 }
 
 /** "My Site.zip" → "my-site-k3x9qa": the file's name when it makes one, always with a random tail. */
-export function nameFromFile(filename: string): string {
-  const base = filename
-    .replace(/\.zip$/i, "")
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^[^a-z]+/, "")
-    .slice(0, 33)
-    .replace(/-+$/, "");
-  const tail = [...crypto.getRandomValues(new Uint8Array(6))].map((b) => (b % 36).toString(36)).join("");
-  return `${base.length >= 2 ? base : "site"}-${tail}`;
-}
+export const nameFromFile = (filename: string): string => podNameFrom(filename.replace(/\.zip$/i, ""));
 
 /**
  * `POST /api/pods/from-zip`: the archive is checked before anything is created, the pod is admitted
  * like any other (202, `creating`), and the pod-create workflow hands the staged archive to the host,
- * which unpacks it into ~/app right after the first start and before the pod counts as running.
- * Then the blob goes, a `zip_uploaded` event is written, and a reload installs dependencies and
- * restarts the services (its own `reloaded` event, or an `error` event saying what failed).
+ * which unpacks it into ~/app right after the first start and reloads the pod on it (dependencies
+ * installed, services restarted) before the pod counts as running. Then the blob goes, and the
+ * `zip_uploaded` and `reloaded` events are written (or an `error` event saying what failed).
  */
 export async function createPodFromZip({
   ctx,
