@@ -1,6 +1,7 @@
 import { isIPv4 } from "node:net";
 import { z } from "zod";
 import type { PresetSlug } from "../shared/catalog";
+import type { ServiceType } from "../shared/protocol/services";
 import { DOCKER_RUNC_ROOT } from "./docker/runc";
 
 /**
@@ -40,6 +41,10 @@ const Env = z.object({
   PODHOST_IMAGE_PHP: z.string().min(1).default("podhost/php:latest"),
   PODHOST_IMAGE_NODEJS: z.string().min(1).default("podhost/nodejs:latest"),
   PODHOST_IMAGE_PYTHON: z.string().min(1).default("podhost/python:latest"),
+  /** the database service images (images/README.md "Service images") */
+  PODHOST_SERVICE_IMAGE_POSTGRESQL: z.string().min(1).default("podhost/postgresql:14"),
+  PODHOST_SERVICE_IMAGE_MYSQL: z.string().min(1).default("podhost/mariadb:10.11"),
+  PODHOST_SERVICE_IMAGE_REDIS: z.string().min(1).default("podhost/redis:7"),
   PODHOST_INGRESS_LISTEN: z
     .string()
     .regex(/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|\*):\d{1,5}$/, "must be <ip>:<port>")
@@ -94,6 +99,8 @@ export interface AgentConfig {
   agentToken: string | undefined;
   stateDir: string;
   images: Record<PresetSlug, string>;
+  /** the image of each database service type */
+  serviceImages: Record<ServiceType, string>;
   ingressListen: string;
   dockerSocket: string;
   namePrefix: string;
@@ -135,6 +142,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       php: e.PODHOST_IMAGE_PHP,
       nodejs: e.PODHOST_IMAGE_NODEJS,
       python: e.PODHOST_IMAGE_PYTHON,
+    },
+    serviceImages: {
+      postgresql: e.PODHOST_SERVICE_IMAGE_POSTGRESQL,
+      mysql: e.PODHOST_SERVICE_IMAGE_MYSQL,
+      redis: e.PODHOST_SERVICE_IMAGE_REDIS,
     },
     ingressListen: e.PODHOST_INGRESS_LISTEN,
     dockerSocket: e.PODHOST_DOCKER_SOCKET,

@@ -19,6 +19,7 @@ import { IngressKeeper } from "./ingress/keeper";
 import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
+import { podsWithServices, syncSidecars } from "./services/sidecars";
 import { startSshGateway } from "./ssh/gateway";
 import { createBlobStore } from "./transfer/blobs";
 import { createRelayClient } from "./transfer/relay";
@@ -128,6 +129,14 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     log,
     onChange: onHostHealth,
   });
+
+  // Database sidecars in step with their pods: the engine may have restarted pods (new network
+  // namespaces) while this agent was down. Events after this are handled by the watcher.
+  void podsWithServices(docker, config.namePrefix)
+    .then(async (pods) => {
+      for (const pod of pods) await syncSidecars(deps, pod);
+    })
+    .catch((error: unknown) => log.warn("sidecars not checked at start", { error: String(error) }));
 
   const stopWatching = new AbortController();
   void watchDockerEvents(

@@ -89,6 +89,37 @@ export class PodDisk {
     return dir;
   }
 
+  /**
+   * A new, empty subvolume for a pod's other data (a database service's, agent/services/) charged to
+   * the level-1 qgroup of the pod's home volume `owner`: the plan's one disk limit covers the home
+   * and the databases together. A leftover of an interrupted create goes first.
+   */
+  async createMember(volume: string, owner: string): Promise<string> {
+    await this.removeMember(volume, owner);
+    const dir = this.dirOf(volume);
+    await btrfs(["subvolume", "create", dir]);
+    const id = await this.subvolumeId(volume);
+    const ownerId = await this.subvolumeId(owner);
+    await btrfs(["qgroup", "assign", `0/${id}`, `1/${ownerId}`, this.root]);
+    return dir;
+  }
+
+  /** Undo createMember: out of the owner's qgroup (when the owner is still there), then deleted. */
+  async removeMember(volume: string, owner: string): Promise<void> {
+    if (!(await this.exists(volume))) return;
+    const id = await this.subvolumeId(volume);
+    if (await this.exists(owner)) {
+      const ownerId = await this.subvolumeId(owner);
+      const group = parseQgroup(await this.qgroups(), `1/${ownerId}`);
+      if (group?.children.includes(`0/${id}`))
+        await btrfs(["qgroup", "remove", `0/${id}`, `1/${ownerId}`, this.root]);
+    }
+    for (const nested of await this.nestedSubvolumes(volume)) {
+      await btrfs(["subvolume", "delete", nested]);
+    }
+    await btrfs(["subvolume", "delete", this.dirOf(volume)]);
+  }
+
   async setLimit(volume: string, bytes: number): Promise<void> {
     const id = await this.subvolumeId(volume);
     await btrfs(["qgroup", "limit", String(bytes), `1/${id}`, this.root]);

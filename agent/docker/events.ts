@@ -2,6 +2,7 @@ import type { PodState } from "../../shared/protocol";
 import type { HandlerDeps } from "../handlers/deps";
 import { KeyedLock } from "../handlers/keyed-lock";
 import type { AgentEvents } from "../handlers/types";
+import { syncSidecars } from "../services/sidecars";
 import { dockerMessage } from "./client";
 import {
   LABEL_DOMAIN,
@@ -91,6 +92,8 @@ export async function watchDockerEvents(
           // A pod the gateway missed (the engine was down when the agent started) gets its listener now.
           const sshPort = Number(labels[LABEL_SSH_PORT]);
           if (info && sshPort > 0) await deps.ssh?.open(pod, sshPort);
+          // Its database sidecars join the new network namespace (restarted) or start with it.
+          await syncSidecars(deps, pod);
           report(state, "started");
         });
         return;

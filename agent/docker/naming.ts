@@ -42,3 +42,34 @@ export function podLabels(prefix: string, pod: string, podId: string): Record<st
 
 /** The label filter that selects every object of one prefix (for list and events calls). */
 export const prefixFilter = (prefix: string) => ({ label: [`${LABEL_PREFIX}=${prefix}`] });
+
+/**
+ * A pod's database service sidecars (agent/services/). They carry the prefix and the pod's id but
+ * not LABEL_POD: every reader of LABEL_POD (inventory, events, SSH gateway, metrics) sees only pod
+ * containers, as with the git helpers. LABEL_SERVICE is the type, LABEL_SERVICE_POD the pod's name.
+ */
+export const LABEL_SERVICE = "podhost.service";
+export const LABEL_SERVICE_POD = "podhost.service.pod";
+
+export interface ServiceNames {
+  container: string;
+  volume: string;
+}
+
+export function serviceNames(prefix: string, pod: string, type: string): ServiceNames {
+  return { container: `${prefix}-${pod}-svc-${type}`, volume: `${prefix}-${pod}-svc-${type}` };
+}
+
+export function serviceLabels(
+  prefix: string,
+  pod: string,
+  podId: string,
+  type: string,
+): Record<string, string> {
+  return {
+    [LABEL_PREFIX]: prefix,
+    [LABEL_POD_ID]: podId,
+    [LABEL_SERVICE]: type,
+    [LABEL_SERVICE_POD]: pod,
+  };
+}

@@ -4,7 +4,7 @@ import type { HomeSeed, PodSpec, PodState } from "../../shared/protocol";
 import type { ZipSeed } from "../../shared/protocol/zip";
 import { diskBytes, podDiskOf } from "../disk/pod-disk";
 import { isConflict, isNotFound } from "../docker/client";
-import { cloneHelperOptions, containerCreateOptions, resourcesOf } from "../docker/container-spec";
+import { cloneHelperOptions, containerCreateOptions } from "../docker/container-spec";
 import {
   HOME,
   LABEL_DOMAIN,
@@ -36,6 +36,7 @@ import { buildName, candidateName, removeAndWait } from "../git/build";
 import { PodRecord } from "../git/record";
 import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
+import { applyMemory, removeAllServices, syncSidecars } from "../services/sidecars";
 import { deployArchive } from "../zip/deploy";
 import { type HandlerDeps, podStreams } from "./deps";
 import { fileHandlers } from "./files";
@@ -44,6 +45,7 @@ import { guard } from "./guard";
 import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
+import { serviceHandlers } from "./services";
 import { sshHandlers } from "./ssh";
 import type { HandlerContext, HandlerTable } from "./types";
 import { zipHandlers } from "./zip";
@@ -243,6 +245,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     await mustExist(pod);
     await startContainer(docker, names(pod).container);
     const { info, ip } = await waitRunning(docker, names(pod).container, names(pod).network, ctx.signal);
+    await syncSidecars(deps, pod); // the database services start with it (docs/services.md)
     await routeTo(pod, info, ip, ctx.signal);
     return { name: pod, state: "running", ip };
   };
@@ -312,6 +315,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       locks.run(name, async () => {
         await mustExist(name);
         await stopContainer(docker, names(name).container);
+        await syncSidecars(deps, name); // its database services stop with it
         return stateOf(name);
       }),
     ),
@@ -326,6 +330,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
           names(name).network,
           ctx.signal,
         );
+        // a sidecar shares the pod container's network namespace, which the restart replaced
+        await syncSidecars(deps, name);
         await routeTo(name, info, ip, ctx.signal);
         return { name, state: "running", ip };
       }),
@@ -340,6 +346,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         // a deploy's build and candidate containers mount the home volume too
         await removeAndWait(docker, buildName(prefix, name));
         await removeAndWait(docker, candidateName(prefix, name));
+        // database sidecars and their data (subvolumes in the home's qgroup: before the home)
+        await removeAllServices(deps, name);
         await removeContainer(docker, n.container);
         await ingress.remove(name);
         await removeVolume(docker, n.volume);
@@ -356,7 +364,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         // A home made before limits existed (a plain engine volume) stays unlimited until recreated.
         const volume = names(name).volume;
         if (disk && (await disk.exists(volume))) await disk.setLimit(volume, diskBytes(limits));
-        await docker.getContainer(names(name).container).update(resourcesOf(limits));
+        // the app's memory is the plan's less its database services' shares (docs/services.md)
+        await applyMemory(deps, name, limits);
         return stateOf(name);
       }),
     ),
@@ -367,5 +376,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...healthHandlers(deps, locks),
     ...zipHandlers(deps, locks),
     ...gitHandlers(deps, locks),
+    ...serviceHandlers(deps, locks),
   };
 }

@@ -3,6 +3,7 @@ import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
 import { insideOps, ReloadResult } from "./inside";
+import { servicesOps } from "./services";
 import { sshOps } from "./ssh";
 import { ZipSeed, zipOps } from "./zip";
 
@@ -94,6 +95,7 @@ export const ops = {
   ...filesOps,
   ...healthOps,
   ...gitOps,
+  ...servicesOps,
 } as const;
 
 export type Op = keyof typeof ops;
