@@ -37,6 +37,7 @@ import { PodRecord } from "../git/record";
 import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
 import { deployArchive } from "../zip/deploy";
+import { backupHandlers } from "./backups";
 import { type HandlerDeps, podStreams } from "./deps";
 import { fileHandlers } from "./files";
 import { gitHandlers } from "./git";
@@ -367,5 +368,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...healthHandlers(deps, locks),
     ...zipHandlers(deps, locks),
     ...gitHandlers(deps, locks),
+    ...backupHandlers(deps, locks),
   };
 }
