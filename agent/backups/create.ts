@@ -74,8 +74,9 @@ r=("\${PIPESTATUS[@]}")
 [ "\${r[1]}" -eq 0 ] || exit 73
 exit 0`;
 
+// the index lists names as read ("./…" for the entries of ~/app), before --transform
 const COUNT = `set -u
-/bin/grep -c '^app/' "$1" || true`;
+/bin/grep -c '^\\./' "$1" || true`;
 
 const CLEAN = `rm -rf "$1" "$1.idx"`;
 
