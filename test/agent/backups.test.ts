@@ -151,4 +151,158 @@ echo new > new.txt
     expect(await rows()).toBe(100);
     expect((await sh("ls -A ~/.pod/restore 2>/dev/null || true")).trim()).toBe("");
   }, 120_000);
+
+  /** a hand-made archive stored under a fresh id (python's tarfile on the host writes any member name) */
+  const handMade = async (members: string) => {
+    const backupId = id();
+    const script = `
+import io, json, sys, tarfile
+out = tarfile.open(sys.argv[1], "w:gz")
+def add(name, data=b"", kind=tarfile.REGTYPE, link=""):
+    ti = tarfile.TarInfo(name); ti.type = kind; ti.linkname = link; ti.size = len(data); ti.mode = 0o755 if kind == tarfile.DIRTYPE else 0o644
+    out.addfile(ti, io.BytesIO(data) if data else None)
+manifest = {"format": 1, "pod": "${pod}", "preset": "nodejs", "created_at": "2024-01-01T00:00:00Z", "databases": [], "excluded": []}
+def man(m=manifest):
+    add("podhost-backup.json", json.dumps(m).encode())
+${members}
+out.close()
+`;
+    await run("python3", ["-c", script, server.fileOf(backupId)]);
+    return expected(backupId);
+  };
+  const restore = async (e: { backupId: string; bytes: number; sha256: string }) =>
+    handlers["backup.restore"]({ ...e, name: pod, preset: "nodejs" }, agent.ctx);
+
+  it("refuses a corrupted archive (bytes flipped in the store) in verify and restore before touching the pod", async () => {
+    const e = await expected(good);
+    const bad = id();
+    await copyFile(server.fileOf(good), server.fileOf(bad));
+    const bytes = await readFile(server.fileOf(bad));
+    bytes[Math.floor(bytes.length / 2)] ^= 0xff;
+    await writeFile(server.fileOf(bad), bytes);
+    await sh("echo marker > ~/app/marker.txt");
+    const checked = await handlers["backup.verify"]({ ...e, backupId: bad }, agent.ctx);
+    expect(checked).toMatchObject({ ok: false, reason: expect.stringMatching(/^checksum mismatch/) });
+    const restored = await restore({ ...e, backupId: bad });
+    expect(restored).toMatchObject({ ok: false, files_restored: false, dump_path: null });
+    if (!restored.ok) expect(restored.reason).toMatch(/^checksum mismatch/);
+    expect(await sh("cat ~/app/marker.txt")).toBe("marker\n");
+    expect((await sh("ls -A ~/.pod/restore 2>/dev/null || true")).trim()).toBe("");
+    // a truncated read-back is refused the same way
+    await writeFile(server.fileOf(bad), bytes.subarray(0, 100));
+    expect(await handlers["backup.verify"]({ ...e, backupId: bad }, agent.ctx)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^checksum mismatch/),
+    });
+    await sh("rm ~/app/marker.txt");
+  }, 120_000);
+
+  it("fails when the store's count or hash differs from what the agent sent", async () => {
+    server.lie = "0".repeat(64);
+    try {
+      const made = await create(id());
+      expect(made).toMatchObject({
+        ok: false,
+        reason: expect.stringMatching(/control plane stored .* but the agent sent/),
+      });
+    } finally {
+      server.lie = null;
+    }
+  }, 120_000);
+
+  it("fails on a missing or an empty ~/app, and leaves no spool behind", async () => {
+    await sh("mv ~/app ~/app.saved");
+    try {
+      expect(await create(id())).toEqual({ ok: false, reason: "expected directory missing: ~/app" });
+      await sh("mkdir ~/app ~/app/node_modules");
+      expect(await create(id())).toMatchObject({
+        ok: false,
+        reason: expect.stringMatching(/^nothing to back up/),
+      });
+      expect((await sh("ls -A ~/.pod/backup 2>/dev/null || true")).trim()).toBe("");
+    } finally {
+      await sh("rm -rf ~/app && mv ~/app.saved ~/app");
+    }
+  }, 120_000);
+
+  it("archives the contents of a symlinked ~/app (a git release)", async () => {
+    await sh(
+      "set -e; mkdir -p ~/releases/r1; echo rel > ~/releases/r1/rel.txt; mv ~/app ~/app.saved; ln -s releases/r1 ~/app",
+    );
+    try {
+      const backupId = id();
+      expect(await create(backupId)).toMatchObject({ ok: true });
+      expect((await listing(backupId)).map((l) => l.split(/\s+/).slice(5).join(" "))).toContain(
+        "app/rel.txt",
+      );
+    } finally {
+      await sh("rm ~/app && mv ~/app.saved ~/app && rm -rf ~/releases/r1");
+    }
+  }, 120_000);
+
+  it("leaves a dump that cannot be put back inside the pod and names it", async () => {
+    // a consistent sqlite copy whose place is under a file: the copy back fails
+    const e =
+      await handMade(`man({**manifest, "databases": [{"kind": "sqlite", "file": "databases/sqlite-1.db", "bytes": 1024, "source": "index.txt/x.db"}]})
+add("databases/", kind=tarfile.DIRTYPE)
+add("databases/sqlite-1.db", b"SQLite format 3\\x00" + b"\\x00" * 1008)
+add("app/", kind=tarfile.DIRTYPE)
+add("app/index.txt", b"from the archive\\n")`);
+    const restored = await restore(e);
+    expect(restored).toMatchObject({
+      ok: false,
+      files_restored: true,
+      dump_path: expect.stringMatching(/^\/tmp\/podhost-restore-bk_.*-sqlite-1\.db$/),
+    });
+    if (restored.ok) return;
+    expect(restored.reason).toMatch(/sqlite database index.txt\/x.db/);
+    expect((await sh('stat -c %s "$1"', restored.dump_path ?? "")).trim()).toBe("1024");
+    expect(await sh("cat ~/app/index.txt")).toBe("from the archive\n");
+  }, 120_000);
+
+  it("a hostile archive (../ and absolute members, writes through a link) cannot write outside the pod's home", async () => {
+    const e = await handMade(`man()
+add("app/", kind=tarfile.DIRTYPE)
+add("app/ok.txt", b"ok")
+add("../../../../escape-up.txt", b"x")
+add("app/../../../../escape-mid.txt", b"x")
+add("/tmp/escape-abs.txt", b"x")
+add("/etc/escape-etc.txt", b"x")
+add("app/etc", kind=tarfile.SYMTYPE, link="/etc")
+add("app/etc/escape-through-link.txt", b"x")
+add("app/up", kind=tarfile.SYMTYPE, link="../../..")
+add("app/up/escape-through-up.txt", b"x")`);
+    // the test-restore box refuses it outright
+    expect(await handlers["backup.verify"](e, agent.ctx)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/unsafe member name/),
+    });
+    const restored = await restore(e);
+    console.log("restore of a hostile archive:", JSON.stringify(restored));
+    // whatever the outcome, nothing landed outside the home (nor in /tmp, the pod's other writable place)
+    const found = await sh(
+      "find / -xdev -name 'escape-*' 2>/dev/null; find /tmp /home -name 'escape-*' 2>/dev/null; true",
+    );
+    expect(found.split("\n").filter((l) => l && !l.startsWith("/home/pod_user/"))).toEqual([]);
+    expect((await run("find", ["/etc", "/tmp", "-maxdepth", "2", "-name", "escape-*"])).stdout).toBe("");
+    expect(restored.ok === false || (await sh("cat ~/app/ok.txt")) === "ok").toBe(true);
+  }, 120_000);
+
+  it("a gzip bomb and a flood of members are only read inside the box, within its limits", async () => {
+    const bomb = await handMade(`man()
+add("app/", kind=tarfile.DIRTYPE)
+ti = tarfile.TarInfo("app/zeros"); ti.size = 1 << 28
+class Zeros(io.RawIOBase):
+    def __init__(self): self.left = 1 << 28
+    def readinto(self, b):
+        n = min(len(b), self.left); b[:n] = bytes(n); self.left -= n; return n
+out.addfile(ti, Zeros())
+for i in range(20000):
+    add("app/f/%d" % i)`);
+    expect(bomb.bytes).toBeLessThan(8 * 1024 * 1024);
+    const rss0 = process.memoryUsage().rss;
+    const checked = await handlers["backup.verify"](bomb, agent.ctx);
+    expect(checked).toMatchObject({ ok: true, files: 20002 });
+    expect(process.memoryUsage().rss - rss0).toBeLessThan(100 * 1024 * 1024);
+  }, 300_000);
 });
