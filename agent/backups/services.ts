@@ -1,7 +1,7 @@
 import type { DumpEntry } from "../../shared/protocol/backups";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
-import { HOME, LABEL_POD, LABEL_PREFIX } from "../docker/naming";
+import { HOME, LABEL_PREFIX } from "../docker/naming";
 import { BASH, TIMEOUT } from "../docker/pod-bin";
 import { tail } from "./pod-run";
 import { Tally } from "./tally";
@@ -85,17 +85,21 @@ export async function dumpServices(
   return { ok: true, entry: { kind: sidecar.kind, file: `databases/${file}`, bytes: tally.bytes } };
 }
 
-/** the label that marks a pod's service sidecar and names its kind (agent/services/) */
+/**
+ * The labels of a pod's service sidecars (agent/docker/naming.ts in the services branch: the type,
+ * and the pod's name apart from LABEL_POD so that pod readers never see a sidecar).
+ */
 export const LABEL_SERVICE = "podhost.service";
+export const LABEL_SERVICE_POD = "podhost.service.pod";
 
-/** The pod's running sidecars, one per kind (the newest if a leftover shares the kind). */
+/** The pod's running sidecars, one per type (the newest if a leftover shares the type). */
 export async function findSidecars(
   docker: DockerClient,
   prefix: string,
   pod: string,
 ): Promise<ServiceSidecar[]> {
   const list = await docker.listContainers({
-    filters: { label: [`${LABEL_PREFIX}=${prefix}`, `${LABEL_POD}=${pod}`, LABEL_SERVICE] },
+    filters: { label: [`${LABEL_PREFIX}=${prefix}`, `${LABEL_SERVICE_POD}=${pod}`, LABEL_SERVICE] },
   });
   const byKind = new Map<ServiceKind, ServiceSidecar & { created: number }>();
   for (const c of list) {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBackupStore } from "../../agent/backups/store";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
+import { POD_SECURITY_OPT } from "../../agent/docker/seccomp";
 import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
 import { BackupManifest } from "../../shared/protocol/backups";
@@ -367,4 +368,134 @@ with open(sys.argv[1], "w") as f:
       await sh("rm -rf ~/app/big");
     }
   }, 600_000);
+
+  describe("with a PostgreSQL sidecar", () => {
+    let sidecar: string;
+    const psql = async (sql: string) => {
+      const r = await execInContainer(
+        agent.docker,
+        sidecar,
+        [
+          "psql",
+          "-X",
+          "-q",
+          "-At",
+          "-v",
+          "ON_ERROR_STOP=1",
+          "-h",
+          "/run/svc",
+          "-U",
+          "svc_admin",
+          "-d",
+          "pod_user",
+          "-c",
+          sql,
+        ],
+        { podPath: true },
+      );
+      if (r.exitCode !== 0) throw new Error(r.stderr);
+      return r.stdout.trim();
+    };
+
+    beforeAll(async () => {
+      // as the services branch's sidecarCreateOptions makes it: the pod's network namespace, its labels
+      const prefix = agent.config.namePrefix;
+      sidecar = `${container}-postgresql`;
+      await agent.docker.createContainer({
+        name: sidecar,
+        Image: "podhost/postgresql:14",
+        User: "1000:1000",
+        Labels: { "podhost.prefix": prefix, "podhost.service": "postgresql", "podhost.service.pod": pod },
+        HostConfig: {
+          CapDrop: ["ALL"],
+          SecurityOpt: POD_SECURITY_OPT,
+          ReadonlyRootfs: true,
+          Init: true,
+          Tmpfs: {
+            "/run/svc": "rw,noexec,nosuid,nodev,uid=1000,gid=1000,mode=0700,size=16m",
+            "/tmp": "rw,size=64m",
+          },
+          Memory: 256 * 1024 * 1024,
+          PidsLimit: 128,
+          NetworkMode: `container:${container}`,
+          Mounts: [{ Type: "volume", Source: `${sidecar}-data`, Target: "/var/lib/svc" }],
+        },
+      });
+      await agent.docker.getContainer(sidecar).start();
+      const init = await execInContainer(agent.docker, sidecar, ["/opt/podhost/bin/svc-init"], {
+        stdin: "Abcdefghijklmnop1234\n",
+        podPath: true,
+      });
+      expect(init.exitCode, init.stderr).toBe(0);
+      await psql(
+        "create table items(v text); insert into items select 'item' || g from generate_series(1, 500) g",
+      );
+    }, 180_000);
+
+    afterAll(async () => {
+      await agent.docker
+        .getContainer(sidecar)
+        .remove({ force: true, v: true })
+        .catch(() => undefined);
+      await agent.docker
+        .getVolume(`${sidecar}-data`)
+        .remove()
+        .catch(() => undefined);
+    });
+
+    let withDb = "";
+
+    it("dumps the service first, and restore brings the rows back", async () => {
+      withDb = id();
+      const made = await create(withDb);
+      expect(made).toMatchObject({ ok: true });
+      if (!made.ok) return;
+      expect(made.databases.map((d) => d.file)).toEqual([
+        "databases/postgresql.sql",
+        "databases/sqlite-1.db",
+      ]);
+      const dump = (
+        await run("tar", ["-xzOf", server.fileOf(withDb), "databases/postgresql.sql"], { maxBuffer: 1 << 26 })
+      ).stdout;
+      expect(dump).toContain("CREATE TABLE public.items");
+      await psql("delete from items; insert into items values ('after')");
+      const restored = await restore(await expected(withDb));
+      expect(restored).toMatchObject({ ok: true });
+      expect(await psql("select count(*) from items")).toBe("500");
+    }, 180_000);
+
+    it("a dump that does not load fails the restore and is left in the pod's /tmp", async () => {
+      const e =
+        await handMade(`man({**manifest, "databases": [{"kind": "postgresql", "file": "databases/postgresql.sql", "bytes": 33}]})
+add("databases/", kind=tarfile.DIRTYPE)
+add("databases/postgresql.sql", b"this is not sql at all; garbage\\n")
+add("app/", kind=tarfile.DIRTYPE)
+add("app/index.txt", b"x\\n")`);
+      const restored = await restore(e);
+      expect(restored).toMatchObject({
+        ok: false,
+        files_restored: true,
+        dump_path: expect.stringMatching(/^\/tmp\/podhost-restore-bk_/),
+      });
+      if (restored.ok) return;
+      expect(restored.reason).toMatch(/loading the postgresql dump failed/);
+      expect(await sh('cat "$1"', restored.dump_path ?? "")).toContain("garbage");
+    }, 180_000);
+
+    it("a dump of a service the pod does not have fails naming it, before anything is touched", async () => {
+      const e =
+        await handMade(`man({**manifest, "databases": [{"kind": "redis", "file": "databases/redis.rdb", "bytes": 4}]})
+add("databases/", kind=tarfile.DIRTYPE)
+add("databases/redis.rdb", b"REDI")
+add("app/", kind=tarfile.DIRTYPE)
+add("app/other.txt", b"x\\n")`);
+      const before = await sh("ls -A ~/app");
+      expect(await restore(e)).toMatchObject({
+        ok: false,
+        files_restored: false,
+        reason: expect.stringMatching(/redis/),
+      });
+      expect(await sh("ls -A ~/app")).toBe(before);
+    }, 120_000);
+  });
 });
