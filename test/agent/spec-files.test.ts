@@ -153,7 +153,13 @@ describe("every container the agent makes from a pod's image", () => {
       readFileSync(join(root, f), "utf8").includes("SecurityOpt: POD_SECURITY_OPT"),
     );
     expect(users.sort()).toEqual(
-      ["docker/container-spec.ts", "docker/pod-user.ts", "git/build.ts", "git/switch.ts"].sort(),
+      [
+        "backups/box.ts",
+        "docker/container-spec.ts",
+        "docker/pod-user.ts",
+        "git/build.ts",
+        "git/switch.ts",
+      ].sort(),
     );
   });
 });
