@@ -22,10 +22,12 @@ import { type Agent, podSpec, startAgent } from "./helpers";
  */
 
 const run = promisify(execFile);
-const sha256Of = async (file: string) =>
-  createHash("sha256")
-    .update(await readFile(file))
-    .digest("hex");
+/** streamed: the test's own memory must not hide or fake the agent's */
+const sha256Of = async (file: string) => {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+};
 const id = () => `bk_${Math.random().toString(36).slice(2, 12)}x`;
 
 describe("backups on the host", () => {
