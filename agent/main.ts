@@ -3,6 +3,7 @@
  * nginx, and reports what it sees. Run with PODHOST_API_URL and PODHOST_AGENT_TOKEN (`npm run agent`).
  */
 import { PROTOCOL_VERSION } from "../shared/protocol";
+import { createBackupStore } from "./backups/store";
 import { loadConfig, requireConnection } from "./config";
 import { Dispatcher } from "./connection/dispatch";
 import { ControlSocket } from "./connection/socket";
@@ -51,6 +52,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   });
   const blobs = createBlobStore(config.apiUrl, config.agentToken);
   const relay = createRelayClient(config.apiUrl, config.agentToken);
+  const backups = createBackupStore(config.apiUrl, config.agentToken);
   const health = new HealthMonitor({ docker, log });
   const deps = {
     config,
@@ -61,6 +63,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     ssh,
     blobs,
     relay,
+    backups,
     health,
     // build output of deploys; dropped while there is no connection (the outcome still arrives)
     deployLog: (message: DeployLogMessage) => socket.send(message),

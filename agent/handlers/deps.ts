@@ -1,3 +1,4 @@
+import type { BackupStore } from "../backups/store";
 import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
 import { type StreamExecutor, streamExecutor } from "../docker/exec-stream";
@@ -33,6 +34,8 @@ export interface HandlerDeps {
   ssh?: PodSshListeners;
   /** the control plane's staged blobs (ZIP archives); absent without a connection */
   blobs?: BlobStore;
+  /** the control plane's backup archives (`/agent/backups/`); absent without a connection */
+  backups?: BackupStore;
   /** the control plane's streamed transfers (file bytes); absent without a connection */
   relay?: RelayClient;
   /** sends a deploy's build output to the control plane (`agent:deploy-log`); absent: not sent */

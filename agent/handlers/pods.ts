@@ -38,6 +38,7 @@ import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
 import { applyMemory, removeAllServices, syncSidecars } from "../services/sidecars";
 import { deployArchive } from "../zip/deploy";
+import { backupHandlers } from "./backups";
 import { type HandlerDeps, podStreams } from "./deps";
 import { fileHandlers } from "./files";
 import { gitHandlers } from "./git";
@@ -377,5 +378,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...zipHandlers(deps, locks),
     ...gitHandlers(deps, locks),
     ...serviceHandlers(deps, locks),
+    ...backupHandlers(deps, locks),
   };
 }

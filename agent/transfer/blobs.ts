@@ -13,7 +13,7 @@ export interface BlobStore {
   /** the bytes as a stream, with their Content-Length */
   fetch(key: string, signal?: AbortSignal): Promise<{ body: Readable; size: number }>;
   /** stream exactly `size` bytes of `body` to the key; a size not known up front goes chunked */
-  upload(key: string, body: Readable, size: number | undefined, signal?: AbortSignal): Promise<void>;
+  upload(key: string, body: Readable, size: number | undefined, signal?: AbortSignal): Promise<unknown>;
 }
 
 export function createBlobStore(apiUrl: string, agentToken: string): BlobStore {
@@ -26,9 +26,15 @@ export function createBlobStore(apiUrl: string, agentToken: string): BlobStore {
   });
 }
 
+/** A BlobStore whose upload also hands back the body of the control plane's 201 (backups compare its count and hash). */
+export interface ByteStore extends BlobStore {
+  upload(key: string, body: Readable, size: number | undefined, signal?: AbortSignal): Promise<string>;
+}
+
 /**
  * A BlobStore over one of the control plane's agent-facing byte routes (`GET` and `PUT
- * {route}{id}`, 201 for a PUT): staged blobs here, streamed transfers in ./relay.ts.
+ * {route}{id}`, 201 for a PUT): staged blobs here, streamed transfers in ./relay.ts, backups in
+ * ../backups/store.ts.
  */
 export function httpByteStore(o: {
   apiUrl: string;
@@ -38,7 +44,7 @@ export function httpByteStore(o: {
   what: string;
   /** the code of a 404 (every other failure is `unavailable`) */
   missing: ErrorCode;
-}): BlobStore {
+}): ByteStore {
   const urlOf = (id: string) => new URL(`${o.route}${id}`, o.apiUrl);
   const authorization = `Bearer ${o.agentToken}`;
   const failure = (id: string, status: number | undefined, text: string) =>
@@ -89,6 +95,7 @@ export function httpByteStore(o: {
         throw failure(id, res.statusCode, text);
       }
       await sent;
+      return text;
     },
   };
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { backupOps } from "./backups";
 import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
@@ -96,6 +97,7 @@ export const ops = {
   ...healthOps,
   ...gitOps,
   ...servicesOps,
+  ...backupOps,
 } as const;
 
 export type Op = keyof typeof ops;

@@ -154,6 +154,7 @@ describe("every container the agent makes from a pod's image", () => {
     );
     expect(users.sort()).toEqual(
       [
+        "backups/box.ts",
         "docker/container-spec.ts",
         "docker/pod-user.ts",
         "git/build.ts",

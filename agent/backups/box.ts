@@ -1,0 +1,72 @@
+import type { ContainerCreateOptions } from "dockerode";
+import type { DockerClient } from "../docker/client";
+import { LABEL_PREFIX } from "../docker/naming";
+import { LABEL_HELPER } from "../docker/pod-user";
+import { removeContainer } from "../docker/resources";
+import { POD_SECURITY_OPT } from "../docker/seccomp";
+import { removeAndWait } from "../git/build";
+
+/**
+ * The throwaway container a test-restore runs in: no network at all, a read-only root, a small
+ * tmpfs as its only writable place (its pages count against the memory limit), no capabilities,
+ * the pods' seccomp profile, no-new-privileges, uid 1000, memory/pids/CPU limits and a wall clock.
+ * An archive is only ever listed or streamed in here: a hostile one (a gzip bomb, a million
+ * members, `../` names) spends this container's limits, never the host's.
+ */
+export const HELPER_VERIFY = "backup-verify";
+export const BOX_LIMITS = {
+  memoryBytes: 768 * 1024 * 1024,
+  scratchBytes: 320 * 1024 * 1024,
+  pids: 64,
+  nanoCpus: 1e9,
+  timeoutS: 1800,
+};
+
+export const boxName = (prefix: string, backupId: string) => `${prefix}-backup-verify-${backupId}`;
+
+export function boxOptions(prefix: string, backupId: string, image: string): ContainerCreateOptions {
+  return {
+    name: boxName(prefix, backupId),
+    Image: image,
+    User: "1000:1000",
+    WorkingDir: "/tmp",
+    Cmd: ["/bin/sleep", String(BOX_LIMITS.timeoutS + 60)],
+    Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_VERIFY },
+    NetworkDisabled: true,
+    HostConfig: {
+      Privileged: false,
+      Init: true,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: POD_SECURITY_OPT,
+      ReadonlyRootfs: true,
+      Tmpfs: { "/tmp": `rw,nosuid,nodev,noexec,mode=1777,size=${BOX_LIMITS.scratchBytes}` },
+      Memory: BOX_LIMITS.memoryBytes,
+      MemorySwap: BOX_LIMITS.memoryBytes,
+      NanoCpus: BOX_LIMITS.nanoCpus,
+      PidsLimit: BOX_LIMITS.pids,
+      OomScoreAdj: 800,
+      NetworkMode: "none",
+      IpcMode: "private",
+      AutoRemove: false,
+      LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
+    },
+  };
+}
+
+/** Start a box (a leftover of the same backup's earlier run removed first); its removal. */
+export async function startBox(
+  docker: DockerClient,
+  opts: ContainerCreateOptions,
+): Promise<() => Promise<void>> {
+  await removeAndWait(docker, opts.name ?? "");
+  const container = await docker.createContainer(opts);
+  const remove = () => removeContainer(docker, container.id);
+  try {
+    await container.start();
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return remove;
+}

@@ -1,0 +1,238 @@
+import {
+  type BackupMade,
+  type BackupManifest,
+  type DumpEntry,
+  EXCLUDED_DIRS,
+} from "../../shared/protocol/backups";
+import type { DockerClient } from "../docker/client";
+import { execInContainer } from "../docker/exec";
+import type { StreamExecutor } from "../docker/exec-stream";
+import { HOME, podNames } from "../docker/naming";
+import { BASH, TIMEOUT } from "../docker/pod-bin";
+import { inspectContainer } from "../docker/resources";
+import { AgentError } from "../errors";
+import type { Logger } from "../logger";
+import { runScript, tail } from "./pod-run";
+import { dumpServices, type ServiceSidecar } from "./services";
+import { parseSqliteCopies, SQLITE_LIMITS, sqliteArgv } from "./sqlite";
+import type { BackupStore } from "./store";
+import { Tally } from "./tally";
+
+/**
+ * `backup.create` in a running pod (docs/backups-host.md): databases dumped first into a spool in
+ * the pod's own home (`~/.pod/backup/<id>/`, so it counts against the pod's disk, never the
+ * host's), then one `tar | gzip -1` run as pod_user in the pod streams `podhost-backup.json`,
+ * `databases/…` and `app/…` straight into `PUT /agent/backups/{id}`, counted and hashed on the way.
+ * The spool goes afterwards, whatever happened. A retry with the same id makes everything again.
+ */
+
+export interface BackupDeps {
+  docker: DockerClient;
+  exec: StreamExecutor;
+  store?: BackupStore;
+  prefix: string;
+  log: Logger;
+  /** the pod's managed service sidecars (./services.ts) */
+  sidecars(pod: string): Promise<ServiceSidecar[]>;
+}
+
+/** making and sending one archive, at most (a 2 GB archive at tens of MB/s, with room) */
+export const ARCHIVE_TIMEOUT_S = 3600;
+
+export const spoolOf = (backupId: string) => `${HOME}/.pod/backup/${backupId}`;
+
+// $1 the spool, then the preset's excluded names. Prints `missing`, `empty` or `ready`.
+const PREPARE = `set -u
+s=$1; shift
+rm -rf "$s" "$s.idx"
+[ -d "${HOME}/app" ] || { echo missing; exit 0; }
+mkdir -p "$s/databases" || exit 70
+for e in "${HOME}"/app/* "${HOME}"/app/.[!.]* "${HOME}"/app/..?*; do
+  [ -e "$e" ] || [ -L "$e" ] || continue
+  n=\${e##*/}; skip=
+  for x in "$@"; do [ "$n" = "$x" ] && skip=1; done
+  [ -z "$skip" ] && { echo ready; exit 0; }
+done
+echo empty`;
+
+const WRITE = `set -u
+/usr/bin/head -c "$2" > "$1"`;
+
+// $1 the spool, $2 the index file, then the excluded names. The archive on stdout. ~/app is
+// entered with cd, so a symlinked ~/app (a git release) is archived by its contents; links inside
+// are archived as links (no -h). `tar` exit 1 (a file changed while read: a live app) is kept.
+const ARCHIVE = `set -u
+s=$1; idx=$2; shift 2
+ex=()
+for e in "$@"; do ex+=("--exclude=./$e"); done
+cd "${HOME}/app" || { echo "expected directory missing: ~/app" >&2; exit 71; }
+/bin/tar --create --file=- --verbose --index-file="$idx" --warning=no-file-changed \\
+  --transform='s,^\\.,app,S' "\${ex[@]}" -C "$s" podhost-backup.json databases -C "${HOME}/app" . \\
+  | /bin/gzip -1 -n
+r=("\${PIPESTATUS[@]}")
+[ "\${r[0]}" -le 1 ] || exit 72
+[ "\${r[1]}" -eq 0 ] || exit 73
+exit 0`;
+
+// the index lists names as read ("./…" for the entries of ~/app), before --transform
+const COUNT = `set -u
+/bin/grep -c '^\\./' "$1" || true`;
+
+const CLEAN = `rm -rf "$1" "$1.idx"`;
+
+type Made = BackupMade;
+const failed = (reason: string): Made => ({ ok: false, reason: reason.slice(0, 2000) });
+
+export async function createBackup(
+  deps: BackupDeps,
+  params: { name: string; backupId: string; preset: keyof typeof EXCLUDED_DIRS },
+  signal: AbortSignal,
+): Promise<Made> {
+  const { docker, log } = deps;
+  const { name, backupId, preset } = params;
+  const store = deps.store;
+  if (!store) throw new AgentError("unavailable", "this agent has no connection to store backups");
+  const container = podNames(deps.prefix, name).container;
+  const info = await inspectContainer(docker, container);
+  if (!info) throw new AgentError("not_found", `pod ${name} has no container on this host`);
+  if (!info.State.Running) return failed("pod is not running; start it first");
+
+  const spool = spoolOf(backupId);
+  const excluded = EXCLUDED_DIRS[preset];
+  const short = { timeoutS: 60, signal };
+  try {
+    log.info("backup: preparing", { pod: name, backupId });
+    const prep = await runScript(docker, container, PREPARE, [spool, ...excluded], short);
+    const state = prep.stdout.trim();
+    if (prep.exitCode !== 0 || !["missing", "empty", "ready"].includes(state))
+      return failed(`preparing the backup failed (exit ${prep.exitCode}): ${tail(prep.stderr)}`);
+    if (state === "missing") return failed("expected directory missing: ~/app");
+
+    // 1. databases, before any file is read
+    const databases: DumpEntry[] = [];
+    const sidecars = await deps.sidecars(name);
+    for (const sidecar of sidecars) {
+      log.info("backup: dumping service", { pod: name, backupId, kind: sidecar.kind });
+      const dumped = await dumpServices(deps, container, sidecar, `${spool}/databases`, signal);
+      if (!dumped.ok) return failed(dumped.reason);
+      databases.push(dumped.entry);
+    }
+    log.info("backup: looking for sqlite databases", { pod: name, backupId });
+    const lite = await execInContainer(
+      docker,
+      container,
+      sqliteArgv(`${HOME}/app`, `${spool}/databases`, excluded),
+      {
+        workingDir: HOME,
+        maxOutputBytes: 256 * 1024,
+        signal: AbortSignal.any([signal, AbortSignal.timeout((SQLITE_LIMITS.timeoutS + 30) * 1000)]),
+      },
+    );
+    if (lite.exitCode !== 0)
+      return failed(
+        `copying the app's sqlite databases failed (exit ${lite.exitCode}): ${tail(lite.stderr)}`,
+      );
+    for (const copy of parseSqliteCopies(lite.stdout)) {
+      if (copy.bytes === 0) return failed(`the sqlite database ${copy.source} gave an empty copy`);
+      databases.push({
+        kind: "sqlite",
+        file: `databases/${copy.file}`,
+        bytes: copy.bytes,
+        source: copy.source,
+      });
+    }
+    if (state === "empty" && databases.length === 0)
+      return failed("nothing to back up: ~/app is empty and no database was found");
+
+    // 2. the manifest, first member of the archive
+    const manifest: BackupManifest = {
+      format: 1,
+      pod: name,
+      preset,
+      created_at: new Date().toISOString(),
+      databases,
+      excluded,
+    };
+    const json = Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`);
+    const wrote = await runScript(
+      docker,
+      container,
+      WRITE,
+      [`${spool}/podhost-backup.json`, String(json.length)],
+      {
+        ...short,
+        stdin: json,
+      },
+    );
+    if (wrote.exitCode !== 0) return failed(`writing the manifest failed: ${tail(wrote.stderr)}`);
+
+    // 3. the archive, streamed as it is made
+    log.info("backup: archiving and sending", { pod: name, backupId });
+    const sent = await sendArchive(deps, store, container, spool, excluded, backupId, signal);
+    if (!sent.ok) return sent;
+    const counted = await runScript(docker, container, COUNT, [`${spool}.idx`], short);
+    const files = Number.parseInt(counted.stdout.trim(), 10) || 0;
+    log.info("backup: sent", { pod: name, backupId, bytes: sent.bytes, files });
+    return { ok: true, bytes: sent.bytes, sha256: sent.sha256, files, databases };
+  } finally {
+    await runScript(docker, container, CLEAN, [spool], short).catch((err: unknown) =>
+      log.warn("backup: the spool could not be removed", { pod: name, backupId, error: String(err) }),
+    );
+  }
+}
+
+async function sendArchive(
+  deps: BackupDeps,
+  store: BackupStore,
+  container: string,
+  spool: string,
+  excluded: string[],
+  backupId: string,
+  signal: AbortSignal,
+): Promise<{ ok: true; bytes: number; sha256: string } | { ok: false; reason: string }> {
+  const timeout = AbortSignal.any([signal, AbortSignal.timeout((ARCHIVE_TIMEOUT_S + 30) * 1000)]);
+  const run = await deps.exec(
+    container,
+    [
+      TIMEOUT,
+      "-k",
+      "5",
+      String(ARCHIVE_TIMEOUT_S),
+      BASH,
+      "-c",
+      ARCHIVE,
+      "bash",
+      spool,
+      `${spool}.idx`,
+      ...excluded,
+    ],
+    { workingDir: HOME, signal: timeout },
+  );
+  let exit: { exitCode: number; stderr: string } | null = null;
+  // The stream ends only once tar and gzip have exited 0: a failure breaks the upload instead of
+  // completing it, so the control plane never keeps a truncated archive as if it were whole.
+  const tally = new Tally(async () => {
+    exit = await run.done;
+    if (exit.exitCode !== 0)
+      throw new Error(`archiving failed (exit ${exit.exitCode}): ${tail(exit.stderr)}`);
+  });
+  run.stdout.on("error", (err) => tally.destroy(err));
+  run.stdout.pipe(tally);
+  let stored: { bytes: number; sha256: string };
+  try {
+    stored = await store.write(backupId, tally, timeout);
+  } catch (err) {
+    run.abort();
+    const done = exit ?? (await run.done.catch(() => null));
+    if (done && done.exitCode !== 0)
+      return { ok: false, reason: `archiving failed (exit ${done.exitCode}): ${tail(done.stderr)}` };
+    throw err;
+  }
+  const sha256 = tally.sha256 ?? "";
+  if (stored.bytes !== tally.bytes || stored.sha256 !== sha256)
+    return {
+      ok: false,
+      reason: `the control plane stored ${stored.bytes} bytes (sha256 ${stored.sha256}) but the agent sent ${tally.bytes} (sha256 ${sha256})`,
+    };
+  return { ok: true, bytes: tally.bytes, sha256 };
+}

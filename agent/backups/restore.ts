@@ -1,0 +1,270 @@
+import {
+  BackupManifest,
+  type DumpEntry,
+  EXCLUDED_DIRS,
+  type RestoreOutcome,
+} from "../../shared/protocol/backups";
+import type { DockerClient } from "../docker/client";
+import type { StreamExecutor } from "../docker/exec-stream";
+import { HOME, podNames } from "../docker/naming";
+import { BASH, TIMEOUT } from "../docker/pod-bin";
+import { inspectContainer } from "../docker/resources";
+import { AgentError } from "../errors";
+import { RELOAD_SERVICES } from "../inside/reload";
+import type { Logger } from "../logger";
+import { type Expected, mismatch, streamChecked } from "./fetch";
+import { runScript, tail } from "./pod-run";
+import { loadService, type ServiceSidecar } from "./services";
+import type { BackupStore } from "./store";
+
+/**
+ * `backup.restore` into a running pod (docs/backups-host.md). The archive is read back and
+ * unpacked by the pod's own tar, as pod_user, into a staging directory in its home
+ * (`~/.pod/restore/<id>/`: a hostile member can only land where the tenant could write anyway, and
+ * it counts against the pod's disk), counted and hashed on the way; nothing else is touched unless
+ * the bytes are the recorded ones. Then: the app's services stopped, ~/app swapped for the
+ * archive's app/ (two renames, the old app removed), SQLite dumps copied over their files, service
+ * dumps loaded with `svc-load` into the pod's running sidecars, the services started again.
+ */
+
+export interface RestoreDeps {
+  docker: DockerClient;
+  exec: StreamExecutor;
+  store?: BackupStore;
+  prefix: string;
+  log: Logger;
+  sidecars(pod: string): Promise<ServiceSidecar[]>;
+}
+
+/** reading and unpacking the archive, at most */
+const STAGE_TIMEOUT_S = 3600;
+
+export const stagingOf = (backupId: string) => `${HOME}/.pod/restore/${backupId}`;
+
+const WIPE = `wipe() { chmod -R u+rwx "$1" 2>/dev/null; rm -rf "$1"; }`;
+
+// $1 the staging dir, $2 the archive's byte count; the archive on stdin.
+const STAGE = `set -u
+${WIPE}
+s=$1; n=$2
+wipe "$s"
+mkdir -p "$s/x" || exit 70
+umask 022
+/usr/bin/head -c "$n" | /bin/tar -x -z -f - -C "$s/x" --no-same-owner --no-same-permissions --warning=no-timestamp
+r=("\${PIPESTATUS[@]}")
+[ "\${r[1]}" -eq 0 ] || exit 71
+echo staged`;
+
+// $1 the staging dir, then the dump members the manifest names: `ok` when app/ is a directory
+// and every dump a file, else the reason.
+const INSPECT = `set -u
+s=$1; shift
+[ -d "$s/x/app" ] && [ ! -L "$s/x/app" ] || { echo "the archive has no app/ directory"; exit 0; }
+for f in "$@"; do [ -f "$s/x/$f" ] && [ ! -L "$s/x/$f" ] || { echo "the dump $f is not in the archive"; exit 0; }; done
+echo ok`;
+
+const MANIFEST = `set -u
+[ -f "$1/x/podhost-backup.json" ] && [ ! -L "$1/x/podhost-backup.json" ] || exit 3
+/usr/bin/head -c 1048576 "$1/x/podhost-backup.json"`;
+
+const SV = `set -u
+a=$1; shift
+for s in "$@"; do /usr/bin/sv "$a" "$s" >/dev/null 2>&1; done; exit 0`;
+
+// $1 the staging dir, then the excluded names. `had <name>` for each one the old app had.
+const SWAP = `set -u
+${WIPE}
+s=$1; shift
+for e in "$@"; do if [ -e "${HOME}/app/$e" ] || [ -L "${HOME}/app/$e" ]; then echo "had $e"; fi; done
+if [ -e "${HOME}/app" ] || [ -L "${HOME}/app" ]; then mv -T "${HOME}/app" "$s/old" || exit 74; fi
+if ! mv -T "$s/x/app" "${HOME}/app"; then [ -e "$s/old" ] && mv -T "$s/old" "${HOME}/app"; exit 75; fi
+chmod 755 "${HOME}/app"
+wipe "$s/old"
+echo swapped`;
+
+// $1 the dump in staging, $2 the database's path under ~/app: the consistent copy replaces the
+// file the archive brought (which may have been mid-write), and its journal files go.
+const SQLITE_PUT = `set -u
+d="${HOME}/app/$2"
+/bin/mkdir -p -- "$(/usr/bin/dirname -- "$d")" || exit 3
+/bin/cp -f -- "$1" "$d.podhost-restore" || exit 4
+/bin/mv -f -- "$d.podhost-restore" "$d" || exit 5
+/bin/rm -f -- "$d-wal" "$d-shm" "$d-journal"`;
+
+// $1 the dump in staging, $2 a name for it, $3 where it goes if /tmp has no room. The path it is at.
+const KEEP = `set -u
+f=$1; t=/tmp/$2
+size=$(/usr/bin/stat -c %s -- "$f") || exit 3
+avail=$(/bin/df --output=avail -B1 /tmp | /usr/bin/tail -n 1 | /usr/bin/tr -d ' ')
+if [ "$size" -lt $((avail - 16777216)) ] && /bin/cp -- "$f" "$t"; then echo "$t"; exit 0; fi
+/bin/rm -f -- "$t"
+/bin/mkdir -p -- "$3" && /bin/mv -f -- "$f" "$3/$2" && echo "$3/$2"`;
+
+const CLEAN = `${WIPE}
+wipe "$1"`;
+
+type Outcome = RestoreOutcome;
+const failed = (reason: string, filesRestored = false, dumpPath: string | null = null): Outcome => ({
+  ok: false,
+  reason: reason.slice(0, 2000),
+  dump_path: dumpPath,
+  files_restored: filesRestored,
+});
+
+/** a database's path under ~/app as the manifest names it: relative, no `..`, no empty part */
+const safeRelative = (p: string) =>
+  p.length > 0 &&
+  !p.startsWith("/") &&
+  p.split("/").every((part) => part !== "" && part !== "." && part !== "..");
+const safeDumpMember = (f: string) => /^databases\/[A-Za-z0-9._-]{1,200}$/.test(f) && !f.endsWith("/..");
+
+export async function restoreBackup(
+  deps: RestoreDeps,
+  params: Expected & { name: string; preset: keyof typeof EXCLUDED_DIRS },
+  signal: AbortSignal,
+): Promise<Outcome> {
+  const { docker, log } = deps;
+  const { name, backupId, preset } = params;
+  const store = deps.store;
+  if (!store) throw new AgentError("unavailable", "this agent has no connection to read backups");
+  const container = podNames(deps.prefix, name).container;
+  const info = await inspectContainer(docker, container);
+  if (!info) throw new AgentError("not_found", `pod ${name} has no container on this host`);
+  if (!info.State.Running) return failed("pod is not running; start it first");
+  const staging = stagingOf(backupId);
+  const short = { timeoutS: 120, signal };
+  const services = RELOAD_SERVICES[preset] ?? [];
+  let stopped = false;
+  let keepStaging = false;
+  try {
+    // 1. read back and unpack into staging, checking the bytes before anything else is touched
+    log.info("backup restore: reading the archive into staging", { pod: name, backupId });
+    const timeout = AbortSignal.any([signal, AbortSignal.timeout((STAGE_TIMEOUT_S + 30) * 1000)]);
+    const read = await streamChecked(
+      store,
+      params,
+      (stdin) =>
+        deps.exec(
+          container,
+          [
+            TIMEOUT,
+            "-k",
+            "5",
+            String(STAGE_TIMEOUT_S),
+            BASH,
+            "-c",
+            STAGE,
+            "bash",
+            staging,
+            String(params.bytes),
+          ],
+          { stdin, signal: timeout, workingDir: HOME },
+        ),
+      timeout,
+    );
+    if (!read.matches) return failed(mismatch(params, read));
+    if (read.run.exitCode !== 0 || !read.run.stdout.includes("staged"))
+      return failed(
+        `the archive could not be unpacked (exit ${read.run.exitCode}): ${tail(read.run.stderr)}`,
+      );
+
+    // 2. what it holds, and whether the pod can take it
+    const raw = await runScript(docker, container, MANIFEST, [staging], {
+      ...short,
+      maxOutputBytes: 1024 * 1024 + 1,
+    });
+    let manifest: BackupManifest;
+    try {
+      manifest = BackupManifest.parse(JSON.parse(raw.stdout));
+    } catch {
+      return failed("the archive has no valid podhost-backup.json");
+    }
+    for (const db of manifest.databases) {
+      if (!safeDumpMember(db.file))
+        return failed(`the manifest names an invalid dump member ${JSON.stringify(db.file)}`);
+      if (db.kind === "sqlite" && !(db.source && safeRelative(db.source)))
+        return failed(`the manifest names an invalid sqlite path ${JSON.stringify(db.source ?? "")}`);
+    }
+    const look = await runScript(
+      docker,
+      container,
+      INSPECT,
+      [staging, ...manifest.databases.map((d) => d.file)],
+      short,
+    );
+    if (look.stdout.split("\n")[0] !== "ok") return failed(look.stdout.split("\n")[0] || tail(look.stderr));
+    const sidecars = new Map((await deps.sidecars(name)).map((s) => [s.kind, s]));
+    for (const db of manifest.databases) {
+      if (db.kind !== "sqlite" && !sidecars.has(db.kind))
+        return failed(`the backup holds a ${db.kind} dump but the pod has no ${db.kind} service`);
+    }
+
+    // 3. services down, files swapped
+    log.info("backup restore: stopping services and swapping ~/app", { pod: name, backupId });
+    await runScript(docker, container, SV, ["stop", ...services], short);
+    stopped = true;
+    const swap = await runScript(docker, container, SWAP, [staging, ...EXCLUDED_DIRS[preset]], short);
+    if (swap.exitCode !== 0 || !swap.stdout.includes("swapped"))
+      return failed(`replacing ~/app failed (exit ${swap.exitCode}): ${tail(swap.stderr)}`);
+    const dropped = [...swap.stdout.matchAll(/^had (.+)$/gm)].map((m) => m[1] ?? "");
+
+    // 4. databases back, each into its place; the first failure leaves its dump in the pod
+    for (const db of manifest.databases) {
+      log.info("backup restore: re-importing", { pod: name, backupId, kind: db.kind, file: db.file });
+      const dump = `${staging}/x/${db.file}`;
+      const failure = await reimport(deps, container, db, dump, sidecars, signal);
+      if (failure) {
+        const keep = await runScript(
+          docker,
+          container,
+          KEEP,
+          [
+            dump,
+            `podhost-restore-${backupId}-${db.file.slice("databases/".length)}`,
+            `${HOME}/.pod/restore-failed`,
+          ],
+          short,
+        );
+        const kept = keep.exitCode === 0 ? keep.stdout.trim().split("\n").at(-1) || null : null;
+        if (!kept) keepStaging = true;
+        return failed(failure, true, kept ?? dump);
+      }
+    }
+    log.info("backup restore: done", { pod: name, backupId });
+    return { ok: true, databases: manifest.databases, dependencies_dropped: dropped };
+  } finally {
+    if (stopped) {
+      await runScript(docker, container, SV, ["start", ...services], short).catch((err: unknown) =>
+        log.warn("backup restore: services could not be started", { pod: name, error: String(err) }),
+      );
+    }
+    if (!keepStaging) {
+      await runScript(docker, container, CLEAN, [staging], short).catch((err: unknown) =>
+        log.warn("backup restore: staging could not be removed", { pod: name, error: String(err) }),
+      );
+    }
+  }
+}
+
+/** one database back from its dump; the failure's reason, or null */
+async function reimport(
+  deps: RestoreDeps,
+  container: string,
+  db: DumpEntry,
+  dump: string,
+  sidecars: Map<string, ServiceSidecar>,
+  signal: AbortSignal,
+): Promise<string | null> {
+  if (db.kind === "sqlite") {
+    const r = await runScript(deps.docker, container, SQLITE_PUT, [dump, db.source ?? ""], {
+      timeoutS: 600,
+      signal,
+    });
+    return r.exitCode === 0
+      ? null
+      : `putting back the sqlite database ${db.source} failed: ${tail(r.stderr)}`;
+  }
+  const sidecar = sidecars.get(db.kind);
+  if (!sidecar) return `the pod has no ${db.kind} service`;
+  return loadService(deps, container, sidecar, dump, signal);
+}

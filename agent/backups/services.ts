@@ -1,0 +1,120 @@
+import type { DumpEntry } from "../../shared/protocol/backups";
+import type { DockerClient } from "../docker/client";
+import type { StreamExecutor } from "../docker/exec-stream";
+import { HOME } from "../docker/naming";
+import { BASH, TIMEOUT } from "../docker/pod-bin";
+import { tail } from "./pod-run";
+import { Tally } from "./tally";
+
+/**
+ * A pod's managed service sidecars as backups see them: one container per service kind, running
+ * the service image's own `svc-dump` (the database out on stdout), `svc-load` (a dump in on stdin,
+ * into the running server) and `svc-verify` (a dump on stdin, into a scratch server that is thrown
+ * away). The bytes go from one container's pipe into the other's, never onto the host's disk.
+ */
+export type ServiceKind = "postgresql" | "mysql" | "redis";
+
+export interface ServiceSidecar {
+  kind: ServiceKind;
+  container: string;
+}
+
+const SVC_BIN = "/opt/podhost/bin";
+export const SVC_DUMP = `${SVC_BIN}/svc-dump`;
+export const SVC_LOAD = `${SVC_BIN}/svc-load`;
+export const SVC_VERIFY = `${SVC_BIN}/svc-verify`;
+
+/** a dump's member name in the archive, by kind */
+export const DUMP_FILE: Record<ServiceKind, string> = {
+  postgresql: "postgresql.sql",
+  mysql: "mysql.sql",
+  redis: "redis.rdb",
+};
+
+/** dumping or loading one database, at most */
+export const SERVICE_TIMEOUT_S = 1800;
+
+/**
+ * `svc-dump` in the sidecar piped into a file of the pod's spool, written by pod_user in the pod
+ * (so the dump counts against the pod's own disk). An empty or failing dump is a failure.
+ */
+export async function dumpServices(
+  deps: { docker: DockerClient; exec: StreamExecutor },
+  podContainer: string,
+  sidecar: ServiceSidecar,
+  dir: string,
+  signal: AbortSignal,
+): Promise<{ ok: true; entry: DumpEntry } | { ok: false; reason: string }> {
+  const timeout = AbortSignal.any([signal, AbortSignal.timeout((SERVICE_TIMEOUT_S + 30) * 1000)]);
+  const file = DUMP_FILE[sidecar.kind];
+  const dump = await deps.exec(sidecar.container, [TIMEOUT, "-k", "5", String(SERVICE_TIMEOUT_S), SVC_DUMP], {
+    signal: timeout,
+    workingDir: "/",
+  });
+  const tally = new Tally();
+  dump.stdout.on("error", (err) => tally.destroy(err));
+  dump.stdout.pipe(tally);
+  const write = await deps.exec(
+    podContainer,
+    [
+      TIMEOUT,
+      "-k",
+      "5",
+      String(SERVICE_TIMEOUT_S),
+      BASH,
+      "-c",
+      'exec /bin/cat > "$1"',
+      "bash",
+      `${dir}/${file}`,
+    ],
+    { workingDir: HOME, stdin: tally, signal: timeout },
+  );
+  write.stdout.resume();
+  const [dumped, written] = await Promise.all([dump.done, write.done]);
+  if (dumped.exitCode !== 0)
+    return {
+      ok: false,
+      reason: `dumping ${sidecar.kind} failed (exit ${dumped.exitCode}): ${tail(dumped.stderr)}`,
+    };
+  if (written.exitCode !== 0)
+    return {
+      ok: false,
+      reason: `writing the ${sidecar.kind} dump into the pod failed (exit ${written.exitCode}): ${tail(written.stderr)}`,
+    };
+  if (tally.bytes === 0) return { ok: false, reason: `the ${sidecar.kind} dump is empty` };
+  return { ok: true, entry: { kind: sidecar.kind, file: `databases/${file}`, bytes: tally.bytes } };
+}
+
+/**
+ * A dump in the pod (read by pod_user there) piped into `svc-load` in the pod's running sidecar of
+ * its kind. The failure's one line, or null.
+ */
+export async function loadService(
+  deps: { exec: StreamExecutor },
+  podContainer: string,
+  sidecar: ServiceSidecar,
+  dump: string,
+  signal: AbortSignal,
+): Promise<string | null> {
+  const timeout = AbortSignal.any([signal, AbortSignal.timeout((SERVICE_TIMEOUT_S + 30) * 1000)]);
+  const read = await deps.exec(
+    podContainer,
+    [TIMEOUT, "-k", "5", String(SERVICE_TIMEOUT_S), "/bin/cat", "--", dump],
+    {
+      workingDir: HOME,
+      signal: timeout,
+    },
+  );
+  const load = await deps.exec(sidecar.container, [TIMEOUT, "-k", "5", String(SERVICE_TIMEOUT_S), SVC_LOAD], {
+    workingDir: "/",
+    stdin: read.stdout,
+    signal: timeout,
+  });
+  load.stdout.resume();
+  const [r, l] = await Promise.all([read.done, load.done]);
+  if (r.exitCode !== 0)
+    return `reading the ${sidecar.kind} dump failed (exit ${r.exitCode}): ${tail(r.stderr)}`;
+  if (l.exitCode !== 0)
+    return `loading the ${sidecar.kind} dump failed (exit ${l.exitCode}): ${tail(l.stderr)}`;
+  return null;
+}

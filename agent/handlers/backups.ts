@@ -1,0 +1,44 @@
+import { createBackup } from "../backups/create";
+import { restoreBackup } from "../backups/restore";
+import { verifyBackup } from "../backups/verify";
+import { serviceContainersOf } from "../services/sidecars";
+import { type HandlerDeps, podStreams } from "./deps";
+import { guard } from "./guard";
+import type { KeyedLock } from "./keyed-lock";
+import type { HandlerTable } from "./types";
+
+/**
+ * Backups on the host (agent/backups/, docs/backups-host.md). Create and restore run under the
+ * pod's lock, so a deploy, a reload or a stop waits until the archive is made or the restore done;
+ * verify touches no pod (it runs in a throwaway container of its own) and is serialised per backup.
+ */
+export function backupHandlers(
+  deps: HandlerDeps,
+  locks: KeyedLock,
+): Pick<HandlerTable, "backup.create" | "backup.verify" | "backup.restore"> {
+  const prefix = deps.config.namePrefix;
+  const b = {
+    docker: deps.docker,
+    exec: podStreams(deps),
+    store: deps.backups,
+    prefix,
+    log: deps.log,
+    image: deps.config.images.static,
+    // the pod's running sidecars (a stopped one is not dumped or loaded into)
+    sidecars: async (pod: string) =>
+      (await serviceContainersOf(deps.docker, prefix, pod))
+        .filter((s) => s.running)
+        .map((s) => ({ kind: s.type, container: s.container })),
+  };
+  return {
+    "backup.create": guard("backup.create", (params, ctx) =>
+      locks.run(params.name, () => createBackup({ ...b, log: ctx.log }, params, ctx.signal)),
+    ),
+    "backup.verify": guard("backup.verify", (params, ctx) =>
+      locks.run(`backup:${params.backupId}`, () => verifyBackup({ ...b, log: ctx.log }, params, ctx.signal)),
+    ),
+    "backup.restore": guard("backup.restore", (params, ctx) =>
+      locks.run(params.name, () => restoreBackup({ ...b, log: ctx.log }, params, ctx.signal)),
+    ),
+  };
+}
