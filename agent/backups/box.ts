@@ -24,7 +24,21 @@ export const BOX_LIMITS = {
 
 export const boxName = (prefix: string, backupId: string) => `${prefix}-backup-verify-${backupId}`;
 
-export function boxOptions(prefix: string, backupId: string, image: string): ContainerCreateOptions {
+/**
+ * The box's options; `scratchBytes` sizes its /tmp (and the memory limit grows with it, as tmpfs
+ * pages are memory), `runSvc` adds the service images' socket directory for a scratch server.
+ */
+export function boxOptions(
+  prefix: string,
+  backupId: string,
+  image: string,
+  size: { scratchBytes: number; runSvc?: boolean } = { scratchBytes: BOX_LIMITS.scratchBytes },
+): ContainerCreateOptions {
+  const memory = BOX_LIMITS.memoryBytes + Math.max(0, size.scratchBytes - BOX_LIMITS.scratchBytes);
+  const tmpfs: Record<string, string> = {
+    "/tmp": `rw,nosuid,nodev,noexec,mode=1777,size=${size.scratchBytes}`,
+  };
+  if (size.runSvc) tmpfs["/run/svc"] = "rw,nosuid,nodev,noexec,uid=1000,gid=1000,mode=0700,size=16m";
   return {
     name: boxName(prefix, backupId),
     Image: image,
@@ -40,9 +54,9 @@ export function boxOptions(prefix: string, backupId: string, image: string): Con
       CapAdd: [],
       SecurityOpt: POD_SECURITY_OPT,
       ReadonlyRootfs: true,
-      Tmpfs: { "/tmp": `rw,nosuid,nodev,noexec,mode=1777,size=${BOX_LIMITS.scratchBytes}` },
-      Memory: BOX_LIMITS.memoryBytes,
-      MemorySwap: BOX_LIMITS.memoryBytes,
+      Tmpfs: tmpfs,
+      Memory: memory,
+      MemorySwap: memory,
       NanoCpus: BOX_LIMITS.nanoCpus,
       PidsLimit: BOX_LIMITS.pids,
       OomScoreAdj: 800,

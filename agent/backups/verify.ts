@@ -1,4 +1,5 @@
 import type { BackupChecked } from "../../shared/protocol/backups";
+import type { ServiceType } from "../../shared/protocol/services";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { AgentError } from "../errors";
@@ -7,12 +8,14 @@ import { BOX_LIMITS, boxName, boxOptions, startBox } from "./box";
 import { type Expected, mismatch, streamChecked } from "./fetch";
 import { checkListing, Listing, listingArgv } from "./listing";
 import { tail } from "./pod-run";
+import { loadDumpsInScratch } from "./scratch-load";
 import type { BackupStore } from "./store";
 
 /**
  * `backup.verify`, a test-restore that needs no pod: the archive read back through a throwaway box
  * (./box.ts) that lists every member and checks the SQLite dumps (./listing.ts), counted and
  * hashed on the way; only when the bytes are the recorded ones does anything it learned count.
+ * Then every managed service's dump is loaded into a scratch server of its kind (./scratch-load.ts).
  */
 export async function verifyBackup(
   deps: {
@@ -22,6 +25,7 @@ export async function verifyBackup(
     prefix: string;
     log: Logger;
     image: string;
+    serviceImages: Record<ServiceType, string>;
   },
   expected: Expected,
   signal: AbortSignal,
@@ -59,6 +63,13 @@ export async function verifyBackup(
     const checked = checkListing(listing);
     if (!checked.ok) return checked;
     log.info("backup verify: listed", { backupId: expected.backupId, members: listing.members });
+    const loaded = await loadDumpsInScratch(
+      { ...deps, store },
+      expected,
+      checked.manifest.databases,
+      timeout,
+    );
+    if (!loaded.ok) return loaded;
     return {
       ok: true,
       bytes: read.bytes,

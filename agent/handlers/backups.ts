@@ -24,6 +24,7 @@ export function backupHandlers(
     prefix,
     log: deps.log,
     image: deps.config.images.static,
+    serviceImages: deps.config.serviceImages,
     // the pod's running sidecars (a stopped one is not dumped or loaded into)
     sidecars: async (pod: string) =>
       (await serviceContainersOf(deps.docker, prefix, pod))

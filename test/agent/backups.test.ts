@@ -437,6 +437,26 @@ with open(sys.argv[1], "w") as f:
       expect(await psql("select count(*) from items")).toBe("500");
     }, 180_000);
 
+    it("a test-restore loads the dump into a scratch PostgreSQL", async () => {
+      const checked = await handlers["backup.verify"](await expected(withDb), agent.ctx);
+      expect(checked, JSON.stringify(checked)).toMatchObject({ ok: true });
+      if (checked.ok) expect(checked.databases.map((d) => d.kind)).toContain("postgresql");
+    }, 180_000);
+
+    it("a test-restore refuses a dump that does not load, naming it", async () => {
+      const e =
+        await handMade(`man({**manifest, "databases": [{"kind": "postgresql", "file": "databases/postgresql.sql", "bytes": 84}]})
+add("databases/", kind=tarfile.DIRTYPE)
+add("databases/postgresql.sql", b"CREATE TABLE broken (;\\n-- PostgreSQL database dump complete\\n-- padding to the end .\\n")
+add("app/", kind=tarfile.DIRTYPE)
+add("app/index.txt", b"x\\n")`);
+      const checked = await handlers["backup.verify"](e, agent.ctx);
+      expect(checked).toMatchObject({
+        ok: false,
+        reason: expect.stringMatching(/postgresql\.sql does not load/),
+      });
+    }, 180_000);
+
     it("a dump that does not load fails the restore and is left in the pod's /tmp", async () => {
       const e =
         await handMade(`man({**manifest, "databases": [{"kind": "postgresql", "file": "databases/postgresql.sql", "bytes": 33}]})
