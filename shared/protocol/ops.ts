@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { backupOps } from "./backups";
 import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
@@ -94,6 +95,7 @@ export const ops = {
   ...filesOps,
   ...healthOps,
   ...gitOps,
+  ...backupOps,
 } as const;
 
 export type Op = keyof typeof ops;
