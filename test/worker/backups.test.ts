@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { fail } from "../../shared/errors";
 import { newId } from "../../shared/ids";
 import { createDb } from "../../worker/db/client";
+import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
 import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { runDueSchedules } from "../../worker/services/backups/schedule";
 import { BACKUP_DEADLINE_MS } from "../../worker/services/backups/sweep";
@@ -20,7 +21,7 @@ import {
   until,
 } from "./support/agent";
 import { call, freshIp, registerUser } from "./support/client";
-import { onlineWithPod, running } from "./support/pods";
+import { onlineWithPod } from "./support/pods";
 
 /**
  * Backups (docs/backups.md) against the real Worker in workerd: D1, R2, the HostAgent object, the
@@ -278,6 +279,21 @@ describe("create, list, get, download, delete", () => {
     });
     expect(done.error).toContain("test-restore failed");
     expect(await env.BLOBS.head((await objectKey(res.body.id)) as string)).toBeNull();
+  });
+});
+
+describe("fair use", () => {
+  it(`at most ${FAIR_SHARE_LIMITS.backup.perPod} backups, imports and restores per pod an hour through the API (429 with Retry-After)`, async () => {
+    const s = await setup("turbo");
+    for (let i = 0; i < FAIR_SHARE_LIMITS.backup.perPod; i++) {
+      const res = await call("POST", `/api/pods/${s.pod.name}/backups`, undefined, s.as);
+      expect(res.status).not.toBe(429);
+    }
+    const refused = await call("POST", `/api/pods/${s.pod.name}/backups`, undefined, s.as);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+    // reading is not counted
+    expect((await call("GET", `/api/pods/${s.pod.name}/backups`, undefined, s.as)).status).toBe(200);
   });
 });
 
@@ -570,14 +586,8 @@ describe("the cron", () => {
       await due(pod.id, 1);
       pods.push(pod);
     }
-    const taken = await runDueSchedules(
-      env,
-      env.DB ? (await import("../../worker/db/client")).createDb(env.DB) : (undefined as never),
-      Date.now(),
-      {
-        pageSize: 2,
-      },
-    );
+    // pages of 2: five due pods take three pages
+    const taken = await runDueSchedules(env, createDb(env.DB), Date.now(), { pageSize: 2 });
     expect(taken.skipped).toBeGreaterThanOrEqual(5);
     for (const pod of pods) {
       expect(await count(pod.id)).toBe(2);
