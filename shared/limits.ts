@@ -10,3 +10,5 @@ export const FILE_UPLOAD_MAX_BYTES = 32 * MiB;
 export const ZIP_UPLOAD_MAX_BYTES = 128 * MiB;
 /** room for a multipart body's boundaries, headers and small form fields around its file */
 export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+/** `POST /api/pods/{name}/backups/import`: the `file` part (spec: "Backup import 2 GB") */
+export const BACKUP_IMPORT_MAX_BYTES = 2 * 1024 * MiB;

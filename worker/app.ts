@@ -3,11 +3,13 @@ import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
 import { requestContext } from "./http/middleware";
 import { createRouter } from "./http/router";
+import { agentBackupsRouter } from "./routes/agent-backups";
 import { agentBlobsRouter } from "./routes/agent-blobs";
 import { agentConnectRouter } from "./routes/agent-connect";
 import { agentRelayRouter } from "./routes/agent-relay";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
+import { backupsRouter } from "./routes/backups";
 import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
@@ -42,9 +44,11 @@ export function createApp() {
   app.route("/api/pods", healthRouter);
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
   app.route("/api", gitRouter);
+  app.route("/api", backupsRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);
+  app.route("/agent/backups", agentBackupsRouter);
   app.route("/agent/relay", agentRelayRouter);
   app.route("/agent", agentConnectRouter);
 

@@ -1,8 +1,10 @@
 import type { HostAgent } from "./durable-objects/host-agent/object";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
+import type { PodBackupParams } from "./workflows/pod-backup";
 import type { PodCreateParams } from "./workflows/pod-create";
 import type { PodDeployParams } from "./workflows/pod-deploy";
+import type { PodRestoreParams } from "./workflows/pod-restore";
 
 /** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, D1/R2/DO bindings). */
 export interface Bindings {
@@ -16,6 +18,10 @@ export interface Bindings {
   POD_CREATE: Workflow<PodCreateParams>;
   /** one instance per git deployment (deploy, push, rollback); instance id = the deployment's id */
   POD_DEPLOY: Workflow<PodDeployParams>;
+  /** one instance per backup (manual, scheduled, import); instance id = the backup's id */
+  POD_BACKUP: Workflow<PodBackupParams>;
+  /** one instance per restore of a pod from a backup; instance id = the restore's id */
+  POD_RESTORE: Workflow<PodRestoreParams>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */
@@ -35,4 +41,4 @@ export interface Bindings {
 }
 
 /** The Workflow bindings: a host outcome is delivered to an instance of one of these by name. */
-export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY";
+export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY" | "POD_BACKUP" | "POD_RESTORE";

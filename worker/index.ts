@@ -5,8 +5,10 @@ import { runScheduledJobs } from "./scheduled";
 export { HostAgent } from "./durable-objects/host-agent/object";
 export { RateLimiter } from "./durable-objects/rate-limiter";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
+export { PodBackupWorkflow } from "./workflows/pod-backup";
 export { PodCreateWorkflow } from "./workflows/pod-create";
 export { PodDeployWorkflow } from "./workflows/pod-deploy";
+export { PodRestoreWorkflow } from "./workflows/pod-restore";
 
 const app = createApp();
 

@@ -1,5 +1,7 @@
 import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
+import { runDueSchedules } from "./services/backups/schedule";
+import { sweepStuckBackups } from "./services/backups/sweep";
 import { sweepStagedBlobs } from "./services/blobs/staging";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
@@ -28,6 +30,13 @@ export const scheduledJobs: ScheduledJob[] = [
     name: "stuck-creations",
     run: ({ env, db, now }) => failStuckCreations(env, db, now).then(() => undefined),
   },
+  // Due pods' scheduled backups, a page at a time (services/backups/schedule.ts).
+  {
+    name: "backup-schedules",
+    run: ({ env, db, now }) => runDueSchedules(env, db, now).then(() => undefined),
+  },
+  // Backups and restores interrupted past every bound: failed, their objects deleted.
+  { name: "stuck-backups", run: ({ env, db, now }) => sweepStuckBackups(env, db, now).then(() => undefined) },
 ];
 
 export async function runScheduledJobs(env: Bindings, now = Date.now(), jobs = scheduledJobs): Promise<void> {

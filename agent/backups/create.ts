@@ -19,7 +19,7 @@ import type { BackupStore } from "./store";
 import { Tally } from "./tally";
 
 /**
- * `backup.create` in a running pod (docs/backups-host.md): databases dumped first into a spool in
+ * `backup.create` in a running pod (docs/backups.md "On the host"): databases dumped first into a spool in
  * the pod's own home (`~/.pod/backup/<id>/`, so it counts against the pod's disk, never the
  * host's), then one `tar | gzip -1` run as pod_user in the pod streams `podhost-backup.json`,
  * `databases/…` and `app/…` straight into `PUT /agent/backups/{id}`, counted and hashed on the way.

@@ -18,7 +18,7 @@ import { loadService, type ServiceSidecar } from "./services";
 import type { BackupStore } from "./store";
 
 /**
- * `backup.restore` into a running pod (docs/backups-host.md). The archive is read back and
+ * `backup.restore` into a running pod (docs/backups.md "On the host"). The archive is read back and
  * unpacked by the pod's own tar, as pod_user, into a staging directory in its home
  * (`~/.pod/restore/<id>/`: a hostile member can only land where the tenant could write anyway, and
  * it counts against the pod's disk), counted and hashed on the way; nothing else is touched unless

@@ -8,7 +8,7 @@ import type { KeyedLock } from "./keyed-lock";
 import type { HandlerTable } from "./types";
 
 /**
- * Backups on the host (agent/backups/, docs/backups-host.md). Create and restore run under the
+ * Backups on the host (agent/backups/, docs/backups.md "On the host"). Create and restore run under the
  * pod's lock, so a deploy, a reload or a stop waits until the archive is made or the restore done;
  * verify touches no pod (it runs in a throwaway container of its own) and is serialised per backup.
  */

@@ -44,13 +44,16 @@ const stored = async (key: string) => {
 };
 
 describe("putStream", () => {
-  it("stores a stream of unknown length byte for byte, in parts when it is large", async () => {
+  it("stores a stream of unknown length byte for byte, in parts when it is large, and hashes it on the way", async () => {
     for (const total of [0, 1000, 8 * MiB, 8 * MiB + 1, 20 * MiB + 12_345]) {
       const key = `test/put-${total}`;
       const { stream, data } = chunked(total, [65_536, 1_000_003, 7]);
+      const sha256 = [...new Uint8Array(await crypto.subtle.digest("SHA-256", data))]
+        .map((b) => b.toString(16).padStart(2, "0"))
+        .join("");
       expect(await putStream(env.BLOBS, key, stream, { maxBytes: 32 * MiB, tooLarge })).toEqual({
         ok: true,
-        value: { size: total },
+        value: { size: total, sha256 },
       });
       expect(await digest(await stored(key)), String(total)).toBe(await digest(data));
     }

@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import {
+  BACKUP_IMPORT_MAX_BYTES,
   FILE_UPLOAD_MAX_BYTES,
   JSON_BODY_MAX_BYTES,
   MULTIPART_OVERHEAD_BYTES,
@@ -39,3 +40,5 @@ export const declaredBodyLimit =
 export const fileUploadBodyLimit = declaredBodyLimit(FILE_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES);
 /** `POST /api/pods/{name}/zip` and `POST /api/pods/from-zip`: one archive part and a few small fields */
 export const zipUploadBodyLimit = declaredBodyLimit(ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES);
+/** `POST /api/pods/{name}/backups/import`: one archive part and a note */
+export const backupImportBodyLimit = declaredBodyLimit(BACKUP_IMPORT_MAX_BYTES + MULTIPART_OVERHEAD_BYTES);

@@ -225,3 +225,34 @@ export class FakeAgent {
     }
   }
 }
+
+/**
+ * A request a host agent makes over HTTP with its token (the byte routes: `/agent/blobs`,
+ * `/agent/backups`), through the Worker's real fetch handler.
+ */
+export const hostFetch = (
+  host: Pick<TestHost, "token">,
+  method: string,
+  path: string,
+  body?: BodyInit | ReadableStream<Uint8Array>,
+  headers: Record<string, string> = {},
+) =>
+  exports.default.fetch(
+    new Request(`http://localhost${path}`, {
+      method,
+      headers: { authorization: `Bearer ${host.token}`, ...headers },
+      body,
+    }),
+  );
+
+/**
+ * What a real agent does for a backup's bytes: `backup.create` streams the archive to
+ * `PUT /agent/backups/{id}`; `backup.verify` and `backup.restore` read it back with GET.
+ */
+export const putBackupArchive = (host: Pick<TestHost, "token">, backupId: string, bytes: Uint8Array) =>
+  hostFetch(host, "PUT", `/agent/backups/${backupId}`, bytes);
+
+export async function getBackupArchive(host: Pick<TestHost, "token">, backupId: string) {
+  const res = await hostFetch(host, "GET", `/agent/backups/${backupId}`);
+  return { status: res.status, bytes: new Uint8Array(await res.arrayBuffer()), headers: res.headers };
+}

@@ -1,4 +1,5 @@
 export * from "./api-tokens";
+export * from "./backups";
 export * from "./git";
 export * from "./hosts";
 export * from "./mail-outbox";

@@ -1,26 +1,39 @@
 import { ok, type Result } from "../../../shared/errors";
+import { Sha256Counter } from "../../lib/sha256";
 
 /**
  * A stream of unknown length into R2 without holding it: `put` needs the length up front, so the
  * bytes go up as a multipart upload, in parts of PART_BYTES (R2 wants every part but the last of
  * one size, and at least 5 MiB); one buffer of that size is all that is held. A stream that fits in
- * one part is a plain `put`.
+ * one part is a plain `put`. The bytes are counted and hashed (SHA-256) as they pass, so a caller
+ * can check what was stored against what it was promised without reading it back.
  */
 
 const PART_BYTES = 8 * 1024 * 1024;
 
 class TooLarge extends Error {}
+class Refused extends Error {
+  constructor(readonly failure: Result<never> & { ok: false }) {
+    super(failure.message);
+  }
+}
 
 /**
  * Store `body` under `key`, at most `maxBytes` (past that `tooLarge()`, and nothing is stored). A
  * failure of `body` (the caller went away, a malformed form) is thrown as it came, nothing stored.
+ * `first` sees the stream's first bytes before anything is stored and may refuse them (a file
+ * that is not what it claims to be).
  */
 export async function putStream(
   bucket: R2Bucket,
   key: string,
   body: ReadableStream<Uint8Array>,
-  opts: { maxBytes: number; tooLarge: () => Result<never> },
-): Promise<Result<{ size: number }>> {
+  opts: {
+    maxBytes: number;
+    tooLarge: () => Result<never>;
+    first?: { bytes: number; check: (head: Uint8Array) => Result<void> };
+  },
+): Promise<Result<{ size: number; sha256: string }>> {
   const { maxBytes } = opts;
   const reader = body.getReader();
   let part = new Uint8Array(PART_BYTES);
@@ -28,6 +41,10 @@ export async function putStream(
   let size = 0;
   let upload: R2MultipartUpload | undefined;
   const parts: R2UploadedPart[] = [];
+  const hash = new Sha256Counter();
+  let checked = !opts.first;
+  const head = new Uint8Array(opts.first?.bytes ?? 0);
+  let headFilled = 0;
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -36,6 +53,21 @@ export async function putStream(
       if (size > maxBytes) {
         await reader.cancel().catch(() => undefined);
         throw new TooLarge(`more than ${maxBytes} bytes`);
+      }
+      await hash.update(value);
+      if (!checked && opts.first) {
+        // checked before any of it is stored
+        const n = Math.min(head.byteLength - headFilled, value.byteLength);
+        head.set(value.subarray(0, n), headFilled);
+        headFilled += n;
+        if (headFilled === head.byteLength) {
+          const refused = opts.first.check(head);
+          if (!refused.ok) {
+            await reader.cancel().catch(() => undefined);
+            throw new Refused(refused);
+          }
+          checked = true;
+        }
       }
       for (let taken = 0; taken < value.byteLength; ) {
         const n = Math.min(PART_BYTES - filled, value.byteLength - taken);
@@ -50,16 +82,21 @@ export async function putStream(
         }
       }
     }
+    if (!checked && opts.first) {
+      const refused = opts.first.check(head.subarray(0, headFilled));
+      if (!refused.ok) throw new Refused(refused);
+    }
     if (!upload) {
       await bucket.put(key, part.subarray(0, filled));
     } else {
       if (filled > 0) parts.push(await upload.uploadPart(parts.length + 1, part.subarray(0, filled)));
       await upload.complete(parts);
     }
-    return ok({ size });
+    return ok({ size, sha256: await hash.hex() });
   } catch (error) {
     await upload?.abort().catch(() => undefined);
     if (error instanceof TooLarge) return opts.tooLarge();
+    if (error instanceof Refused) return error.failure;
     throw error;
   }
 }

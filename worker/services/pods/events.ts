@@ -27,7 +27,10 @@ export type PodEventType =
   | "git_connected"
   | "git_disconnected"
   | "deployment"
-  | "deploy_failed";
+  | "deploy_failed"
+  | "restore_started"
+  | "restore_completed"
+  | "restore_failed";
 
 export const recordEventStatement = (
   db: Db,

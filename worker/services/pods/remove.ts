@@ -3,6 +3,7 @@ import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
+import { deletePodBackups } from "../backups/remove";
 import type { TeamCall } from "../context";
 import { disconnectRepository } from "../git/config";
 import { releaseCapacity } from "../hosts/hosts";
@@ -14,9 +15,9 @@ import { callTarget } from "./target";
 const DELETE_TIMEOUT_MS = 60_000;
 
 /**
- * Removes the pod's containers, volumes and network on its host, disconnects its repository, then
- * marks it `deleted` (the row stays: the name is reserved for 7 days) and gives its room and SSH
- * port back.
+ * Removes the pod's containers, volumes and network on its host, disconnects its repository, deletes
+ * its backups (objects and rows), then marks it `deleted` (the row stays: the name is reserved for 7
+ * days) and gives its room and SSH port back.
  */
 export async function deletePod({
   ctx,
@@ -47,6 +48,8 @@ export async function deletePod({
     console.warn(
       JSON.stringify({ msg: "repository not disconnected with its pod", podId: pod.id, error: git.message }),
     );
+  // Its backups go too (docs/backups.md): the archives are the pod's data, reachable only through it.
+  await deletePodBackups(ctx.env, ctx.db, pod.id);
   const now = nowIso();
   const plan = findPlan(pod.planSlug);
   await ctx.db.batch([
