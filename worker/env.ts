@@ -3,6 +3,7 @@ import type { RateLimiter } from "./durable-objects/rate-limiter";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
 import type { PodCreateParams } from "./workflows/pod-create";
 import type { PodDeployParams } from "./workflows/pod-deploy";
+import type { PodServiceParams } from "./workflows/pod-service";
 
 /** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, D1/R2/DO bindings). */
 export interface Bindings {
@@ -16,6 +17,8 @@ export interface Bindings {
   POD_CREATE: Workflow<PodCreateParams>;
   /** one instance per git deployment (deploy, push, rollback); instance id = the deployment's id */
   POD_DEPLOY: Workflow<PodDeployParams>;
+  /** one instance per database service install; instance id = the service's id */
+  POD_SERVICE: Workflow<PodServiceParams>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */
@@ -29,10 +32,12 @@ export interface Bindings {
   REPOHOST_GIT_BASE?: string;
   /** secret: 32 bytes, base64; encrypts git access tokens and webhook secrets at rest (AES-GCM) */
   GIT_TOKEN_KEY?: string;
+  /** secret: 32 bytes, base64; encrypts database service passwords at rest (AES-GCM) */
+  SERVICE_PASSWORD_KEY?: string;
   /** "true": plain http:// repository URLs are accepted for loopback hosts (local development, tests) */
   ALLOW_HTTP_GIT_LOOPBACK?: string;
   DNS_RESOLVER_URL?: string;
 }
 
 /** The Workflow bindings: a host outcome is delivered to an instance of one of these by name. */
-export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY";
+export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY" | "POD_SERVICE";

@@ -7,6 +7,7 @@ export { RateLimiter } from "./durable-objects/rate-limiter";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
 export { PodCreateWorkflow } from "./workflows/pod-create";
 export { PodDeployWorkflow } from "./workflows/pod-deploy";
+export { PodServiceWorkflow } from "./workflows/pod-service";
 
 const app = createApp();
 

@@ -50,6 +50,8 @@ export const FAIR_SHARE_LIMITS = {
   reload: { perPod: 10, perTeam: 20, windowMs: 600_000 },
   /** git deploys and rollbacks started through the API (a push webhook's are not counted) */
   deploy: { perPod: 20, perTeam: 60, windowMs: 600_000 },
+  /** database service installs (each starts a server and its data on the host) */
+  services: { perPod: 10, perTeam: 30, windowMs: 600_000 },
 } as const;
 
 /**

@@ -27,7 +27,10 @@ export type PodEventType =
   | "git_connected"
   | "git_disconnected"
   | "deployment"
-  | "deploy_failed";
+  | "deploy_failed"
+  | "service_install"
+  | "service_running"
+  | "service_removed";
 
 export const recordEventStatement = (
   db: Db,
