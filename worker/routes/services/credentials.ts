@@ -12,7 +12,7 @@ const route = createRoute({
   middleware: [jsonBodyLimit, requireAuth],
   operationId: "getPodServiceCredentials",
   method: "get",
-  path: "/pods/{name}/services/{serviceType}/credentials",
+  path: "/{name}/services/{serviceType}/credentials",
   summary: "How the pod's app connects: 127.0.0.1, the port, pod_user and the generated password",
   request: { params: ServiceParams },
   responses: { 200: jsonResponse(ServiceCredentials, "The credentials"), ...errors(400, 401, 404) },

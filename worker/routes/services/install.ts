@@ -23,7 +23,7 @@ const route = createRoute({
   middleware: [jsonBodyLimit, requireAuth, fairShareLimit("services")],
   operationId: "installPodService",
   method: "post",
-  path: "/pods/{name}/services",
+  path: "/{name}/services",
   summary:
     "Install a database service (202, `installing`; poll the list until `running` or `error`). Build plan or higher, pod running",
   request: { params: PodParams, body: jsonBody(InstallRequest) },

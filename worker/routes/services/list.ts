@@ -13,7 +13,7 @@ const route = createRoute({
   middleware: [jsonBodyLimit, requireAuth],
   operationId: "listPodServices",
   method: "get",
-  path: "/pods/{name}/services",
+  path: "/{name}/services",
   summary: "The pod's database services; [] when none",
   request: { params: PodParams },
   responses: { 200: jsonResponse(z.array(Service), "The services"), ...errors(401, 404) },

@@ -12,7 +12,7 @@ const route = createRoute({
   middleware: [jsonBodyLimit, requireAuth],
   operationId: "removePodService",
   method: "delete",
-  path: "/pods/{name}/services/{serviceType}",
+  path: "/{name}/services/{serviceType}",
   summary: "Remove the service and its data (409 while it is still installing)",
   request: { params: ServiceParams },
   responses: {
