@@ -4,6 +4,7 @@ import { sweepStagedBlobs } from "./services/blobs/staging";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
+import { failStuckInstalls } from "./services/services/stuck";
 import { finishKeyRemovals } from "./services/ssh/key-records";
 
 /**
@@ -27,6 +28,10 @@ export const scheduledJobs: ScheduledJob[] = [
   {
     name: "stuck-creations",
     run: ({ env, db, now }) => failStuckCreations(env, db, now).then(() => undefined),
+  },
+  {
+    name: "stuck-service-installs",
+    run: ({ env, db, now }) => failStuckInstalls(env, db, now).then(() => undefined),
   },
 ];
 

@@ -3,7 +3,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { findPlan } from "../../shared/catalog";
 import { ServicePassword } from "../../shared/protocol/services";
 import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
+import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { limitsOf } from "../../worker/services/pods/spec";
+import { INSTALL_DEADLINE_MS } from "../../worker/services/services/stuck";
 import { type ControlCall, FakeAgent, podEventRecords, until } from "./support/agent";
 import { call, registerUser } from "./support/client";
 import { onlineWithPod } from "./support/pods";
@@ -222,6 +224,34 @@ describe("install", () => {
     const limited = await install(as, pod.name, "redis");
     expect(limited.status).toBe(429);
     expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+  });
+});
+
+describe("the stuck-service-installs cron job", () => {
+  it("ends an install left installing past the deadline in error, and leaves a younger one", async () => {
+    const old = await podOn();
+    const young = await podOn();
+    for (const s of [old, young]) {
+      expect((await install(s.as, s.pod.name, "redis")).status).toBe(202);
+      await nextCall(s.agent, "service.install"); // the host never answers
+    }
+    const past = new Date(Date.now() - INSTALL_DEADLINE_MS - 60_000).toISOString();
+    await env.DB.prepare("UPDATE pod_services SET updated_at = ? WHERE pod_id = ?")
+      .bind(past, old.pod.id)
+      .run();
+    await runScheduledJobs(
+      env,
+      Date.now(),
+      scheduledJobs.filter((j) => j.name === "stuck-service-installs"),
+    );
+    expect((await list(old.as, old.pod.name)).body[0]).toMatchObject({
+      status: "error",
+      error_msg: "it did not finish within 2 hours",
+    });
+    expect((await podEventRecords(old.pod.id)).at(-1)?.message).toBe(
+      "redis install failed: it did not finish within 2 hours",
+    );
+    expect((await list(young.as, young.pod.name)).body[0].status).toBe("installing");
   });
 });
 
