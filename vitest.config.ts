@@ -18,6 +18,8 @@ export default defineConfig({
                 // test key for the secrets at rest, and http:// repositories on loopback allowed.
                 GITHUB_API_BASE: process.env.REPOHOST_DOUBLE_URL ?? "http://127.0.0.1:9",
                 GIT_TOKEN_KEY: "dGVzdC1vbmx5LWdpdC10b2tlbi1rZXktMzItYnl0ZXM=",
+                // database service passwords at rest (a test key of its own)
+                SERVICE_PASSWORD_KEY: "dGVzdC1vbmx5LXNlcnZpY2UtcGFzc3dvcmQta2V5ISE=",
                 ALLOW_HTTP_GIT_LOOPBACK: "true",
               },
             },

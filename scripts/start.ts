@@ -101,17 +101,19 @@ process.on("SIGINT", () => stopAll(0));
 process.on("SIGTERM", () => stopAll(0));
 
 /**
- * Git deployments keep tokens encrypted with the GIT_TOKEN_KEY secret: one is made once for this
- * machine and kept in .dev.vars (git-ignored), so tokens stored by one start still open on the next.
+ * Secrets at rest (worker/lib/secret-box.ts): git tokens under GIT_TOKEN_KEY, database service
+ * passwords under SERVICE_PASSWORD_KEY. Each is made once for this machine and kept in .dev.vars
+ * (git-ignored), so what one start stored still opens on the next.
  */
-function ensureGitTokenKey() {
+function ensureSecretKey(name: string) {
   const file = path.join(ROOT, ".dev.vars");
   const text = existsSync(file) ? readFileSync(file, "utf8") : "";
-  if (/^GIT_TOKEN_KEY\s*=/m.test(text)) return;
-  const line = `GIT_TOKEN_KEY="${randomBytes(32).toString("base64")}"\n`;
+  if (new RegExp(`^${name}\\s*=`, "m").test(text)) return;
+  const line = `${name}="${randomBytes(32).toString("base64")}"\n`;
   appendFileSync(file, text && !text.endsWith("\n") ? `\n${line}` : line);
 }
-ensureGitTokenKey();
+ensureSecretKey("GIT_TOKEN_KEY");
+ensureSecretKey("SERVICE_PASSWORD_KEY");
 
 step(`Starting the Worker on ${API_URL}`);
 // Locally, a repository may be served over plain http from this machine (a test git server).

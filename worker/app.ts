@@ -20,6 +20,7 @@ import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
 import { metricsRouter } from "./routes/metrics";
 import { podsRouter } from "./routes/pods";
+import { servicesRouter } from "./routes/services";
 import { sshRouter } from "./routes/ssh";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
@@ -42,6 +43,7 @@ export function createApp() {
   app.route("/api/pods", filesRouter);
   app.route("/api/pods", metricsRouter);
   app.route("/api/pods", healthRouter);
+  app.route("/api/pods", servicesRouter);
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
   app.route("/api", gitRouter);
   app.route("/api", backupsRouter);

@@ -5,6 +5,7 @@ import type { PodBackupParams } from "./workflows/pod-backup";
 import type { PodCreateParams } from "./workflows/pod-create";
 import type { PodDeployParams } from "./workflows/pod-deploy";
 import type { PodRestoreParams } from "./workflows/pod-restore";
+import type { PodServiceParams } from "./workflows/pod-service";
 
 /** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, D1/R2/DO bindings). */
 export interface Bindings {
@@ -22,6 +23,8 @@ export interface Bindings {
   POD_BACKUP: Workflow<PodBackupParams>;
   /** one instance per restore of a pod from a backup; instance id = the restore's id */
   POD_RESTORE: Workflow<PodRestoreParams>;
+  /** one instance per database service install; instance id = the service's id */
+  POD_SERVICE: Workflow<PodServiceParams>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */
@@ -35,10 +38,12 @@ export interface Bindings {
   REPOHOST_GIT_BASE?: string;
   /** secret: 32 bytes, base64; encrypts git access tokens and webhook secrets at rest (AES-GCM) */
   GIT_TOKEN_KEY?: string;
+  /** secret: 32 bytes, base64; encrypts database service passwords at rest (AES-GCM) */
+  SERVICE_PASSWORD_KEY?: string;
   /** "true": plain http:// repository URLs are accepted for loopback hosts (local development, tests) */
   ALLOW_HTTP_GIT_LOOPBACK?: string;
   DNS_RESOLVER_URL?: string;
 }
 
 /** The Workflow bindings: a host outcome is delivered to an instance of one of these by name. */
-export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY" | "POD_BACKUP" | "POD_RESTORE";
+export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY" | "POD_SERVICE" | "POD_BACKUP" | "POD_RESTORE";

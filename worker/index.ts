@@ -9,6 +9,7 @@ export { PodBackupWorkflow } from "./workflows/pod-backup";
 export { PodCreateWorkflow } from "./workflows/pod-create";
 export { PodDeployWorkflow } from "./workflows/pod-deploy";
 export { PodRestoreWorkflow } from "./workflows/pod-restore";
+export { PodServiceWorkflow } from "./workflows/pod-service";
 
 const app = createApp();
 

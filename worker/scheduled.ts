@@ -6,6 +6,7 @@ import { sweepStagedBlobs } from "./services/blobs/staging";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
+import { failStuckInstalls } from "./services/services/stuck";
 import { finishKeyRemovals } from "./services/ssh/key-records";
 
 /**
@@ -37,6 +38,10 @@ export const scheduledJobs: ScheduledJob[] = [
   },
   // Backups and restores interrupted past every bound: failed, their objects deleted.
   { name: "stuck-backups", run: ({ env, db, now }) => sweepStuckBackups(env, db, now).then(() => undefined) },
+  {
+    name: "stuck-service-installs",
+    run: ({ env, db, now }) => failStuckInstalls(env, db, now).then(() => undefined),
+  },
 ];
 
 export async function runScheduledJobs(env: Bindings, now = Date.now(), jobs = scheduledJobs): Promise<void> {

@@ -52,6 +52,8 @@ export const FAIR_SHARE_LIMITS = {
   deploy: { perPod: 20, perTeam: 60, windowMs: 600_000 },
   /** backups, imports and restores started through the API (scheduled backups are not counted) */
   backup: { perPod: 10, perTeam: 30, windowMs: 3_600_000 },
+  /** database service installs (each starts a server and its data on the host) */
+  services: { perPod: 10, perTeam: 30, windowMs: 600_000 },
 } as const;
 
 /**

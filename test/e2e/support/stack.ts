@@ -124,6 +124,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       POD_DOMAIN: "pods.localhost",
       // git deployments: a test key for secrets at rest, and repositories served over http on loopback
       GIT_TOKEN_KEY: "ZTJlLW9ubHktZ2l0LXRva2VuLWtleS0zMi1ieXRlcyE=",
+      // database services: a test key for their passwords at rest
+      SERVICE_PASSWORD_KEY: "ZTJlLW9ubHktc2VydmljZS1wYXNzd29yZC1rZXkhISE=",
       ALLOW_HTTP_GIT_LOOPBACK: "true",
       ...options.vars,
     },

@@ -8,6 +8,7 @@ export * from "./pod-events";
 export * from "./pod-metrics";
 export * from "./pod-ssh-keys";
 export * from "./pods";
+export * from "./services";
 export * from "./sessions";
 export * from "./ssh-keys";
 export * from "./teams";

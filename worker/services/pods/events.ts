@@ -30,7 +30,10 @@ export type PodEventType =
   | "deploy_failed"
   | "restore_started"
   | "restore_completed"
-  | "restore_failed";
+  | "restore_failed"
+  | "service_install"
+  | "service_running"
+  | "service_removed";
 
 export const recordEventStatement = (
   db: Db,

@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
-import { pods } from "../../db/schema";
+import { podServices, pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { deletePodBackups } from "../backups/remove";
 import type { TeamCall } from "../context";
@@ -15,9 +15,10 @@ import { callTarget } from "./target";
 const DELETE_TIMEOUT_MS = 60_000;
 
 /**
- * Removes the pod's containers, volumes and network on its host, disconnects its repository, deletes
- * its backups (objects and rows), then marks it `deleted` (the row stays: the name is reserved for 7
- * days) and gives its room and SSH port back.
+ * Removes the pod's containers, volumes and network on its host (its database sidecars and their
+ * data with them), disconnects its repository, deletes its backups (objects and rows), then drops
+ * its service rows and marks it `deleted` (the row stays: the name is reserved for 7 days) and gives
+ * its room and SSH port back.
  */
 export async function deletePod({
   ctx,
@@ -53,6 +54,7 @@ export async function deletePod({
   const now = nowIso();
   const plan = findPlan(pod.planSlug);
   await ctx.db.batch([
+    ctx.db.delete(podServices).where(eq(podServices.podId, pod.id)),
     ctx.db
       .update(pods)
       .set({ status: "deleted", deletedAt: now, sshPort: null, ip: null, updatedAt: now })
