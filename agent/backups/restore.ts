@@ -79,7 +79,6 @@ for e in "$@"; do if [ -e "${HOME}/app/$e" ] || [ -L "${HOME}/app/$e" ]; then ec
 if [ -e "${HOME}/app" ] || [ -L "${HOME}/app" ]; then mv -T "${HOME}/app" "$s/old" || exit 74; fi
 if ! mv -T "$s/x/app" "${HOME}/app"; then [ -e "$s/old" ] && mv -T "$s/old" "${HOME}/app"; exit 75; fi
 chmod 755 "${HOME}/app"
-wipe "$s/old"
 echo swapped`;
 
 // $1 the dump in staging, $2 the database's path under ~/app: the consistent copy replaces the
@@ -100,6 +99,12 @@ if [ "$size" -lt $((avail - 16777216)) ] && /bin/cp -- "$f" "$t"; then echo "$t"
 /bin/rm -f -- "$t"
 /bin/mkdir -p -- "$3" && /bin/mv -f -- "$f" "$3/$2" && echo "$3/$2"`;
 
+// The staging dir (the old app inside it) moves out of the way at once and is removed after the
+// answer: deleting a large old app is no part of bringing the pod back.
+const RETIRE = `set -u
+g="$1.gone-$(/bin/date +%s%N)"
+/bin/mv -T -- "$1" "$g" 2>/dev/null || exit 0
+echo "$g"`;
 const CLEAN = `${WIPE}
 wipe "$1"`;
 
@@ -239,9 +244,12 @@ export async function restoreBackup(
       );
     }
     if (!keepStaging) {
-      await runScript(docker, container, CLEAN, [staging], short).catch((err: unknown) =>
-        log.warn("backup restore: staging could not be removed", { pod: name, error: String(err) }),
-      );
+      const retired = await runScript(docker, container, RETIRE, [staging], short).catch(() => null);
+      const gone = retired?.exitCode === 0 ? retired.stdout.trim() : "";
+      if (gone)
+        void runScript(docker, container, CLEAN, [gone], { timeoutS: 600 }).catch((err: unknown) =>
+          log.warn("backup restore: staging could not be removed", { pod: name, error: String(err) }),
+        );
     }
   }
 }

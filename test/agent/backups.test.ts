@@ -11,7 +11,7 @@ import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
 import { BackupManifest } from "../../shared/protocol/backups";
 import { type BackupServer, startBackupServer } from "../support/backup-server";
-import { type Agent, podSpec, startAgent } from "./helpers";
+import { type Agent, podSpec, startAgent, until } from "./helpers";
 
 /**
  * Backups on the host against the real Docker engine and a local stand-in of the Worker's two byte
@@ -151,7 +151,10 @@ echo new > new.txt
     expect(await sh("ls -A app")).not.toContain("node_modules");
     expect((await sh("readlink app/link")).trim()).toBe("/etc");
     expect(await rows()).toBe(100);
-    expect((await sh("ls -A ~/.pod/restore 2>/dev/null || true")).trim()).toBe("");
+    // the staging dir (the old app in it) is removed just after the answer
+    expect(
+      await until(async () => (await sh("ls -A ~/.pod/restore 2>/dev/null || true")).trim() === ""),
+    ).toBe(true);
   }, 120_000);
 
   /** a hand-made archive stored under a fresh id (python's tarfile on the host writes any member name) */
@@ -190,7 +193,10 @@ out.close()
     expect(restored).toMatchObject({ ok: false, files_restored: false, dump_path: null });
     if (!restored.ok) expect(restored.reason).toMatch(/^checksum mismatch/);
     expect(await sh("cat ~/app/marker.txt")).toBe("marker\n");
-    expect((await sh("ls -A ~/.pod/restore 2>/dev/null || true")).trim()).toBe("");
+    // the staging dir (the old app in it) is removed just after the answer
+    expect(
+      await until(async () => (await sh("ls -A ~/.pod/restore 2>/dev/null || true")).trim() === ""),
+    ).toBe(true);
     // a truncated read-back is refused the same way
     await writeFile(server.fileOf(bad), bytes.subarray(0, 100));
     expect(await handlers["backup.verify"]({ ...e, backupId: bad }, agent.ctx)).toMatchObject({
