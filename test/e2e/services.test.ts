@@ -224,6 +224,69 @@ setTimeout(() => { console.log(out.trim() || "TIMEOUT"); process.exit(0); }, 300
     expect(my.out).toBe("hello maria");
   }, 180_000);
 
+  it("a backup dumps every database first; a restore brings the rows and keys back", async () => {
+    // the pod restarted in the test before: Redis answers again first
+    await waitFor(
+      "Redis back",
+      async () => ((await redis([["PING"]])).stdout.includes("NOAUTH") ? true : undefined),
+      60_000,
+    );
+    const made = await api.post(`/api/pods/${APP}/backups`, { note: "three databases" });
+    expect(made.status, JSON.stringify(made.body)).toBe(202);
+    const done = await waitFor(
+      "the backup to settle",
+      async () => {
+        const b = (await api.get(`/api/pods/${APP}/backups/${made.body.id}`)).body;
+        return b.status !== "in_progress" ? b : undefined;
+      },
+      240_000,
+    );
+    // completed only once the test-restore loaded all three dumps into scratch servers
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed", verify_error: null });
+    expect(done.verified_at).toBeTruthy();
+
+    // change everything, then restore
+    expect(
+      (
+        await sql(
+          "postgresql",
+          creds.postgresql as Credentials,
+          "UPDATE notes SET body = 'changed'; SELECT 1;",
+        )
+      ).code,
+    ).toBe(0);
+    expect((await sql("mysql", creds.mysql as Credentials, "DELETE FROM notes; SELECT 1;")).code).toBe(0);
+    const auth = ["AUTH", creds.redis?.password ?? ""];
+    expect((await redis([auth, ["SET", "greeting", "changed"]])).stdout).toContain("+OK\r\n+OK");
+
+    const restore = await api.post(`/api/pods/${APP}/backups/${made.body.id}/restore`);
+    expect(restore.status, JSON.stringify(restore.body)).toBe(202);
+    const event = await waitFor(
+      "the restore to end",
+      async () => {
+        const list = (await api.get(`/api/pods/${APP}/events`)).body.events as { type: string }[];
+        return list.find((e) => e.type === "restore_completed" || e.type === "restore_failed");
+      },
+      240_000,
+    );
+    expect(event.type, JSON.stringify(event)).toBe("restore_completed");
+    expect((await sql("postgresql", creds.postgresql as Credentials, "SELECT body FROM notes;")).out).toBe(
+      "hello pg",
+    );
+    expect((await sql("mysql", creds.mysql as Credentials, "SELECT body FROM notes;")).out).toBe(
+      "hello maria",
+    );
+    const back = await waitFor(
+      "Redis with the restored key",
+      async () => {
+        const r = await redis([auth, ["GET", "greeting"]]);
+        return r.stdout.includes("hello redis") ? r : undefined;
+      },
+      60_000,
+    );
+    expect(back.stdout).toContain("$11\r\nhello redis");
+  }, 600_000);
+
   it("DELETE removes the service: deleted, service_removed, and the port refuses", async () => {
     const res = await api.delete(`/api/pods/${APP}/services/postgresql`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
