@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { fail } from "../../shared/errors";
 import { ApiError, unwrap } from "../http/errors";
 import { type HostEnv, requireHostToken } from "../http/host-auth";
+import { rangedBody } from "../services/blobs/ranged-get";
 import { hostOwnsStagingKey } from "../services/blobs/staging";
 import { putStream } from "../services/blobs/stream-put";
 
@@ -21,9 +22,9 @@ export const agentBlobsRouter = new Hono<HostEnv>()
   .use("*", requireHostToken)
   .get("/:key{.+}", async (c) => {
     const key = ownedKey(c.get("host").id, c.req.param("key"));
-    const object = await c.env.BLOBS.get(key);
+    const object = await c.env.BLOBS.head(key);
     if (!object) throw new ApiError("not_found", "no such staged blob");
-    return new Response(object.body, {
+    return new Response(rangedBody(c.env.BLOBS, object), {
       headers: { "content-length": String(object.size), "content-type": "application/octet-stream" },
     });
   })

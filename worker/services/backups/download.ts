@@ -1,5 +1,6 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import { Sha256Counter } from "../../lib/sha256";
+import { rangedBody } from "../blobs/ranged-get";
 import type { TeamCall } from "../context";
 import { failBackup, findTeamBackup } from "./records";
 
@@ -36,21 +37,20 @@ export async function downloadBackup({
       "conflict",
       `backup ${backup.id} is ${backup.status}; only a completed backup can be downloaded`,
     );
-  const object = await ctx.env.BLOBS.get(backup.objectKey);
+  const object = await ctx.env.BLOBS.head(backup.objectKey);
   const detail = !object
     ? "the archive is missing"
     : object.size !== backup.size
       ? `the archive holds ${object.size} bytes, the record says ${backup.size}`
       : undefined;
   if (!object || detail) {
-    await object?.body.cancel();
     await failBackup(ctx.env, ctx.db, backup.id, corrupted(detail ?? "unreadable"), { from: ["completed"] });
     return fail(
       "conflict",
       `backup ${backup.id} is ${corrupted(detail ?? "unreadable")}; it is now marked failed`,
     );
   }
-  const checked = checkedStream(object.body, backup.size, backup.sha256, (why) => {
+  const checked = checkedStream(rangedBody(ctx.env.BLOBS, object), backup.size, backup.sha256, (why) => {
     const marking = failBackup(ctx.env, ctx.db, backup.id, corrupted(why), { from: ["completed"] });
     background(marking);
     return marking;

@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import type { Db } from "../../db/client";
 import { backups, pods } from "../../db/schema";
 import type { Bindings } from "../../env";
+import { rangedBody } from "../blobs/ranged-get";
 import { putStream } from "../blobs/stream-put";
 import { ARCHIVE_MAX_BYTES } from "./records";
 
@@ -76,7 +77,7 @@ export async function openArchive(
     .innerJoin(pods, and(eq(pods.id, backups.podId), eq(pods.hostId, hostId)))
     .where(and(eq(backups.id, id), inArray(backups.status, ["in_progress", "completed"])));
   if (!row) return fail("not_found", NOT_FOUND);
-  const object = await env.BLOBS.get(row.objectKey);
+  const object = await env.BLOBS.head(row.objectKey);
   if (!object) return fail("not_found", NOT_FOUND);
-  return ok({ body: object.body, size: object.size });
+  return ok({ body: rangedBody(env.BLOBS, object), size: object.size });
 }

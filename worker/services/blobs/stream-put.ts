@@ -36,7 +36,7 @@ export async function putStream(
 ): Promise<Result<{ size: number; sha256: string }>> {
   const { maxBytes } = opts;
   const reader = body.getReader();
-  let part = new Uint8Array(PART_BYTES);
+  const part = new Uint8Array(PART_BYTES);
   let filled = 0;
   let size = 0;
   let upload: R2MultipartUpload | undefined;
@@ -77,7 +77,8 @@ export async function putStream(
         if (filled === PART_BYTES) {
           upload ??= await bucket.createMultipartUpload(key);
           parts.push(await upload.uploadPart(parts.length + 1, part));
-          part = new Uint8Array(PART_BYTES);
+          // The part has been sent whole once uploadPart resolved: the one buffer is reused, so a
+          // long upload makes no garbage of 8 MiB a part for the collector to catch up with.
           filled = 0;
         }
       }
