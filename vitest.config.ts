@@ -19,6 +19,9 @@ export default defineConfig({
                 GITHUB_API_BASE: process.env.REPOHOST_DOUBLE_URL ?? "http://127.0.0.1:9",
                 GIT_TOKEN_KEY: "dGVzdC1vbmx5LWdpdC10b2tlbi1rZXktMzItYnl0ZXM=",
                 ALLOW_HTTP_GIT_LOOPBACK: "true",
+                // Billing: Stripe's REST double (test/worker/global-setup.ts). No STRIPE_SECRET_KEY
+                // here: enforcement stays off for every test; billing tests pass a key per request.
+                STRIPE_API_BASE: process.env.STRIPE_DOUBLE_URL ?? "http://127.0.0.1:9",
               },
             },
           })),
