@@ -1,4 +1,5 @@
 export * from "./api-tokens";
+export * from "./billing";
 export * from "./git";
 export * from "./hosts";
 export * from "./mail-outbox";
