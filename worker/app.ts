@@ -8,6 +8,7 @@ import { agentConnectRouter } from "./routes/agent-connect";
 import { agentRelayRouter } from "./routes/agent-relay";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
+import { billingRouter } from "./routes/billing";
 import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
@@ -42,6 +43,8 @@ export function createApp() {
   app.route("/api/pods", healthRouter);
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
   app.route("/api", gitRouter);
+  // Billing spans /api/billing and Stripe's webhook at /api/webhooks/stripe.
+  app.route("/api", billingRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);
