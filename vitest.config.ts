@@ -21,6 +21,9 @@ export default defineConfig({
                 // database service passwords at rest (a test key of its own)
                 SERVICE_PASSWORD_KEY: "dGVzdC1vbmx5LXNlcnZpY2UtcGFzc3dvcmQta2V5ISE=",
                 ALLOW_HTTP_GIT_LOOPBACK: "true",
+                // Billing: Stripe's REST double (test/worker/global-setup.ts). No STRIPE_SECRET_KEY
+                // here: enforcement stays off for every test; billing tests pass a key per request.
+                STRIPE_API_BASE: process.env.STRIPE_DOUBLE_URL ?? "http://127.0.0.1:9",
               },
             },
           })),

@@ -10,6 +10,7 @@ import { agentRelayRouter } from "./routes/agent-relay";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
 import { backupsRouter } from "./routes/backups";
+import { billingRouter } from "./routes/billing";
 import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
@@ -47,6 +48,8 @@ export function createApp() {
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
   app.route("/api", gitRouter);
   app.route("/api", backupsRouter);
+  // Billing spans /api/billing and Stripe's webhook at /api/webhooks/stripe.
+  app.route("/api", billingRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);

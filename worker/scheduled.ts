@@ -2,6 +2,7 @@ import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
 import { runDueSchedules } from "./services/backups/schedule";
 import { sweepStuckBackups } from "./services/backups/sweep";
+import { runBilling } from "./services/billing/job";
 import { sweepStagedBlobs } from "./services/blobs/staging";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
@@ -27,6 +28,8 @@ export const scheduledJobs: ScheduledJob[] = [
     name: "departed-member-keys",
     run: ({ env, db }) => finishKeyRemovals({ db, env, mailer: createMailer(db) }).then(() => undefined),
   },
+  // Daily pod charges, invoicing of ended periods, suspension after the grace period (docs/billing.md).
+  { name: "billing", run: runBilling },
   {
     name: "stuck-creations",
     run: ({ env, db, now }) => failStuckCreations(env, db, now).then(() => undefined),

@@ -1,4 +1,6 @@
-import { exports } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env as baseEnv, exports } from "cloudflare:workers";
+import worker from "../../../worker";
 
 export interface Reply<T = any> {
   status: number;
@@ -20,6 +22,8 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** a raw body, sent as is (for malformed JSON and size tests) */
   raw?: string;
+  /** bindings to change for this request only (billing tests turn the processor key on this way) */
+  env?: Partial<Cloudflare.Env>;
 }
 
 /** One request through the Worker's real fetch handler, as a client would send it. */
@@ -39,9 +43,8 @@ export async function call<T = any>(
   } else if (opts.raw !== undefined) {
     headers["content-type"] ??= "application/json";
   }
-  const res = await exports.default.fetch(
-    new Request(`http://localhost${path}`, { method, headers, body: payload }),
-  );
+  const request = new Request(`http://localhost${path}`, { method, headers, body: payload });
+  const res = opts.env ? await fetchWithEnv(request, opts.env) : await exports.default.fetch(request);
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -51,6 +54,14 @@ export async function call<T = any>(
   }
   if (res.status >= 400) assertErrorBody(method, path, res.status, parsed);
   return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+/** The Worker's fetch handler called directly, with some bindings overridden for this request. */
+async function fetchWithEnv(request: Request, overrides: Partial<Cloudflare.Env>): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(request, { ...baseEnv, ...overrides }, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
 }
 
 /** The extra fields the spec allows beside `error` (contract: "plus the extra fields the spec names"). */

@@ -1,5 +1,6 @@
 export * from "./api-tokens";
 export * from "./backups";
+export * from "./billing";
 export * from "./git";
 export * from "./hosts";
 export * from "./mail-outbox";

@@ -9,9 +9,10 @@ import {
 } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
-import type { Db } from "../../db/client";
 import { type HostRow, type PodRow, pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
+import { billingAdmission } from "../billing/admission";
+import type { ServiceContext } from "../context";
 import { recordEventStatement } from "./events";
 import { claimableName } from "./names";
 import { freeSshPort, releaseHost, reserveHost } from "./placement";
@@ -61,7 +62,7 @@ export function resolveRegion(
  * everything before it passed, and the reserved room is given back when the insert cannot happen.
  */
 export async function admitPod(
-  db: Db,
+  ctx: Pick<ServiceContext, "db" | "env">,
   input: {
     teamId: string;
     name: string;
@@ -73,6 +74,10 @@ export async function admitPod(
   },
   events: { message: string; metadata?: Record<string, unknown> },
 ): Promise<Result<{ pod: PodRow; host: HostRow; sshPort: number }>> {
+  const { db } = ctx;
+  // 402 before anything is reserved: no card, or a suspended subscription (with a processor configured).
+  const billing = await billingAdmission(ctx, input.teamId);
+  if (!billing.ok) return billing;
   const claim = await claimableName(db, input.name);
   if (!claim.ok) return claim;
   const placed = await reserveHost(db, { serverId: input.serverId, ...input.region }, input.plan);

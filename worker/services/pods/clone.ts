@@ -50,8 +50,8 @@ export async function clonePod({
   };
   // The source's own host first: the copy then never leaves the machine. When it takes no new pods
   // (full, drained, a problem), any host of the region will do and the files travel.
-  let admitted = await admitPod(ctx.db, { ...admission, serverId: sourceHost.id }, events);
-  if (!admitted.ok && admitted.code === "unavailable") admitted = await admitPod(ctx.db, admission, events);
+  let admitted = await admitPod(ctx, { ...admission, serverId: sourceHost.id }, events);
+  if (!admitted.ok && admitted.code === "unavailable") admitted = await admitPod(ctx, admission, events);
   if (!admitted.ok) return admitted;
   const { pod, host, sshPort } = admitted.value;
   await copyPodKeyRecords(ctx.db, found.value.pod.id, pod.id);

@@ -50,7 +50,7 @@ export async function createPod({
   if (!authorizedKeys.ok) return authorizedKeys;
 
   const admitted = await admitPod(
-    ctx.db,
+    ctx,
     {
       teamId: caller.teamId,
       name: input.name,
