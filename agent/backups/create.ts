@@ -7,12 +7,11 @@ import {
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import type { StreamExecutor } from "../docker/exec-stream";
-import { HOME, podNames } from "../docker/naming";
+import { HOME } from "../docker/naming";
 import { BASH, TIMEOUT } from "../docker/pod-bin";
-import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
-import { runScript, tail } from "./pod-run";
+import { runningContainer, runScript, tail } from "./pod-run";
 import { dumpServices, type ServiceSidecar } from "./services";
 import { parseSqliteCopies, SQLITE_LIMITS, sqliteArgv } from "./sqlite";
 import type { BackupStore } from "./store";
@@ -92,10 +91,8 @@ export async function createBackup(
   const { name, backupId, preset } = params;
   const store = deps.store;
   if (!store) throw new AgentError("unavailable", "this agent has no connection to store backups");
-  const container = podNames(deps.prefix, name).container;
-  const info = await inspectContainer(docker, container);
-  if (!info) throw new AgentError("not_found", `pod ${name} has no container on this host`);
-  if (!info.State.Running) return failed("pod is not running; start it first");
+  const container = await runningContainer(docker, deps.prefix, name);
+  if (!container) return failed("pod is not running; start it first");
 
   const spool = spoolOf(backupId);
   const excluded = EXCLUDED_DIRS[preset];

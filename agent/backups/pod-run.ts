@@ -1,8 +1,9 @@
 import type { DockerClient } from "../docker/client";
 import { dockerStatus } from "../docker/client";
 import { type ExecResult, execInContainer } from "../docker/exec";
-import { HOME } from "../docker/naming";
+import { HOME, podNames } from "../docker/naming";
 import { BASH, TIMEOUT } from "../docker/pod-bin";
+import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 
 /**
@@ -42,3 +43,15 @@ export const tail = (text: string, max = 300) => {
   const t = text.trim();
   return t.length > max ? `…${t.slice(-max)}` : t;
 };
+
+/** The pod's container name when it runs; null when it is stopped; not_found when it has none here. */
+export async function runningContainer(
+  docker: DockerClient,
+  prefix: string,
+  pod: string,
+): Promise<string | null> {
+  const container = podNames(prefix, pod).container;
+  const info = await inspectContainer(docker, container);
+  if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
+  return info.State.Running ? container : null;
+}

@@ -6,14 +6,13 @@ import {
 } from "../../shared/protocol/backups";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
-import { HOME, podNames } from "../docker/naming";
+import { HOME } from "../docker/naming";
 import { BASH, TIMEOUT } from "../docker/pod-bin";
-import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import { RELOAD_SERVICES } from "../inside/reload";
 import type { Logger } from "../logger";
 import { type Expected, mismatch, streamChecked } from "./fetch";
-import { runScript, tail } from "./pod-run";
+import { runningContainer, runScript, tail } from "./pod-run";
 import { loadService, type ServiceSidecar } from "./services";
 import type { BackupStore } from "./store";
 
@@ -132,10 +131,8 @@ export async function restoreBackup(
   const { name, backupId, preset } = params;
   const store = deps.store;
   if (!store) throw new AgentError("unavailable", "this agent has no connection to read backups");
-  const container = podNames(deps.prefix, name).container;
-  const info = await inspectContainer(docker, container);
-  if (!info) throw new AgentError("not_found", `pod ${name} has no container on this host`);
-  if (!info.State.Running) return failed("pod is not running; start it first");
+  const container = await runningContainer(docker, deps.prefix, name);
+  if (!container) return failed("pod is not running; start it first");
   const staging = stagingOf(backupId);
   const short = { timeoutS: 120, signal };
   const services = RELOAD_SERVICES[preset] ?? [];
