@@ -58,14 +58,15 @@ export const earnOnInvoicePaid: PaidInvoiceHook = async (ctx, invoice) => {
 /** Moves the affiliate up to the highest tier their referred revenue has reached, with each bonus once. */
 export async function upgradeTier(ctx: ServiceContext, affiliateId: string, invoiceId: string | null) {
   const [row] = await ctx.db
-    .select({
-      tierSlug: affiliates.tierSlug,
-      revenue: sql<number>`(select coalesce(sum(${affiliateEarnings.paymentAmount}), 0) from ${affiliateEarnings} where ${affiliateEarnings.affiliateId} = ${affiliates.id} and ${affiliateEarnings.kind} = 'commission')`,
-    })
+    .select({ tierSlug: affiliates.tierSlug })
     .from(affiliates)
     .where(eq(affiliates.id, affiliateId));
   if (!row) return;
-  const reached = tiersReached(row.tierSlug, Number(row.revenue));
+  const [paid] = await ctx.db
+    .select({ revenue: sql<number>`coalesce(sum(${affiliateEarnings.paymentAmount}), 0)` })
+    .from(affiliateEarnings)
+    .where(and(eq(affiliateEarnings.affiliateId, affiliateId), eq(affiliateEarnings.kind, "commission")));
+  const reached = tiersReached(row.tierSlug, Number(paid?.revenue ?? 0));
   const top = reached.at(-1);
   if (!top) return;
   const now = nowIso();
