@@ -3,6 +3,7 @@ import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
 import { requestContext } from "./http/middleware";
 import { createRouter } from "./http/router";
+import { affiliatesRouter } from "./routes/affiliates";
 import { agentBackupsRouter } from "./routes/agent-backups";
 import { agentBlobsRouter } from "./routes/agent-blobs";
 import { agentConnectRouter } from "./routes/agent-connect";
@@ -50,6 +51,8 @@ export function createApp() {
   app.route("/api", backupsRouter);
   // Billing spans /api/billing and Stripe's webhook at /api/webhooks/stripe.
   app.route("/api", billingRouter);
+  // Affiliates span /api/affiliates and the public /api/affiliate/visit.
+  app.route("/api", affiliatesRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);

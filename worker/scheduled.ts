@@ -1,5 +1,7 @@
 import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
+// invoices paid by the cron earn affiliate commissions too (registers the paid-invoice hook)
+import "./services/affiliates/commission";
 import { runDueSchedules } from "./services/backups/schedule";
 import { sweepStuckBackups } from "./services/backups/sweep";
 import { runBilling } from "./services/billing/job";

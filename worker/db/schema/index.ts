@@ -1,3 +1,4 @@
+export * from "./affiliates";
 export * from "./api-tokens";
 export * from "./backups";
 export * from "./billing";
