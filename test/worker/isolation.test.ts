@@ -124,7 +124,10 @@ describe("another team's resources", () => {
 describe("another team's pod, on every pod route of /openapi.json", () => {
   /** A request the route's schemas accept, so what answers is the lookup, not the validation. */
   async function send(op: Operation, name: string, user: TestUser) {
-    const path = `${op.path.replace("{name}", name).replace(/\{[^}]+\}/g, "x0")}${op.sample.query ? `?${op.sample.query}` : ""}`;
+    const concrete = op.path
+      .replace("{name}", name)
+      .replace(/\{([^}]+)\}/g, (_, param: string) => op.sample.path[param] ?? "x0");
+    const path = `${concrete}${op.sample.query ? `?${op.sample.query}` : ""}`;
     const body = op.sample.body;
     if (!body) return call(op.method, path, undefined, as(user));
     if (body.contentType === "application/json")

@@ -186,6 +186,8 @@ describe("every authenticated operation", () => {
       "POST /api/invitations/accept",
       "POST /api/webhooks/repohost",
       "POST /api/webhooks/git/{podName}",
+      // the payment processor's webhook: no session, its signature is the authentication (docs/billing.md)
+      "POST /api/webhooks/stripe",
       "POST /api/feedback/{token}",
       "GET /api/feedback/{token}/mine",
       "POST /api/affiliate/visit",

@@ -7,8 +7,8 @@ export interface Operation {
   /** the path with every parameter filled in, ready to call */
   concrete: string;
   secured: boolean;
-  /** a request the operation's own schemas accept: required query parameters and a body */
-  sample: { query: string; body?: { contentType: string; schema: Schema } };
+  /** a request the operation's own schemas accept: path parameters that take only certain values, required query parameters and a body */
+  sample: { path: Record<string, string>; query: string; body?: { contentType: string; schema: Schema } };
 }
 
 /** The part of JSON Schema the document uses. */
@@ -94,6 +94,19 @@ export async function documentedOperations(): Promise<Operation[]> {
         concrete: path.replace(/\{[^}]+\}/g, "x0"),
         secured: requiresCredential(op.security ?? doc.security),
         sample: {
+          /** path parameters with an example or an enum (a value the route accepts); others are left out */
+          path: Object.fromEntries(
+            (op.parameters ?? [])
+              .filter(
+                (p) =>
+                  p.in === "path" &&
+                  (p.example !== undefined || p.schema?.example !== undefined || p.schema?.enum?.length),
+              )
+              .map((p): [string, string] => [
+                p.name,
+                String(p.example ?? sampleOf(p.schema ?? {}, components)),
+              ]),
+          ),
           query: new URLSearchParams(
             (op.parameters ?? [])
               .filter((p) => p.in === "query" && p.required)

@@ -14,7 +14,7 @@ export const ServiceParams = z.object({
     .string()
     .max(64)
     .openapi({ param: { name: "name", in: "path" } }),
-  serviceType: ServiceType.openapi({ param: { name: "serviceType", in: "path" } }),
+  serviceType: ServiceType.openapi({ param: { name: "serviceType", in: "path" }, example: "postgresql" }),
 });
 
 export const Service = z
