@@ -207,6 +207,31 @@ describe("verify", () => {
     expect((await list(s.as, s.pod.name)).body.map((d: { domain: string }) => d.domain)).toEqual([second]);
   });
 
+  it("two verifications at once: the last list the host gets has both", async () => {
+    const s = await onlineWithPod();
+    const names = [fresh("c"), fresh("d")];
+    const ids: string[] = [];
+    for (const domain of names) {
+      const added = await add(s.as, s.pod.name, domain);
+      await setTxt(added.body.verification.name, [added.body.verification.value]);
+      ids.push(added.body.id);
+    }
+    let finished = false;
+    const both = Promise.all(ids.map((id) => verify(s.as, s.pod.name, id))).finally(() => {
+      finished = true;
+    });
+    let last: string[] = [];
+    while (!finished) {
+      const c = await s.agent.next("control:call", 300).catch(() => undefined);
+      if (!c) continue;
+      expect(c.op).toBe("pod.domains.set");
+      last = (c.params as { domains: string[] }).domains;
+      s.agent.ok(c, { domains: last });
+    }
+    for (const res of await both) expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect([...last].sort()).toEqual([...names].sort());
+  });
+
   it("a host failure leaves the domain pending", async () => {
     const s = await onlineWithPod();
     const added = await add(s.as, s.pod.name, fresh());

@@ -3,8 +3,8 @@ import { ok, type Result } from "../../../shared/errors";
 import { domains } from "../../db/schema";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
-import { domainsOfPod, findTeamDomain } from "./lookup";
-import { setHostDomains } from "./sync";
+import { findTeamDomain } from "./lookup";
+import { pushVerifiedDomains } from "./sync";
 
 /**
  * `DELETE /api/pods/{name}/domains/{id}`: a verified domain is first taken off the pod's vhost
@@ -20,10 +20,7 @@ export async function removeDomain({
   if (!found.ok) return found;
   const { pod, domain } = found.value;
   if (domain.status === "verified") {
-    const rest = (await domainsOfPod(ctx.db, pod.id))
-      .filter((d) => d.status === "verified" && d.id !== domain.id)
-      .map((d) => d.domain);
-    const told = await setHostDomains(ctx, found.value, rest);
+    const told = await pushVerifiedDomains(ctx, found.value, domain.id);
     if (!told.ok) return told;
   }
   await ctx.db.batch([

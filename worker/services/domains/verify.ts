@@ -5,18 +5,19 @@ import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { lookupTxt } from "./dns";
-import { domainsOfPod, findTeamDomain } from "./lookup";
+import { findTeamDomain } from "./lookup";
 import { verificationName } from "./names";
-import { setHostDomains } from "./sync";
+import { pushVerifiedDomains } from "./sync";
 import { type DomainView, toDomainView } from "./views";
 
 const MAX_SHOWN = 5;
 
 /**
  * `POST /api/pods/{name}/domains/{id}/verify`: look up `_podhost-verify.<domain>` TXT over
- * DNS-over-HTTPS (dns.ts). When one of its strings is the domain's token, the pod's host is told to
- * serve it (sync.ts) and the domain becomes `verified` with a `domain_verified` event; else 400
- * saying what was found. A verified domain verifies again as a no-op (200).
+ * DNS-over-HTTPS (dns.ts). When one of its strings is the domain's token, the domain becomes
+ * `verified`, the pod's host is told to serve it (sync.ts; a host failure puts it back to
+ * `pending`) and a `domain_verified` event is recorded; else 400 saying what was found. A verified
+ * domain verifies again as a no-op (200).
  */
 export async function verifyDomain({
   ctx,
@@ -43,23 +44,23 @@ export async function verifyDomain({
       `${name}: ${seen}; expected a TXT record ${JSON.stringify(domain.verificationToken)}`,
     );
   }
-  const verified = (await domainsOfPod(ctx.db, pod.id))
-    .filter((d) => d.status === "verified" && d.id !== domain.id)
-    .map((d) => d.domain);
-  const told = await setHostDomains(ctx, found.value, [...verified, domain.domain]);
-  if (!told.ok) return told;
+  // verified in D1 first, so that the list the host gets has it (sync.ts); put back on a failure
   const verifiedAt = nowIso();
-  await ctx.db.batch([
-    ctx.db.update(domains).set({ status: "verified", verifiedAt }).where(eq(domains.id, domain.id)),
-    recordEventStatement(
-      ctx.db,
-      pod.id,
-      "domain_verified",
-      `${domain.domain} verified; pod ${pod.name} answers there`,
-      {
-        domain: domain.domain,
-      },
-    ),
-  ]);
+  await ctx.db.update(domains).set({ status: "verified", verifiedAt }).where(eq(domains.id, domain.id));
+  const told = await pushVerifiedDomains(ctx, found.value);
+  if (!told.ok) {
+    await ctx.db
+      .update(domains)
+      .set({ status: "pending", verifiedAt: null })
+      .where(eq(domains.id, domain.id));
+    return told;
+  }
+  await recordEventStatement(
+    ctx.db,
+    pod.id,
+    "domain_verified",
+    `${domain.domain} verified; pod ${pod.name} answers there`,
+    { domain: domain.domain },
+  );
   return ok(toDomainView({ ...domain, status: "verified", verifiedAt }, pod.name));
 }
