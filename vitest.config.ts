@@ -24,6 +24,8 @@ export default defineConfig({
                 // Billing: Stripe's REST double (test/worker/global-setup.ts). No STRIPE_SECRET_KEY
                 // here: enforcement stays off for every test; billing tests pass a key per request.
                 STRIPE_API_BASE: process.env.STRIPE_DOUBLE_URL ?? "http://127.0.0.1:9",
+                // Custom domains: the DNS-over-HTTPS double (test/worker/global-setup.ts) verifies them.
+                DNS_RESOLVER_URL: process.env.DNS_DOUBLE_URL ?? "http://127.0.0.1:9/dns-query",
               },
             },
           })),

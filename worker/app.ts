@@ -15,6 +15,7 @@ import { billingRouter } from "./routes/billing";
 import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
+import { domainsRouter } from "./routes/domains";
 import { filesRouter } from "./routes/files";
 import { gitRouter } from "./routes/git";
 import { healthRouter } from "./routes/health";
@@ -46,6 +47,7 @@ export function createApp() {
   app.route("/api/pods", metricsRouter);
   app.route("/api/pods", healthRouter);
   app.route("/api/pods", servicesRouter);
+  app.route("/api/pods", domainsRouter);
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
   app.route("/api", gitRouter);
   app.route("/api", backupsRouter);

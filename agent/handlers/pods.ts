@@ -40,6 +40,7 @@ import { applyMemory, removeAllServices, syncSidecars } from "../services/sideca
 import { deployArchive } from "../zip/deploy";
 import { backupHandlers } from "./backups";
 import { type HandlerDeps, podStreams } from "./deps";
+import { domainHandlers } from "./domains";
 import { fileHandlers } from "./files";
 import { gitHandlers } from "./git";
 import { guard } from "./guard";
@@ -351,6 +352,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await removeAllServices(deps, name);
         await removeContainer(docker, n.container);
         await ingress.remove(name);
+        await ingress.setCustomDomains(name, []);
         await removeVolume(docker, n.volume);
         await disk?.remove(n.volume);
         await removeNetwork(docker, n.network);
@@ -379,5 +381,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...gitHandlers(deps, locks),
     ...serviceHandlers(deps, locks),
     ...backupHandlers(deps, locks),
+    ...domainHandlers(deps, locks),
   };
 }

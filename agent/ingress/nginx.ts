@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { chown, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { isCustomDomain } from "../../shared/protocol/domains";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 import { renderMainConfig, renderVhost, type VhostSpec } from "./vhost";
@@ -120,8 +121,9 @@ export class Ingress {
    * Render the pod's vhost; a no-op when the file already says the same (the events watcher
    * re-renders on every container start). Resolves once nginx uses the new file.
    */
-  upsert(v: VhostSpec): Promise<void> {
-    const text = renderVhost(this.opts.listen, v);
+  async upsert(v: VhostSpec): Promise<void> {
+    const custom = await this.customDomains(v.pod);
+    const text = renderVhost(this.opts.listen, { ...v, domains: [...new Set([...v.domains, ...custom])] });
     return this.serialize(async () => {
       const path = this.vhostPath(v.pod);
       const previous = await readFile(path, "utf8").catch(() => null);
@@ -136,6 +138,41 @@ export class Ingress {
       }
       await this.reload();
     });
+  }
+
+  private customDomainsPath(pod: string): string {
+    return join(this.opts.stateDir, "domains", `${pod}.json`);
+  }
+
+  /**
+   * The pod's verified custom domains (docs/domains.md), served beside its own by every render of
+   * its vhost: kept in `<stateDir>/domains/<pod>.json` so restarts and redeploys keep them. Only
+   * names that pass the host-name rule again are used, whatever the file says.
+   */
+  async customDomains(pod: string): Promise<string[]> {
+    const raw = await readFile(this.customDomainsPath(pod), "utf8").catch(() => null);
+    if (raw === null) return [];
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      return Array.isArray(parsed)
+        ? parsed.filter((d): d is string => typeof d === "string" && isCustomDomain(d))
+        : [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** Remember the pod's custom domains (the next render of its vhost serves them); `[]` forgets them. */
+  async setCustomDomains(pod: string, domains: string[]): Promise<void> {
+    const bad = domains.find((d) => !isCustomDomain(d));
+    if (bad !== undefined) throw new AgentError("bad_request", `invalid domain ${JSON.stringify(bad)}`);
+    const path = this.customDomainsPath(pod);
+    if (domains.length === 0) {
+      await rm(path, { force: true });
+      return;
+    }
+    await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
+    await writeAtomic(path, JSON.stringify(domains));
   }
 
   /** Remove the pod's vhost (absent is fine) and reload. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { backupOps } from "./backups";
+import { domainsOps } from "./domains";
 import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
@@ -98,6 +99,7 @@ export const ops = {
   ...gitOps,
   ...servicesOps,
   ...backupOps,
+  ...domainsOps,
 } as const;
 
 export type Op = keyof typeof ops;

@@ -1,17 +1,24 @@
 import type { TestProject } from "vitest/node";
+import { startDnsDouble } from "../support/dns";
 import { startRepohostDouble } from "../support/repohost";
 import { startStripeDouble } from "../support/stripe";
 
 /**
- * Starts the git host's REST double (test/support/repohost.ts) and Stripe's (test/support/stripe.ts)
- * for the workerd tests; their addresses become the Worker's GITHUB_API_BASE and STRIPE_API_BASE
- * (vitest.config.ts reads them from the environment).
+ * Starts the git host's REST double (test/support/repohost.ts), Stripe's (test/support/stripe.ts)
+ * and a DNS-over-HTTPS resolver's (test/support/dns.ts) for the workerd tests; their addresses
+ * become the Worker's GITHUB_API_BASE, STRIPE_API_BASE and DNS_RESOLVER_URL (vitest.config.ts reads
+ * them from the environment).
  */
 export default async function setup(_project: TestProject) {
-  const [repohost, stripe] = await Promise.all([startRepohostDouble(), startStripeDouble()]);
+  const [repohost, stripe, dns] = await Promise.all([
+    startRepohostDouble(),
+    startStripeDouble(),
+    startDnsDouble(),
+  ]);
   process.env.REPOHOST_DOUBLE_URL = repohost.url;
   process.env.STRIPE_DOUBLE_URL = stripe.url;
+  process.env.DNS_DOUBLE_URL = dns.resolverUrl;
   return async () => {
-    await Promise.all([repohost.close(), stripe.close()]);
+    await Promise.all([repohost.close(), stripe.close(), dns.close()]);
   };
 }

@@ -33,7 +33,10 @@ export type PodEventType =
   | "restore_failed"
   | "service_install"
   | "service_running"
-  | "service_removed";
+  | "service_removed"
+  | "domain_added"
+  | "domain_verified"
+  | "domain_removed";
 
 export const recordEventStatement = (
   db: Db,
