@@ -31,6 +31,9 @@ const route = createRoute({
 
 export function registerDownloadPodBackup(app: Router) {
   app.openapi(route, async (c) => {
+    // waitUntil only to mark the backup failed when the hash, known at the stream's end, does not
+    // match (best effort: the client already saw a broken transfer, and the next download, restore
+    // or test-restore checks the hash again).
     const archive = unwrap(
       await downloadBackup({
         ctx: serviceContext(c),
