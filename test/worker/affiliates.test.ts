@@ -6,6 +6,7 @@ import { createMailer } from "../../worker/services/mail/mailer";
 import { FakeAgent, insertPod } from "./support/agent";
 import { addCard, billed, deliver, deliveries, lastDeliverySeq, runBillingAt } from "./support/billing";
 import { call, PASSWORD, type Reply, registerUser, type TestUser, uniqueEmail } from "./support/client";
+import { createTeam, invite } from "./support/teams";
 
 /**
  * The affiliate program (docs/affiliates.md): every endpoint, attribution through the referral
@@ -253,6 +254,50 @@ describe("visits and attribution", () => {
     expect((await get("/api/affiliates/referrals", other)).body.total).toBe(0);
     expect((await get("/api/affiliates/dashboard", other)).body.affiliate.id).not.toBe(affiliate.id);
   });
+
+  it("attributes an account made by accepting an invitation signed out (its personal team), not an existing one", async () => {
+    const { user, affiliate } = await enrolled();
+    const owner = await registerUser();
+    const team = await createTeam(owner);
+    const cookieOfVisit = async () =>
+      refCookie(await call("POST", "/api/affiliate/visit", { code: affiliate.referral_code }));
+
+    const email = uniqueEmail("invited");
+    const invitation = await invite(owner, team.id, email);
+    const accepted = await call(
+      "POST",
+      "/api/invitations/accept",
+      { token: invitation.token, email, name: "Invited", password: PASSWORD },
+      { cookie: await cookieOfVisit() },
+    );
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toEqual({ status: "joined", team_id: team.id });
+    expect(refCookieLine(accepted)).toMatch(/Max-Age=0|Expires=Thu, 01 Jan 1970/i); // spent
+
+    // an account that already existed signs in by accepting: no sign-up, no referral
+    const existing = await registerUser();
+    const second = await invite(owner, team.id, existing.user.email);
+    const signedIn = await call(
+      "POST",
+      "/api/invitations/accept",
+      { token: second.token, email: existing.user.email, name: "Old", password: PASSWORD },
+      { cookie: await cookieOfVisit() },
+    );
+    expect(signedIn.status).toBe(200);
+
+    const list = (await get("/api/affiliates/referrals", user)).body;
+    expect(list.total).toBe(1);
+    const row = await env.DB.prepare(
+      "SELECT r.referred_team_id AS team, u.email FROM referrals r JOIN users u ON u.id = r.referred_user_id WHERE r.affiliate_id = ?",
+    )
+      .bind(affiliate.id)
+      .first<{ team: string; email: string }>();
+    expect(row?.email).toBe(email.toLowerCase());
+    // the personal team made at sign-up (whose invoices earn), not the team it joined
+    expect(row?.team).not.toBe(team.id);
+    const kind = await env.DB.prepare("SELECT account_type FROM teams WHERE id = ?").bind(row?.team).first();
+    expect(kind).toEqual({ account_type: "personal" });
+  });
 });
 
 describe("commissions and tiers", () => {
@@ -369,6 +414,40 @@ describe("commissions and tiers", () => {
     const dash = (await get("/api/affiliates/dashboard", user)).body;
     expect(dash.tier.slug).toBe("pro");
     expect(dash.affiliate.total_earnings).toBe(25_000 + 2_500 + 10_000);
+  });
+
+  it("churns while the referred team is cancelled, comes back when it subscribes again; the closing invoice still earns", async () => {
+    const { user, affiliate } = await enrolled();
+    const referred = await referredSignup(affiliate.referral_code);
+    await addCard(referred);
+    const status = async () => (await get("/api/affiliates/referrals", user)).body.referrals[0].status;
+    const subscribe = async () =>
+      expect(
+        (await call("POST", "/api/billing/subscribe", { plan_slug: "launch" }, billed(referred))).status,
+      ).toBe(201);
+    const cancel = async () =>
+      expect(
+        (await call("POST", "/api/billing/subscription/cancel", undefined, billed(referred))).body,
+      ).toEqual({ status: "cancelled" });
+
+    await subscribe();
+    await cancel();
+    expect(await status()).toBe("churned");
+    await subscribe(); // never paid: back to pending
+    expect(await status()).toBe("pending");
+    await paidInvoice(referred.user.active_team_id, 2304, 1, 10_000);
+    expect(await status()).toBe("active");
+    await cancel();
+    expect(await status()).toBe("churned");
+    // the invoice closing the cancelled team's last period earns; the referral stays churned
+    await paidInvoice(referred.user.active_team_id, 2304, 2, 5_000);
+    expect(await status()).toBe("churned");
+    const earned = (await get("/api/affiliates/earnings", user)).body.earnings.map(
+      (e: { commission_amount: number }) => e.commission_amount,
+    );
+    expect(earned.sort()).toEqual([1_000, 500].sort());
+    await subscribe();
+    expect(await status()).toBe("active");
   });
 
   it("earns nothing on the invoices of a team nobody referred", async () => {

@@ -1,5 +1,7 @@
 import { createRouter } from "../../http/router";
-// the commission, activation and tier upgrade run on every paid invoice (registers the hook)
+// registers the hooks: churn on a referred team's cancel, and the commission, activation and tier
+// upgrade on every paid invoice
+import "../../services/affiliates/churn";
 import "../../services/affiliates/commission";
 import { registerGetAffiliateDashboard } from "./dashboard";
 import { registerListAffiliateEarnings } from "./earnings";

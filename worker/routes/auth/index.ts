@@ -6,7 +6,7 @@ import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { requireAuth, SESSION_COOKIE } from "../../http/middleware";
 import { beginPasswordAttempt, rateLimit } from "../../http/rate-limit";
-import { clearReferralCookie, referralCookie } from "../../http/referral-cookie";
+import { attributeSignupFromCookie } from "../../http/referral-cookie";
 import {
   authenticated,
   createRouter,
@@ -16,8 +16,6 @@ import {
   StatusBody,
   serviceContext,
 } from "../../http/router";
-import { signedInUserId } from "../../http/signed-in-user";
-import { attributeSignup } from "../../services/affiliates/attribution";
 import {
   forgotPassword,
   login,
@@ -65,21 +63,12 @@ export const authRouter = createRouter()
     async (c) => {
       const ctx = serviceContext(c);
       const result = unwrap(await register(ctx, c.req.valid("json")));
-      const visitId = referralCookie(c);
-      if (visitId) {
-        const { user } = result;
-        await attributeSignup({
-          ctx,
-          input: {
-            visitId,
-            userId: user.id,
-            teamId: user.active_team_id,
-            email: user.email,
-            signedInUserId: await signedInUserId(c),
-          },
-        });
-        clearReferralCookie(c);
-      }
+      const { user } = result;
+      await attributeSignupFromCookie(c, ctx, {
+        userId: user.id,
+        teamId: user.active_team_id,
+        email: user.email,
+      });
       setSessionCookie(c, result.token);
       return c.json(result, 201);
     },

@@ -4,6 +4,7 @@ import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { optionalAuth } from "../../http/middleware";
 import { beginPasswordAttempt, enforceRateLimit } from "../../http/rate-limit";
+import { attributeSignupFromCookie } from "../../http/referral-cookie";
 import {
   createRouter,
   errors,
@@ -101,6 +102,7 @@ export const invitationsRouter = createRouter()
       const attempt = await beginPasswordAttempt(c, email);
       const result = unwrap(await acceptInvitationSignedOut(ctx, { token, email, name, password }));
       await attempt.succeeded();
+      if (result.registered) await attributeSignupFromCookie(c, ctx, result.registered);
       if (result.session) setSessionCookie(c, result.session.token);
       return c.json({ status: result.status, team_id: result.team_id }, 200);
     },

@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { newId } from "../../../shared/ids";
 import { affiliateEarnings, affiliates, referrals } from "../../db/schema";
 import { nowIso } from "../../lib/time";
@@ -7,7 +7,8 @@ import type { ServiceContext } from "../context";
 import { commissionOf, TIERS, tierOf, tierRank, tiersReached } from "./tiers";
 
 /**
- * A referred team's paid invoice: the referral becomes `active` (on the first), the affiliate earns
+ * A referred team's paid invoice: the referral becomes `active` (on the first; a `churned` one stays
+ * churned, and the invoice closing the team's last period still earns), the affiliate earns
  * the commission at the tier they hold at payment time (rate and tier snapshotted on the earning),
  * then, when the referred revenue has crossed a milestone, the tier goes up (never down) and each
  * crossed tier's bonus is credited as an earning. The payment that crosses earns at the old rate.
@@ -23,7 +24,7 @@ export const earnOnInvoicePaid: PaidInvoiceHook = async (ctx, invoice) => {
     .innerJoin(affiliates, eq(affiliates.id, referrals.affiliateId))
     .where(eq(referrals.referredTeamId, invoice.teamId))
     .limit(1);
-  if (!found || found.referral.status === "churned") return;
+  if (!found) return;
   const { referral } = found;
   const now = nowIso();
   const tier = tierOf(found.tierSlug);
@@ -32,8 +33,11 @@ export const earnOnInvoicePaid: PaidInvoiceHook = async (ctx, invoice) => {
     await ctx.db.batch([
       ctx.db
         .update(referrals)
-        .set({ status: "active", activatedAt: now })
-        .where(and(eq(referrals.id, referral.id), eq(referrals.status, "pending"))),
+        .set({
+          status: sql`CASE WHEN ${referrals.status} = 'pending' THEN 'active' ELSE ${referrals.status} END`,
+          activatedAt: now,
+        })
+        .where(and(eq(referrals.id, referral.id), isNull(referrals.activatedAt))),
       ctx.db
         .insert(affiliateEarnings)
         .values({

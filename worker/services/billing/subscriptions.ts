@@ -9,6 +9,24 @@ import { type BillingCall, requireBillingOwner } from "./access";
 import { periodAt } from "./periods";
 import { processorName } from "./stripe";
 
+/**
+ * What follows a subscription ending (cancel) or starting again (a cancelled team subscribing):
+ * the affiliate referral's `churned` is one. Registered by the module that cares, so billing does
+ * not import it.
+ */
+export type SubscriptionHook = (
+  ctx: ServiceContext,
+  teamId: string,
+  status: "active" | "cancelled",
+) => Promise<void>;
+const hooks: SubscriptionHook[] = [];
+export const onSubscriptionStatus = (hook: SubscriptionHook) => {
+  hooks.push(hook);
+};
+const runHooks = async (ctx: ServiceContext, teamId: string, status: "active" | "cancelled") => {
+  for (const hook of hooks) await hook(ctx, teamId, status);
+};
+
 /** A failed payment leaves the team `past_due` this long before it is `suspended` (no new pods). */
 export const SUSPENSION_GRACE_MS = 7 * DAY;
 
@@ -70,10 +88,12 @@ export async function subscribe({
       `the team already has a subscription (${existing.status}); change its plan instead`,
     );
   if (existing) {
-    await ctx.db
+    const moved = await ctx.db
       .update(subscriptions)
       .set({ planSlug: plan.value, status: "active", cancelledAt: null, pastDueSince: null, updatedAt: now })
-      .where(and(eq(subscriptions.id, existing.id), eq(subscriptions.status, "cancelled")));
+      .where(and(eq(subscriptions.id, existing.id), eq(subscriptions.status, "cancelled")))
+      .returning({ id: subscriptions.id });
+    if (moved.length > 0) await runHooks(ctx, caller.teamId, "active");
   } else {
     await ctx.db
       .insert(subscriptions)
@@ -133,10 +153,12 @@ export async function cancelSubscription({
       "conflict",
       `delete every pod of the team before cancelling; still there: ${live.map((p) => p.name).join(", ")}`,
     );
-  await ctx.db
+  const moved = await ctx.db
     .update(subscriptions)
     .set({ status: "cancelled", cancelledAt: nowIso(), updatedAt: nowIso() })
-    .where(eq(subscriptions.id, existing.id));
+    .where(and(eq(subscriptions.id, existing.id), ne(subscriptions.status, "cancelled")))
+    .returning({ id: subscriptions.id });
+  if (moved.length > 0) await runHooks(ctx, caller.teamId, "cancelled");
   return ok({ status: "cancelled" });
 }
 

@@ -142,6 +142,8 @@ export interface AcceptResult {
   team_id: string;
   /** a new session when the invitation was accepted signed out */
   session?: { token: string };
+  /** the account made by a signed-out accept (its personal team is what a referral counts) */
+  registered?: { userId: string; teamId: string; email: string };
 }
 
 const makeActive = (ctx: ServiceContext, userId: string, teamId: string) =>
@@ -203,5 +205,8 @@ export async function acceptInvitationSignedOut(
   const result = await acceptAs(ctx, user.value.id, row.invitation);
   if (!result.ok) return result;
   const session = await createSession(ctx.db, user.value.id);
-  return ok({ ...result.value, session: { token: session.token } });
+  const registered = existing
+    ? undefined
+    : { userId: user.value.id, teamId: user.value.activeTeamId, email: user.value.email };
+  return ok({ ...result.value, session: { token: session.token }, registered });
 }
