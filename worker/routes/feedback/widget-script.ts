@@ -57,7 +57,7 @@ export const WIDGET_SCRIPT = String.raw`(function () {
     ".open { position: fixed; right: 16px; bottom: 16px; z-index: 2147483646; padding: 8px 14px; border: 0; border-radius: 18px; background: #1f6feb; color: #fff; cursor: pointer; box-shadow: 0 2px 8px rgba(0,0,0,.3); }",
     ".panel { position: fixed; right: 16px; bottom: 64px; z-index: 2147483647; width: 320px; max-height: 70vh; overflow: auto; padding: 12px; background: #fff; color: #111; border: 1px solid #ccc; border-radius: 8px; box-shadow: 0 4px 16px rgba(0,0,0,.25); }",
     ".panel[hidden], .hint[hidden], form[hidden] { display: none; }",
-    ".hint { position: fixed; left: 50%; top: 12px; transform: translateX(-50%); z-index: 2147483647; padding: 6px 12px; background: #111; color: #fff; border-radius: 6px; }",
+    ".hint { pointer-events: none; position: fixed; left: 50%; top: 12px; transform: translateX(-50%); z-index: 2147483647; padding: 6px 12px; background: #111; color: #fff; border-radius: 6px; }",
     "label { display: block; margin: 6px 0 2px; }",
     "input, textarea { width: 100%; padding: 4px 6px; border: 1px solid #aaa; border-radius: 4px; }",
     "textarea { height: 80px; resize: vertical; }",
