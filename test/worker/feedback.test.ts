@@ -1,5 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import { loggedPath } from "../../worker/http/middleware";
 import { type ControlCall, FakeAgent, podEventRecords } from "./support/agent";
 import { call, freshIp, registerUser } from "./support/client";
 import { onlineWithPod } from "./support/pods";
@@ -411,6 +412,15 @@ describe("owner triage", () => {
     const owner = await list(s.as, s.pod.name);
     expect(owner.body).toMatchObject({ enabled: true, counts: { new: 1, read: 0, resolved: 0 } });
     expect((await call("GET", `/api/pods/${s.pod.name}/feedback`)).status).toBe(401);
+  });
+});
+
+describe("the token in the path", () => {
+  it("is redacted from the request log", () => {
+    const token = "0123456789abcdefghjkmnpqrstvwxyz";
+    expect(loggedPath(`/api/feedback/${token}`)).toBe("/api/feedback/[redacted]");
+    expect(loggedPath(`/api/feedback/${token}/mine`)).toBe("/api/feedback/[redacted]/mine");
+    expect(loggedPath("/api/pods/site/feedback/settings")).toBe("/api/pods/site/feedback/settings");
   });
 });
 

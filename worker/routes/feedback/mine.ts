@@ -3,7 +3,7 @@ import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { rateLimit } from "../../http/rate-limit";
 import { errors, jsonResponse, type Router, serviceContext } from "../../http/router";
-import { listMyFeedback } from "../../services/feedback/submit";
+import { listMyFeedback } from "../../services/feedback/mine";
 import { FeedbackComment, TokenParams, tags } from "./schemas";
 
 const route = createRoute({

@@ -3,7 +3,7 @@ import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
-import { deleteFeedback } from "../../services/feedback/triage";
+import { deleteFeedback } from "../../services/feedback/remove";
 import { FeedbackParams, tags } from "./schemas";
 
 const route = createRoute({

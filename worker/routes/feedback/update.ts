@@ -11,7 +11,7 @@ import {
   type Router,
   serviceContext,
 } from "../../http/router";
-import { setFeedbackStatus } from "../../services/feedback/triage";
+import { setFeedbackStatus } from "../../services/feedback/update";
 import { FeedbackParams, tags } from "./schemas";
 
 const route = createRoute({

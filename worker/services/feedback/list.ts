@@ -1,4 +1,4 @@
-import { and, count, desc, eq } from "drizzle-orm";
+import { and, count, desc, eq, sql } from "drizzle-orm";
 import { ok, type Result } from "../../../shared/errors";
 import { type FeedbackStatus, feedback } from "../../db/schema";
 import type { TeamCall } from "../context";
@@ -36,7 +36,7 @@ export async function listFeedback({
       .select()
       .from(feedback)
       .where(where)
-      .orderBy(desc(feedback.createdAt), desc(feedback.id))
+      .orderBy(desc(feedback.createdAt), desc(sql`rowid`))
       .limit(input.limit)
       .offset(input.offset),
     ctx.db

@@ -1,11 +1,11 @@
-import { and, count, desc, eq } from "drizzle-orm";
+import { count, eq } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId, randomToken } from "../../../shared/ids";
 import type { Db } from "../../db/client";
 import { type FeedbackRow, feedback } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
-import { MAX_POD_FEEDBACK, MINE_LIMIT, SUBMITTER_ID } from "./caps";
+import { MAX_POD_FEEDBACK, SUBMITTER_ID } from "./caps";
 import { findCollectingPod } from "./lookup";
 import { type FeedbackView, toFeedbackView } from "./views";
 
@@ -99,27 +99,3 @@ export async function submitFeedback({
 
 const storedCount = async (db: Db, podId: string) =>
   (await db.select({ n: count() }).from(feedback).where(eq(feedback.podId, podId)))[0]?.n ?? 0;
-
-/**
- * `GET /api/feedback/{token}/mine?submitter=` (public): that visitor's comments on the pod, newest
- * first, at most MINE_LIMIT; 404 like the POST for an unknown token or a disabled collection.
- */
-export async function listMyFeedback({
-  ctx,
-  input,
-}: {
-  ctx: ServiceContext;
-  input: { token: string; submitter: string };
-}): Promise<Result<{ feedback: FeedbackView[] }>> {
-  if (!SUBMITTER_ID.test(input.submitter))
-    return fail("bad_request", "submitter: must be 16-64 letters, digits, '_' or '-'");
-  const found = await findCollectingPod(ctx.db, input.token);
-  if (!found.ok) return found;
-  const rows = await ctx.db
-    .select()
-    .from(feedback)
-    .where(and(eq(feedback.podId, found.value.podId), eq(feedback.submitterId, input.submitter)))
-    .orderBy(desc(feedback.createdAt), desc(feedback.id))
-    .limit(MINE_LIMIT);
-  return ok({ feedback: rows.map((row) => toFeedbackView(row, found.value.podName)) });
-}
