@@ -118,6 +118,29 @@ describe("settings", () => {
     expect((await submit(rotated.body.token, comment())).status).toBe(201);
   });
 
+  it("two changes at once compose, and the last settings the host gets are D1's", async () => {
+    const s = await onlineWithPod();
+    let finished = false;
+    const both = Promise.all([
+      settings(s.as, s.pod.name, { enabled: true }),
+      settings(s.as, s.pod.name, { visibility: "link" }),
+    ]).finally(() => {
+      finished = true;
+    });
+    let last: Record<string, unknown> = {};
+    while (!finished) {
+      const c = await s.agent.next("control:call", 300).catch(() => undefined);
+      if (!c) continue;
+      expect(c.op).toBe("pod.feedback.set");
+      last = (c.params as { feedback: Record<string, unknown> }).feedback;
+      s.agent.ok(c, { rendered: true });
+    }
+    for (const res of await both) expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const stored = await list(s.as, s.pod.name);
+    expect(stored.body).toMatchObject({ enabled: true, visibility: "link" });
+    expect(last).toMatchObject({ enabled: true, visibility: "link", token: stored.body.token });
+  });
+
   it("400 for a bad visibility or non-boolean flags; nothing reaches the host", async () => {
     const s = await onlineWithPod();
     for (const body of [{ visibility: "friends" }, { enabled: "yes" }, { rotate: 1 }, { visibility: null }]) {

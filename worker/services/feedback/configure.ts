@@ -55,17 +55,19 @@ export async function configureFeedback({
   const target = targetOf(found.value);
   if (!target.ok) return target;
   const before = await settingsOf(ctx.db, pod.id);
-  const next: FeedbackSettingsRow = {
-    podId: pod.id,
-    enabled: input.enabled ?? before.enabled,
-    visibility: input.visibility ?? before.visibility,
-    token: input.rotate ? newFeedbackToken() : before.token,
-    updatedAt: nowIso(),
-  };
+  // only the fields asked for: two changes at once (one enabling, one choosing the visibility)
+  // compose instead of the later one writing back what it read before the other
+  const updatedAt = nowIso();
   await ctx.db
     .update(feedbackSettings)
-    .set({ enabled: next.enabled, visibility: next.visibility, token: next.token, updatedAt: next.updatedAt })
+    .set({
+      ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+      ...(input.visibility !== undefined ? { visibility: input.visibility } : {}),
+      ...(input.rotate ? { token: newFeedbackToken() } : {}),
+      updatedAt,
+    })
     .where(eq(feedbackSettings.podId, pod.id));
+  const next = await settingsOf(ctx.db, pod.id);
   const rendered = await pushSettings(ctx, target.value, next);
   if (!rendered.ok) {
     // put back what was there, unless another change has replaced ours meanwhile
@@ -77,7 +79,7 @@ export async function configureFeedback({
         token: before.token,
         updatedAt: before.updatedAt,
       })
-      .where(and(eq(feedbackSettings.podId, pod.id), eq(feedbackSettings.updatedAt, next.updatedAt)));
+      .where(and(eq(feedbackSettings.podId, pod.id), eq(feedbackSettings.updatedAt, updatedAt)));
     return rendered;
   }
   const changes = {
