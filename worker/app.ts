@@ -16,6 +16,7 @@ import { catalogRouter } from "./routes/catalog";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { domainsRouter } from "./routes/domains";
+import { feedbackRouter } from "./routes/feedback";
 import { filesRouter } from "./routes/files";
 import { gitRouter } from "./routes/git";
 import { healthRouter } from "./routes/health";
@@ -48,6 +49,8 @@ export function createApp() {
   app.route("/api/pods", healthRouter);
   app.route("/api/pods", servicesRouter);
   app.route("/api/pods", domainsRouter);
+  // Feedback spans /api/pods/{name}/feedback, the public /api/feedback/{token} and /feedback/widget.js.
+  app.route("/", feedbackRouter);
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
   app.route("/api", gitRouter);
   app.route("/api", backupsRouter);

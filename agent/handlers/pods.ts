@@ -41,6 +41,7 @@ import { deployArchive } from "../zip/deploy";
 import { backupHandlers } from "./backups";
 import { type HandlerDeps, podStreams } from "./deps";
 import { domainHandlers } from "./domains";
+import { feedbackHandlers } from "./feedback";
 import { fileHandlers } from "./files";
 import { gitHandlers } from "./git";
 import { guard } from "./guard";
@@ -353,6 +354,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await removeContainer(docker, n.container);
         await ingress.remove(name);
         await ingress.setCustomDomains(name, []);
+        await ingress.setFeedback(name, null);
         await removeVolume(docker, n.volume);
         await disk?.remove(n.volume);
         await removeNetwork(docker, n.network);
@@ -382,5 +384,6 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...serviceHandlers(deps, locks),
     ...backupHandlers(deps, locks),
     ...domainHandlers(deps, locks),
+    ...feedbackHandlers(deps, locks),
   };
 }

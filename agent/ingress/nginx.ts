@@ -3,6 +3,7 @@ import { chown, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises"
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { isCustomDomain } from "../../shared/protocol/domains";
+import { FeedbackVhost } from "../../shared/protocol/feedback";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 import { renderMainConfig, renderVhost, type VhostSpec } from "./vhost";
@@ -123,7 +124,12 @@ export class Ingress {
    */
   async upsert(v: VhostSpec): Promise<void> {
     const custom = await this.customDomains(v.pod);
-    const text = renderVhost(this.opts.listen, { ...v, domains: [...new Set([...v.domains, ...custom])] });
+    const feedback = await this.feedback(v.pod);
+    const text = renderVhost(this.opts.listen, {
+      ...v,
+      domains: [...new Set([...v.domains, ...custom])],
+      ...(feedback ? { feedback } : {}),
+    });
     return this.serialize(async () => {
       const path = this.vhostPath(v.pod);
       const previous = await readFile(path, "utf8").catch(() => null);
@@ -173,6 +179,39 @@ export class Ingress {
     }
     await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
     await writeAtomic(path, JSON.stringify(domains));
+  }
+
+  private feedbackPath(pod: string): string {
+    return join(this.opts.stateDir, "feedback", `${pod}.json`);
+  }
+
+  /**
+   * The pod's feedback widget settings (docs/feedback.md), injected by every render of its vhost:
+   * kept in `<stateDir>/feedback/<pod>.json` like its custom domains. A file that does not pass the
+   * protocol's schema again (hand edited, hostile) is ignored: no widget.
+   */
+  async feedback(pod: string): Promise<FeedbackVhost | null> {
+    const raw = await readFile(this.feedbackPath(pod), "utf8").catch(() => null);
+    if (raw === null) return null;
+    try {
+      const parsed = FeedbackVhost.safeParse(JSON.parse(raw));
+      return parsed.success ? parsed.data : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Remember the pod's feedback settings (the next render of its vhost uses them); null forgets them. */
+  async setFeedback(pod: string, feedback: FeedbackVhost | null): Promise<void> {
+    const path = this.feedbackPath(pod);
+    if (feedback === null) {
+      await rm(path, { force: true });
+      return;
+    }
+    const parsed = FeedbackVhost.safeParse(feedback);
+    if (!parsed.success) throw new AgentError("bad_request", "invalid feedback settings");
+    await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
+    await writeAtomic(path, JSON.stringify(parsed.data));
   }
 
   /** Remove the pod's vhost (absent is fine) and reload. */

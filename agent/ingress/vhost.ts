@@ -1,4 +1,5 @@
 import { isIPv4 } from "node:net";
+import { type FeedbackVhost, isFeedbackToken, isWidgetScriptUrl } from "../../shared/protocol/feedback";
 
 /**
  * nginx text rendered from values that come over the wire: everything interpolated is validated
@@ -18,6 +19,53 @@ export interface VhostSpec {
   domains: string[];
   ip: string;
   port: number;
+  /** the visitor feedback widget (docs/feedback.md); absent or disabled: nothing is injected */
+  feedback?: FeedbackVhost;
+}
+
+/** the cookie that keeps the widget on later pages of a visitor who opened the share link */
+export const FEEDBACK_COOKIE = "pod_feedback";
+const FEEDBACK_COOKIE_MAX_AGE_S = 30 * 24 * 3600;
+
+/**
+ * The widget's injection (docs/feedback.md): every HTML page the pod serves gets the script before
+ * its `</body>` (sub_filter; upstream gzip would hide the markup from it, so the vhost asks for
+ * identity encoding). `everyone`: for every visitor. `link`: only for a request whose
+ * `pod_feedback` query argument or cookie is the current token; the argument also sets the cookie,
+ * so that visitor's later pages keep the widget, and a rotated token matches neither.
+ * Server-level `if` holds only `set` (safe in nginx); both values were checked before.
+ */
+function feedbackDirectives(pod: string, f: FeedbackVhost | undefined): { server: string; location: string } {
+  if (!f?.enabled) return { server: "", location: "" };
+  if (!isFeedbackToken(f.token)) throw new Error(`vhost ${pod}: invalid feedback token`);
+  if (!isWidgetScriptUrl(f.scriptUrl)) throw new Error(`vhost ${pod}: invalid widget script URL`);
+  const script = `<script src="${f.scriptUrl}" data-pod-feedback="${f.token}" async></script>`;
+  const location = `    proxy_set_header Accept-Encoding "";
+    sub_filter_once on;
+    sub_filter_types text/html;
+`;
+  if (f.visibility === "everyone")
+    return {
+      server: "",
+      location: `${location}    sub_filter '</body>' '${script}</body>';
+`,
+    };
+  const cookie = `${FEEDBACK_COOKIE}=${f.token}; Path=/; Max-Age=${FEEDBACK_COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Lax`;
+  return {
+    server: `  # feedback widget, visibility link: only with the current token (argument or cookie)
+  set $podhost_feedback_script "";
+  set $podhost_feedback_cookie "";
+  if ($cookie_${FEEDBACK_COOKIE} = "${f.token}") { set $podhost_feedback_script '${script}'; }
+  if ($arg_${FEEDBACK_COOKIE} = "${f.token}") {
+    set $podhost_feedback_script '${script}';
+    set $podhost_feedback_cookie "${cookie}";
+  }
+`,
+    location: `${location}    sub_filter '</body>' '$podhost_feedback_script</body>';
+    # an empty value adds no header
+    add_header Set-Cookie $podhost_feedback_cookie;
+`,
+  };
 }
 
 export function renderVhost(listen: string, v: VhostSpec): string {
@@ -28,12 +76,13 @@ export function renderVhost(listen: string, v: VhostSpec): string {
   if (!Number.isInteger(v.port) || v.port < 1 || v.port > 65535)
     throw new Error(`vhost ${v.pod}: invalid port`);
   if (!/^[A-Za-z0-9_-]+$/.test(v.podId)) throw new Error(`vhost ${v.pod}: invalid pod id`);
+  const feedback = feedbackDirectives(v.pod, v.feedback);
   return `# pod ${v.pod} (${v.podId}), rendered by podhost-agent: edits are overwritten
 server {
   listen ${listen};
   server_name ${v.domains.join(" ")};
   client_max_body_size 64m;
-  location / {
+${feedback.server}  location / {
     proxy_pass http://${v.ip}:${v.port};
     proxy_http_version 1.1;
     proxy_set_header Host $host;
@@ -46,7 +95,7 @@ server {
     proxy_connect_timeout 5s;
     proxy_read_timeout 300s;
     proxy_send_timeout 300s;
-  }
+${feedback.location}  }
 }
 `;
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { backupOps } from "./backups";
 import { domainsOps } from "./domains";
+import { feedbackOps } from "./feedback";
 import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
@@ -100,6 +101,7 @@ export const ops = {
   ...servicesOps,
   ...backupOps,
   ...domainsOps,
+  ...feedbackOps,
 } as const;
 
 export type Op = keyof typeof ops;

@@ -1,9 +1,10 @@
 import { mkdtemp, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalWorker, startLocalWorker } from "../../bench/support/worker";
+import { launchChromium } from "./support/browser";
 
 /** The API reference as a person sees it, in Debian's Chromium (installed by scripts/host/ensure-browser.sh). */
 describe("GET /docs in a real browser", () => {
@@ -11,22 +12,7 @@ describe("GET /docs in a real browser", () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    [worker, browser] = await Promise.all([
-      startLocalWorker(),
-      chromium.launch({
-        executablePath: "/usr/bin/chromium",
-        // Flags that keep Chromium from dialling out on a machine with no network.
-        args: [
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      }),
-    ]);
+    [worker, browser] = await Promise.all([startLocalWorker(), launchChromium()]);
   }, 120_000);
 
   afterAll(async () => {

@@ -162,7 +162,7 @@ describe("cross-site requests (a page on a sibling pod host posting with the vic
 });
 
 describe("every authenticated operation", () => {
-  it("answers 401 {error} without credentials and with a garbage token", async () => {
+  it("answers 401 {error} without credentials and with a garbage token", { timeout: 60_000 }, async () => {
     const operations = (await documentedOperations()).filter((op) => op.secured);
     expect(operations.length).toBeGreaterThan(10);
     for (const op of operations) {

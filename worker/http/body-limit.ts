@@ -42,3 +42,10 @@ export const fileUploadBodyLimit = declaredBodyLimit(FILE_UPLOAD_MAX_BYTES + MUL
 export const zipUploadBodyLimit = declaredBodyLimit(ZIP_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES);
 /** `POST /api/pods/{name}/backups/import`: one archive part and a note */
 export const backupImportBodyLimit = declaredBodyLimit(BACKUP_IMPORT_MAX_BYTES + MULTIPART_OVERHEAD_BYTES);
+
+/** `POST /api/feedback/{token}`: a stranger's comment, whose fields are capped far below this */
+export const FEEDBACK_BODY_MAX_BYTES = 32 * 1024;
+export const feedbackBodyLimit: MiddlewareHandler = bodyLimit({
+  maxSize: FEEDBACK_BODY_MAX_BYTES,
+  onError: (c) => tooLarge(c, FEEDBACK_BODY_MAX_BYTES),
+});

@@ -14,7 +14,11 @@ export const SESSION_COOKIE = "pod_session";
  * its path, and a log line (Workers Logs, tail, Logpush) is readable by more people than the team it
  * admits to. The log keeps the route's shape, not the secret. (Query strings are not logged at all.)
  */
-const SECRET_PATHS: RegExp[] = [/^(\/api\/invitations\/)(?!accept$)[^/]+$/];
+const SECRET_PATHS: RegExp[] = [
+  /^(\/api\/invitations\/)(?!accept$)[^/]+$/,
+  // a pod's feedback token (docs/feedback.md): `POST /api/feedback/{token}` and its `/mine`
+  /^(\/api\/feedback\/)[^/]+(?=\/mine$|$)/,
+];
 
 export const loggedPath = (path: string) =>
   SECRET_PATHS.reduce((p, pattern) => p.replace(pattern, "$1[redacted]"), path);

@@ -10,6 +10,10 @@ export const RATE_LIMITS = {
   forgotPassword: { limit: 3, windowMs: 60_000 },
   createPod: { limit: 50, windowMs: 3_600_000 },
   imports: { limit: 20, windowMs: 3_600_000 },
+  /** visitors' comments through a pod's feedback widget (not in the spec's table: docs/feedback.md) */
+  feedback: { limit: 10, windowMs: 600_000 },
+  /** a visitor reading their own comments back (the widget does once per page view) */
+  feedbackMine: { limit: 120, windowMs: 60_000 },
 } as const;
 
 /** Cloudflare sets CF-Connecting-IP at the edge and overwrites any value a client sends. */

@@ -112,14 +112,21 @@ export interface StackOptions {
   direct?: boolean;
   /** more Worker vars, e.g. GITHUB_API_BASE of the git host double (test/support/repohost.ts) */
   vars?: Record<string, string>;
+  /**
+   * PUBLIC_URL is the Worker's own address (a free port chosen up front), for what hands the
+   * Worker's URL to others: the feedback widget's script in a pod's pages.
+   */
+  publicUrl?: boolean;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
   const prefix = `e2e${label}${Date.now().toString(36).slice(-4)}`;
   const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-e2e-"));
   await applyMigrations(persistDir);
+  const port = options.publicUrl ? await freePort() : undefined;
   const workerOptions = {
     persistDir,
+    ...(port ? { port } : {}),
     vars: {
       POD_DOMAIN: "pods.localhost",
       // git deployments: a test key for secrets at rest, and repositories served over http on loopback
@@ -127,6 +134,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       // database services: a test key for their passwords at rest
       SERVICE_PASSWORD_KEY: "ZTJlLW9ubHktc2VydmljZS1wYXNzd29yZC1rZXkhISE=",
       ALLOW_HTTP_GIT_LOOPBACK: "true",
+      ...(port ? { PUBLIC_URL: `http://127.0.0.1:${port}` } : {}),
       ...options.vars,
     },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.

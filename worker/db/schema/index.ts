@@ -3,6 +3,7 @@ export * from "./api-tokens";
 export * from "./backups";
 export * from "./billing";
 export * from "./domains";
+export * from "./feedback";
 export * from "./git";
 export * from "./hosts";
 export * from "./mail-outbox";

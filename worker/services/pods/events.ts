@@ -36,7 +36,8 @@ export type PodEventType =
   | "service_removed"
   | "domain_added"
   | "domain_verified"
-  | "domain_removed";
+  | "domain_removed"
+  | "feedback_updated";
 
 export const recordEventStatement = (
   db: Db,

@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
-import { domains, podServices, pods } from "../../db/schema";
+import { domains, feedback, feedbackSettings, podServices, pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { deletePodBackups } from "../backups/remove";
 import type { TeamCall } from "../context";
@@ -57,6 +57,9 @@ export async function deletePod({
     ctx.db.delete(podServices).where(eq(podServices.podId, pod.id)),
     // its custom domains go too: the names are free for any pod again (docs/domains.md)
     ctx.db.delete(domains).where(eq(domains.podId, pod.id)),
+    // its visitors' feedback and the token go too (docs/feedback.md)
+    ctx.db.delete(feedback).where(eq(feedback.podId, pod.id)),
+    ctx.db.delete(feedbackSettings).where(eq(feedbackSettings.podId, pod.id)),
     ctx.db
       .update(pods)
       .set({ status: "deleted", deletedAt: now, sshPort: null, ip: null, updatedAt: now })
