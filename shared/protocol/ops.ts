@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { backupOps } from "./backups";
+import { codingAgentsOps } from "./coding-agents";
 import { domainsOps } from "./domains";
 import { filesOps } from "./files";
 import { gitOps } from "./git";
@@ -100,6 +101,7 @@ export const ops = {
   ...servicesOps,
   ...backupOps,
   ...domainsOps,
+  ...codingAgentsOps,
 } as const;
 
 export type Op = keyof typeof ops;

@@ -1,0 +1,264 @@
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { isExactAgentVersion } from "../../shared/coding-agents";
+import type { CodingAgentsConfig } from "../config";
+import { CappedBytes } from "../docker/capped";
+import { AgentError } from "../errors";
+import { KeyedLock } from "../handlers/keyed-lock";
+
+/**
+ * The host side of a coding agent install: the package tree of `<package>@<version>` fetched from
+ * the npm registry onto the host, once per package version, and kept in the agent's state dir for
+ * every pod of the host (`<stateDir>/coding-agents/<package>@<version>/lib/node_modules/<package>`).
+ *
+ * Nothing of the package runs here: `npm install -g --ignore-scripts --no-bin-links` only resolves,
+ * downloads (checked against the registry's integrity hashes) and unpacks. The package's own
+ * install scripts (many agents copy a platform binary out of an optional dependency) run later in
+ * the pod, as pod_user (./pod-install.ts). The host's platform is the pods' (same kernel, glibc
+ * images), so npm picks the optional dependencies the pods need.
+ *
+ * Bounds: one fetch takes at most `fetchTimeoutMs` (npm is killed), a tree over `maxTreeBytes` is
+ * refused, and past `maxCacheBytes` the least recently used trees go (never one being fetched or
+ * copied). npm argv only: the package name comes from the catalog, the version passed the
+ * protocol's exact-or-dist-tag check.
+ */
+
+export interface PreparedTree {
+  /** `<dir>/lib/node_modules/<package>` is the package */
+  dir: string;
+  version: string;
+  /** the resolved version's `engines.node`, if any */
+  enginesNode: string | null;
+  bytes: number;
+}
+
+interface Marker {
+  version: string;
+  enginesNode: string | null;
+  bytes: number;
+}
+
+const MARKER = ".podhost-ready.json";
+/** what npm says about one failure: its first lines are enough */
+const NPM_OUTPUT_MAX = 64 * 1024;
+
+export class CodingAgentCache {
+  private readonly root: string;
+  private readonly locks = new KeyedLock();
+  /** trees being copied into pods: never evicted meanwhile */
+  private readonly inUse = new Map<string, number>();
+
+  constructor(
+    stateDir: string,
+    private readonly config: CodingAgentsConfig,
+  ) {
+    this.root = path.join(stateDir, "coding-agents");
+  }
+
+  /** `<package>@<version>` resolved (a dist-tag becomes the version it points at) and its tree on the host. */
+  async prepare(pkg: string, spec: string, signal: AbortSignal): Promise<PreparedTree> {
+    // Asked even for an exact version: the registry says whether it exists, and its engines.
+    const resolved = await this.view(pkg, spec, signal);
+    const dir = this.dirOf(pkg, resolved.version);
+    return this.locks.run(dir, async () => {
+      const ready = await readMarker(dir);
+      if (ready) {
+        const now = new Date();
+        await utimes(path.join(dir, MARKER), now, now).catch(() => undefined);
+        return { dir, ...ready };
+      }
+      await mkdir(this.root, { recursive: true });
+      const scratch = await mkdtemp(path.join(this.root, ".fetch-"));
+      try {
+        await this.npm(
+          [
+            "install",
+            "--global",
+            "--ignore-scripts",
+            "--no-bin-links",
+            "--no-audit",
+            "--no-fund",
+            "--no-update-notifier",
+            "--prefix",
+            path.join(scratch, "tree"),
+            "--cache",
+            path.join(scratch, "cache"),
+            `${pkg}@${resolved.version}`,
+          ],
+          signal,
+        );
+        const bytes = await treeBytes(path.join(scratch, "tree"));
+        if (bytes > this.config.maxTreeBytes)
+          throw new AgentError(
+            "bad_request",
+            `${pkg}@${resolved.version} unpacks to ${mb(bytes)} MB, over this host's limit of ${mb(this.config.maxTreeBytes)} MB`,
+          );
+        const marker: Marker = { version: resolved.version, enginesNode: resolved.enginesNode, bytes };
+        await writeFile(path.join(scratch, "tree", MARKER), JSON.stringify(marker));
+        await rm(dir, { recursive: true, force: true });
+        await rename(path.join(scratch, "tree"), dir);
+        await this.evict(dir);
+        return { dir, ...marker };
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    });
+  }
+
+  /** Keep `dir` from eviction while `fn` copies it. */
+  async using<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+    this.inUse.set(dir, (this.inUse.get(dir) ?? 0) + 1);
+    try {
+      return await fn();
+    } finally {
+      const n = (this.inUse.get(dir) ?? 1) - 1;
+      if (n > 0) this.inUse.set(dir, n);
+      else this.inUse.delete(dir);
+    }
+  }
+
+  /** the cache directory of one package version: the name with its scope's `/` as `+` */
+  private dirOf(pkg: string, version: string): string {
+    return path.join(this.root, `${pkg.replace("/", "+")}@${version}`);
+  }
+
+  /** The registry's answer for `<package>@<spec>`: the exact version and its `engines.node`. */
+  private async view(
+    pkg: string,
+    spec: string,
+    signal: AbortSignal,
+  ): Promise<{ version: string; enginesNode: string | null }> {
+    const out = await this.npm(["view", "--json", `${pkg}@${spec}`, "version", "engines"], signal);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(out || "null");
+    } catch {
+      throw new AgentError("internal", `npm view ${pkg}@${spec} answered something that is not JSON`);
+    }
+    // One version answers an object; a spec matching several would answer an array (never for an
+    // exact version or a dist-tag, but take the last, npm's newest, if it does).
+    const one = (Array.isArray(parsed) ? parsed.at(-1) : parsed) as
+      | { version?: unknown; engines?: { node?: unknown } }
+      | null
+      | undefined;
+    const version = typeof one?.version === "string" ? one.version : undefined;
+    if (!version) throw new AgentError("bad_request", `the npm registry has no version ${spec} of ${pkg}`);
+    if (!isExactAgentVersion(version))
+      throw new AgentError("internal", `the npm registry answered an unusable version for ${pkg}@${spec}`);
+    const node = one?.engines?.node;
+    return { version, enginesNode: typeof node === "string" ? node.slice(0, 200) : null };
+  }
+
+  /** npm with argv only, bounded in time and output; a failure carries npm's own reason. */
+  private npm(args: string[], signal: AbortSignal): Promise<string> {
+    const registry = this.config.registry ? ["--registry", this.config.registry] : [];
+    const child = spawn(this.config.npm, [...args, ...registry], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NPM_CONFIG_UPDATE_NOTIFIER: "false", NPM_CONFIG_FUND: "false" },
+      signal: AbortSignal.any([signal, AbortSignal.timeout(this.config.fetchTimeoutMs)]),
+      killSignal: "SIGKILL",
+    });
+    const out = new CappedBytes(NPM_OUTPUT_MAX);
+    const err = new CappedBytes(NPM_OUTPUT_MAX);
+    child.stdout.on("data", out.push);
+    child.stderr.on("data", err.push);
+    return new Promise((resolve, reject) => {
+      child.once("error", (e) => {
+        const timedOut = (e as { name?: string }).name === "AbortError" && !signal.aborted;
+        reject(
+          timedOut
+            ? new AgentError(
+                "unavailable",
+                `npm did not finish ${args[0]} within ${Math.round(this.config.fetchTimeoutMs / 1000)} s`,
+              )
+            : new AgentError("internal", `npm could not run: ${e.message}`),
+        );
+      });
+      child.once("close", (code) => {
+        if (code === 0) return resolve(out.text());
+        reject(npmFailure(args[0] ?? "npm", out.text(), err.text()));
+      });
+    });
+  }
+
+  /** Least recently used trees go while the cache is over its size (not `keep`, not one in use). */
+  private async evict(keep: string): Promise<void> {
+    const entries: { dir: string; bytes: number; used: number }[] = [];
+    for (const name of await readdir(this.root).catch(() => [] as string[])) {
+      if (name.startsWith(".")) continue;
+      const dir = path.join(this.root, name);
+      const marker = await readMarker(dir);
+      const used = await stat(path.join(dir, MARKER)).then(
+        (s) => s.mtimeMs,
+        () => 0,
+      );
+      entries.push({ dir, bytes: marker?.bytes ?? 0, used });
+    }
+    let total = entries.reduce((sum, e) => sum + e.bytes, 0);
+    for (const e of entries.sort((a, b) => a.used - b.used)) {
+      if (total <= this.config.maxCacheBytes) break;
+      if (e.dir === keep || this.inUse.has(e.dir)) continue;
+      await this.locks.run(e.dir, () => rm(e.dir, { recursive: true, force: true }));
+      total -= e.bytes;
+    }
+  }
+}
+
+async function readMarker(dir: string): Promise<Marker | null> {
+  try {
+    const m = JSON.parse(await readFile(path.join(dir, MARKER), "utf8")) as Partial<Marker>;
+    return typeof m.version === "string" && typeof m.bytes === "number"
+      ? { version: m.version, bytes: m.bytes, enginesNode: m.enginesNode ?? null }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Bytes of every regular file under `dir` (no links followed). */
+async function treeBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) total += (await stat(path.join(entry.parentPath, entry.name))).size;
+  }
+  return total;
+}
+
+const mb = (bytes: number) => Math.ceil(bytes / (1024 * 1024));
+
+/**
+ * npm's reason in one line: the `{error: {code, summary}}` that `--json` prints, else its
+ * `npm error` lines (without the log-file note). A missing package or version (E404, ETARGET) is
+ * the caller's to fix (`bad_request`); anything else is the host's (`unavailable`: try again).
+ */
+export function npmFailure(what: string, stdout: string, stderr: string): AgentError {
+  let code = "";
+  let reason = "";
+  try {
+    const e = (JSON.parse(stdout) as { error?: { code?: unknown; summary?: unknown } }).error;
+    if (typeof e?.summary === "string") reason = e.summary;
+    if (typeof e?.code === "string") code = e.code;
+  } catch {
+    // not JSON: npm's lines below
+  }
+  if (!reason) {
+    const lines = stderr
+      .split("\n")
+      .filter((l) => l.startsWith("npm error ") || l.startsWith("npm ERR! "))
+      .map((l) => l.slice(10).trim())
+      .filter((l) => l && !l.startsWith("A complete log of this run"));
+    const codeLine = lines.find((l) => l.startsWith("code "));
+    if (codeLine) code = codeLine.slice(5);
+    reason = lines
+      .filter((l) => !l.startsWith("code "))
+      .slice(0, 2)
+      .join("; ");
+  }
+  reason = (reason || stderr.trim().split("\n").at(-1) || "no output").slice(0, 400);
+  const notFound = ["E404", "ETARGET"].includes(code);
+  return new AgentError(
+    notFound ? "bad_request" : "unavailable",
+    `npm ${what} failed: ${code ? `${code} ` : ""}${reason}`,
+  );
+}
