@@ -36,7 +36,11 @@ export type PodEventType =
   | "service_removed"
   | "domain_added"
   | "domain_verified"
-  | "domain_removed";
+  | "domain_removed"
+  | "agent_install"
+  | "agent_installed"
+  | "agent_install_failed"
+  | "agent_removed";
 
 export const recordEventStatement = (
   db: Db,
