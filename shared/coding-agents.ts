@@ -27,7 +27,7 @@ export const CODING_AGENTS = [
     description: "Anthropic's agentic coding tool for the terminal",
     package: "@anthropic-ai/claude-code",
     command: "claude",
-    minNodeMajor: 18,
+    minNodeMajor: 22,
   }),
   agent({
     slug: "codex",
@@ -59,7 +59,7 @@ export const CODING_AGENTS = [
     description: "A command-line AI workflow tool adapted from Gemini CLI, optimised for Qwen3-Coder models",
     package: "@qwen-code/qwen-code",
     command: "qwen",
-    minNodeMajor: 20,
+    minNodeMajor: 22,
   }),
   agent({
     slug: "auggie",

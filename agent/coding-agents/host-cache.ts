@@ -59,7 +59,7 @@ export class CodingAgentCache {
   /** `<package>@<version>` resolved (a dist-tag becomes the version it points at) and its tree on the host. */
   async prepare(pkg: string, spec: string, signal: AbortSignal): Promise<PreparedTree> {
     // Asked even for an exact version: the registry says whether it exists, and its engines.
-    const resolved = await this.view(pkg, spec, signal);
+    const resolved = await this.resolve(pkg, spec, signal);
     const dir = this.dirOf(pkg, resolved.version);
     return this.locks.run(dir, async () => {
       const ready = await readMarker(dir);
@@ -124,7 +124,7 @@ export class CodingAgentCache {
   }
 
   /** The registry's answer for `<package>@<spec>`: the exact version and its `engines.node`. */
-  private async view(
+  async resolve(
     pkg: string,
     spec: string,
     signal: AbortSignal,
@@ -136,9 +136,11 @@ export class CodingAgentCache {
     } catch {
       throw new AgentError("internal", `npm view ${pkg}@${spec} answered something that is not JSON`);
     }
-    // One version answers an object; a spec matching several would answer an array (never for an
-    // exact version or a dist-tag, but take the last, npm's newest, if it does).
-    const one = (Array.isArray(parsed) ? parsed.at(-1) : parsed) as
+    // One version answers an object, or only the version's string when it has no `engines`; a spec
+    // matching several would answer an array (never for an exact version or a dist-tag, but take
+    // the last, npm's newest, if it does).
+    const last = Array.isArray(parsed) ? parsed.at(-1) : parsed;
+    const one = (typeof last === "string" ? { version: last } : last) as
       | { version?: unknown; engines?: { node?: unknown } }
       | null
       | undefined;

@@ -1,6 +1,7 @@
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CodingAgentCache } from "../../agent/coding-agents/host-cache";
 import { chooseNode, minimumNodeMajor } from "../../agent/coding-agents/pod-install";
 import { findCodingAgent } from "../../shared/coding-agents";
 import { type Agent, podSpec, startAgent } from "./helpers";
@@ -58,6 +59,23 @@ describe("Node for the agent", () => {
       pinned: true,
     });
     expect(() => chooseNode({ preset: "static", selected: 20, installed }, 26)).toThrow(/Node 26 or newer/);
+  });
+});
+
+describe("the registry's answer", () => {
+  it("resolves a dist-tag to a version with its engines, also for a package without engines (opencode)", async () => {
+    const cache = new CodingAgentCache(agent.stateDir, agent.config.codingAgents);
+    const signal = AbortSignal.timeout(60_000);
+    const withEngines = await cache.resolve("@augmentcode/auggie", "latest", signal);
+    expect(withEngines.version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(withEngines.enginesNode).toMatch(/\d/);
+    const without = await cache.resolve("opencode-ai", "latest", signal);
+    expect(without.version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(without.enginesNode).toBeNull();
+    await expect(cache.resolve("opencode-ai", "0.0.0-podhost-missing", signal)).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("E404"),
+    });
   });
 });
 
