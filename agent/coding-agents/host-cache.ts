@@ -40,6 +40,8 @@ interface Marker {
 }
 
 const MARKER = ".podhost-ready.json";
+const SCRATCH_PREFIX = ".fetch-";
+const MAX_FETCHES = 2;
 /** what npm says about one failure: its first lines are enough */
 const NPM_OUTPUT_MAX = 64 * 1024;
 
@@ -48,6 +50,8 @@ export class CodingAgentCache {
   private readonly locks = new KeyedLock();
   /** trees being copied into pods: never evicted meanwhile */
   private readonly inUse = new Map<string, number>();
+  /** registry fetches at once on this host (each is an npm process unpacking up to hundreds of MB) */
+  private readonly fetches = new Limiter(MAX_FETCHES);
 
   constructor(
     stateDir: string,
@@ -56,66 +60,99 @@ export class CodingAgentCache {
     this.root = path.join(stateDir, "coding-agents");
   }
 
-  /** `<package>@<version>` resolved (a dist-tag becomes the version it points at) and its tree on the host. */
-  async prepare(pkg: string, spec: string, signal: AbortSignal): Promise<PreparedTree> {
+  /**
+   * `<package>@<version>` resolved (a dist-tag becomes the version it points at), its tree on the
+   * host, and `fn` run with it; the tree cannot be evicted until `fn` has ended.
+   */
+  async withTree<T>(
+    pkg: string,
+    spec: string,
+    signal: AbortSignal,
+    fn: (tree: PreparedTree) => Promise<T>,
+  ): Promise<T> {
+    const tree = await this.prepare(pkg, spec, signal);
+    try {
+      return await fn(tree);
+    } finally {
+      this.release(tree.dir);
+    }
+  }
+
+  /** The tree, retained (see `release`) before its lock is let go, so no eviction can take it meanwhile. */
+  private async prepare(pkg: string, spec: string, signal: AbortSignal): Promise<PreparedTree> {
     // Asked even for an exact version: the registry says whether it exists, and its engines.
     const resolved = await this.resolve(pkg, spec, signal);
     const dir = this.dirOf(pkg, resolved.version);
-    return this.locks.run(dir, async () => {
+    let fetched = false;
+    const tree = await this.locks.run(dir, async (): Promise<PreparedTree> => {
       const ready = await readMarker(dir);
       if (ready) {
         const now = new Date();
         await utimes(path.join(dir, MARKER), now, now).catch(() => undefined);
+        this.retain(dir);
         return { dir, ...ready };
       }
-      await mkdir(this.root, { recursive: true });
-      const scratch = await mkdtemp(path.join(this.root, ".fetch-"));
-      try {
-        await this.npm(
-          [
-            "install",
-            "--global",
-            "--ignore-scripts",
-            "--no-bin-links",
-            "--no-audit",
-            "--no-fund",
-            "--no-update-notifier",
-            "--prefix",
-            path.join(scratch, "tree"),
-            "--cache",
-            path.join(scratch, "cache"),
-            `${pkg}@${resolved.version}`,
-          ],
-          signal,
-        );
-        const bytes = await treeBytes(path.join(scratch, "tree"));
-        if (bytes > this.config.maxTreeBytes)
-          throw new AgentError(
-            "bad_request",
-            `${pkg}@${resolved.version} unpacks to ${mb(bytes)} MB, over this host's limit of ${mb(this.config.maxTreeBytes)} MB`,
-          );
-        const marker: Marker = { version: resolved.version, enginesNode: resolved.enginesNode, bytes };
-        await writeFile(path.join(scratch, "tree", MARKER), JSON.stringify(marker));
-        await rm(dir, { recursive: true, force: true });
-        await rename(path.join(scratch, "tree"), dir);
-        await this.evict(dir);
-        return { dir, ...marker };
-      } finally {
-        await rm(scratch, { recursive: true, force: true });
-      }
+      const marker = await this.fetches.run(() => this.fetch(pkg, resolved, dir, signal));
+      fetched = true;
+      this.retain(dir);
+      return { dir, ...marker };
     });
+    // Outside the tree's lock: eviction takes other trees' locks.
+    if (fetched) await this.evict().catch(() => undefined);
+    return tree;
   }
 
-  /** Keep `dir` from eviction while `fn` copies it. */
-  async using<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-    this.inUse.set(dir, (this.inUse.get(dir) ?? 0) + 1);
+  /** `npm install --ignore-scripts` into a scratch prefix, checked, then renamed into place as `dir`. */
+  private async fetch(
+    pkg: string,
+    resolved: { version: string; enginesNode: string | null },
+    dir: string,
+    signal: AbortSignal,
+  ): Promise<Marker> {
+    await mkdir(this.root, { recursive: true });
+    const scratch = await mkdtemp(path.join(this.root, SCRATCH_PREFIX));
     try {
-      return await fn();
+      await this.npm(
+        [
+          "install",
+          "--global",
+          "--ignore-scripts",
+          "--no-bin-links",
+          "--no-audit",
+          "--no-fund",
+          "--no-update-notifier",
+          "--prefix",
+          path.join(scratch, "tree"),
+          "--cache",
+          path.join(scratch, "cache"),
+          `${pkg}@${resolved.version}`,
+        ],
+        signal,
+      );
+      const bytes = await treeBytes(path.join(scratch, "tree"));
+      if (bytes > this.config.maxTreeBytes)
+        throw new AgentError(
+          "bad_request",
+          `${pkg}@${resolved.version} unpacks to ${mb(bytes)} MB, over this host's limit of ${mb(this.config.maxTreeBytes)} MB`,
+        );
+      const marker: Marker = { version: resolved.version, enginesNode: resolved.enginesNode, bytes };
+      await writeFile(path.join(scratch, "tree", MARKER), JSON.stringify(marker));
+      await rm(dir, { recursive: true, force: true });
+      await rename(path.join(scratch, "tree"), dir);
+      return marker;
     } finally {
-      const n = (this.inUse.get(dir) ?? 1) - 1;
-      if (n > 0) this.inUse.set(dir, n);
-      else this.inUse.delete(dir);
+      await rm(scratch, { recursive: true, force: true });
     }
+  }
+
+  private retain(dir: string): void {
+    this.inUse.set(dir, (this.inUse.get(dir) ?? 0) + 1);
+  }
+
+  private release(dir: string): void {
+    const n = (this.inUse.get(dir) ?? 1) - 1;
+    if (n > 0) this.inUse.set(dir, n);
+    else this.inUse.delete(dir);
   }
 
   /** the cache directory of one package version: the name with its scope's `/` as `+` */
@@ -184,25 +221,55 @@ export class CodingAgentCache {
     });
   }
 
-  /** Least recently used trees go while the cache is over its size (not `keep`, not one in use). */
-  private async evict(keep: string): Promise<void> {
+  /**
+   * Least recently used trees go while the cache is over its size (never one in use: checked under
+   * the tree's own lock, which a prepare holds until it has retained it). Scratch directories a
+   * killed agent left behind go too.
+   */
+  private async evict(): Promise<void> {
     const entries: { dir: string; bytes: number; used: number }[] = [];
+    const staleBefore = Date.now() - 2 * this.config.fetchTimeoutMs;
     for (const name of await readdir(this.root).catch(() => [] as string[])) {
-      if (name.startsWith(".")) continue;
       const dir = path.join(this.root, name);
-      const marker = await readMarker(dir);
-      const used = await stat(path.join(dir, MARKER)).then(
-        (s) => s.mtimeMs,
+      const mtime = await stat(name.startsWith(".") ? dir : path.join(dir, MARKER)).then(
+        (st) => st.mtimeMs,
         () => 0,
       );
-      entries.push({ dir, bytes: marker?.bytes ?? 0, used });
+      if (name.startsWith(SCRATCH_PREFIX)) {
+        if (mtime < staleBefore) await rm(dir, { recursive: true, force: true });
+        continue;
+      }
+      if (name.startsWith(".")) continue;
+      entries.push({ dir, bytes: (await readMarker(dir))?.bytes ?? 0, used: mtime });
     }
     let total = entries.reduce((sum, e) => sum + e.bytes, 0);
     for (const e of entries.sort((a, b) => a.used - b.used)) {
       if (total <= this.config.maxCacheBytes) break;
-      if (e.dir === keep || this.inUse.has(e.dir)) continue;
-      await this.locks.run(e.dir, () => rm(e.dir, { recursive: true, force: true }));
-      total -= e.bytes;
+      const gone = await this.locks.run(e.dir, async () => {
+        if (this.inUse.has(e.dir)) return false;
+        await rm(e.dir, { recursive: true, force: true });
+        return true;
+      });
+      if (gone) total -= e.bytes;
+    }
+  }
+}
+
+/** At most `max` at once; the rest wait their turn. */
+class Limiter {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly max: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await fn();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
     }
   }
 }

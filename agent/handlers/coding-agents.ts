@@ -41,9 +41,8 @@ export function codingAgentHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<H
     "pod.coding-agents.install": guard("pod.coding-agents.install", async (p, ctx) => {
       const agent = catalogAgent(p.agent);
       await container(p.name);
-      const tree = await cache.prepare(agent.package, p.version, ctx.signal);
-      return locks.run(p.name, () =>
-        cache.using(tree.dir, async () => {
+      return cache.withTree(agent.package, p.version, ctx.signal, (tree) =>
+        locks.run(p.name, async () => {
           const box = await container(p.name);
           const node = chooseNode(await podNodeFacts(docker, box), minimumNodeMajor(agent, tree.enginesNode));
           await installIntoPod({ docker, streams }, box, agent, tree, node, ctx.signal);

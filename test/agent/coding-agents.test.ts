@@ -79,6 +79,40 @@ describe("the registry's answer", () => {
   });
 });
 
+describe("the host's cache", () => {
+  it("keeps one tree per version; past its size the least recently used goes, never one in use", async () => {
+    const dir = path.join(agent.stateDir, "cache-test");
+    const cache = new CodingAgentCache(dir, { ...agent.config.codingAgents, maxCacheBytes: 1 });
+    const signal = AbortSignal.timeout(120_000);
+    const trees = () => readdir(path.join(dir, "coding-agents"));
+    await cache.withTree("@augmentcode/auggie", "0.25.2", signal, async (older) => {
+      expect(older.version).toBe("0.25.2");
+      // a second version fetched while the first is in use: over the cap, yet both stay
+      await cache.withTree("@augmentcode/auggie", "0.24.0", signal, async () => {
+        expect(await trees()).toEqual(
+          expect.arrayContaining(["@augmentcode+auggie@0.25.2", "@augmentcode+auggie@0.24.0"]),
+        );
+      });
+    });
+    // the next fetch, with neither in use: the older-used ones go, the new one stays
+    await cache.withTree("@augmentcode/auggie", "0.23.0", signal, async () => undefined);
+    expect((await trees()).filter((n) => !n.startsWith("."))).toEqual(["@augmentcode+auggie@0.23.0"]);
+
+    // a tree over the per-agent limit is refused and nothing of it is kept
+    const small = new CodingAgentCache(path.join(agent.stateDir, "small-test"), {
+      ...agent.config.codingAgents,
+      maxTreeBytes: 1024,
+    });
+    await expect(
+      small.withTree("@augmentcode/auggie", "0.23.0", signal, async () => undefined),
+    ).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("over this host's limit"),
+    });
+    expect(await readdir(path.join(agent.stateDir, "small-test", "coding-agents"))).toEqual([]);
+  }, 180_000);
+});
+
 describe("install and remove", () => {
   it("installs into a Node.js pod on its own Node; --version runs; the user's npmrc is not read", async () => {
     // an attacker-ish npmrc: would send the command elsewhere and skip the package's scripts
