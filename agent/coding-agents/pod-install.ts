@@ -43,11 +43,22 @@ echo "selected=$(/opt/podhost/bin/pod-node-version 2>/dev/null)"
 for d in /opt/node/*; do [ -x "$d/bin/node" ] && echo "installed=\${d##*/}"; done
 exit 0`;
 
-// $1 package, $2 a stage name. Stdin: a tar holding <package>/. Exit 71: tar failed.
+// The command of an earlier install goes (npm's link into the package, or our wrapper; anything
+// else is the user's and stays): $cmd, $pkg, $P, $L set by the script that includes it.
+const DROP_COMMAND = `b="$P/bin/$cmd"
+if [ -L "$b" ]; then
+  t=$(readlink -m "$b")
+  case "$t" in "$L/$pkg/"*) rm -f "$b" ;; esac
+elif [ -f "$b" ] && grep -qF -- "# podhost coding agent $pkg:" "$b"; then
+  rm -f "$b"
+fi`;
+
+// $1 package, $2 a stage name, $3 command. Stdin: a tar holding <package>/. Exit 71: tar failed.
 const PLACE = `set -u
-L=${NPM_PREFIX}/lib/node_modules; pkg=$1; stage="$L/.podhost-stage-$2"; old="$L/.podhost-old-$2"
+P=${NPM_PREFIX}; L="$P/lib/node_modules"; pkg=$1; cmd=$3; stage="$L/.podhost-stage-$2"; old="$L/.podhost-old-$2"
 wipe() { chmod -R u+rwx "$1" 2>/dev/null; rm -rf "$1"; }
-mkdir -p "$L" "${NPM_PREFIX}/bin" || exit 70
+mkdir -p "$L" "$P/bin" || exit 70
+${DROP_COMMAND}
 wipe "$stage"; wipe "$old"; mkdir -p "$stage" || exit 70
 tar -x -f - -C "$stage" --no-same-owner --warning=no-timestamp || { wipe "$stage"; exit 71; }
 [ -d "$stage/$pkg" ] || { wipe "$stage"; echo "the archive holds no $pkg" >&2; exit 72; }
@@ -73,13 +84,8 @@ echo linked`;
 
 // $1 command, $2 package. The command (npm's link into the package, or our wrapper) and the package go.
 const REMOVE = `set -u
-P=${NPM_PREFIX}; cmd=$1; pkg=$2; b="$P/bin/$cmd"; L="$P/lib/node_modules"
-if [ -L "$b" ]; then
-  t=$(readlink -m "$b")
-  case "$t" in "$L/$pkg/"*) rm -f "$b" ;; esac
-elif [ -f "$b" ] && grep -qF -- "# podhost coding agent $pkg:" "$b"; then
-  rm -f "$b"
-fi
+P=${NPM_PREFIX}; cmd=$1; pkg=$2; L="$P/lib/node_modules"
+${DROP_COMMAND}
 if [ -e "$L/$pkg" ] || [ -L "$L/$pkg" ]; then chmod -R u+rwx "$L/$pkg" 2>/dev/null; rm -rf "$L/$pkg" || exit 70; fi
 case "$pkg" in @*/*) rmdir "$L/\${pkg%%/*}" 2>/dev/null ;; esac
 echo removed`;
@@ -111,7 +117,12 @@ export function minimumNodeMajor(agent: CodingAgent, enginesNode: string | null)
 /** Step 1 (see above), pure. */
 export function chooseNode(facts: PodNodeFacts, min: number): NodeChoice {
   const installed = [...facts.installed].sort((a, b) => a - b);
-  if (facts.preset === "nodejs" && facts.selected !== null && facts.selected >= min)
+  if (
+    facts.preset === "nodejs" &&
+    facts.selected !== null &&
+    facts.selected >= min &&
+    installed.includes(facts.selected)
+  )
     return { major: facts.selected, pinned: false };
   const pick =
     installed.find((m) => m >= Math.max(min, DEFAULT_NODE_MAJOR)) ?? installed.find((m) => m >= min);
@@ -150,7 +161,7 @@ export async function installIntoPod(
   node: NodeChoice,
   signal: AbortSignal,
 ): Promise<void> {
-  await placeTree(deps.streams, container, agent.package, tree, signal);
+  await placeTree(deps.streams, container, agent.package, agent.command, tree, signal);
   const npm = `/opt/node/${node.major}`;
   const rebuilt = await execInContainer(
     deps.docker,
@@ -216,6 +227,7 @@ async function placeTree(
   streams: StreamExecutor,
   container: string,
   pkg: string,
+  command: string,
   tree: PreparedTree,
   signal: AbortSignal,
 ): Promise<void> {
@@ -242,7 +254,7 @@ async function placeTree(
   try {
     run = await streams(
       container,
-      [TIMEOUT, "-k", "5", String(STEP_TIMEOUT_S), SH, "-c", PLACE, "sh", pkg, stage],
+      [TIMEOUT, "-k", "5", String(STEP_TIMEOUT_S), SH, "-c", PLACE, "sh", pkg, stage, command],
       { workingDir: HOME, stdin: tar.stdout, signal },
     );
   } catch (err) {

@@ -145,6 +145,28 @@ describe("install and remove", () => {
     expect(again).toEqual(r);
     expect((await exec(node.name, ["auggie", "--version"])).exitCode).toBe(0);
 
+    // the pod on an older Node: reinstalled, the command is pinned to one new enough beside it;
+    // then on a newer one: reinstalled, npm's own link again, on the pod's Node
+    await exec(node.name, ["sh", "-c", "echo 18 > ~/.pod/node-version"]);
+    const pinned = await agent.handlers["pod.coding-agents.install"](
+      { name: node.name, agent: "auggie", version: r.version },
+      agent.ctx,
+    );
+    expect(pinned).toMatchObject({ nodeMajor: 20, pinned: true });
+    expect((await exec(node.name, ["node", "--version"])).stdout).toMatch(/^v18\./);
+    expect((await exec(node.name, ["auggie", "--version"])).stdout).toContain(r.version);
+    await exec(node.name, ["sh", "-c", "echo 22 > ~/.pod/node-version"]);
+    const own = await agent.handlers["pod.coding-agents.install"](
+      { name: node.name, agent: "auggie", version: r.version },
+      agent.ctx,
+    );
+    expect(own).toMatchObject({ nodeMajor: 22, pinned: false });
+    expect((await exec(node.name, ["auggie", "--version"])).stdout).toContain(r.version);
+    expect((await exec(node.name, ["readlink", "/home/pod_user/.npm-global/bin/auggie"])).stdout).toContain(
+      "node_modules/@augmentcode/auggie/",
+    );
+    await exec(node.name, ["sh", "-c", "echo 20 > ~/.pod/node-version"]);
+
     await agent.handlers["pod.coding-agents.remove"]({ name: node.name, agent: "auggie" }, agent.ctx);
     const gone = await exec(node.name, ["sh", "-c", "ls ~/.npm-global/bin ~/.npm-global/lib/node_modules"]);
     expect(gone.stdout).not.toContain("auggie");
