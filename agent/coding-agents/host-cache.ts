@@ -194,7 +194,7 @@ export class CodingAgentCache {
     const registry = this.config.registry ? ["--registry", this.config.registry] : [];
     const child = spawn(this.config.npm, [...args, ...registry], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NPM_CONFIG_UPDATE_NOTIFIER: "false", NPM_CONFIG_FUND: "false" },
+      env: { ...npmEnv(), NPM_CONFIG_UPDATE_NOTIFIER: "false", NPM_CONFIG_FUND: "false" },
       signal: AbortSignal.any([signal, AbortSignal.timeout(this.config.fetchTimeoutMs)]),
       killSignal: "SIGKILL",
     });
@@ -292,6 +292,14 @@ async function treeBytes(dir: string): Promise<number> {
     if (entry.isFile()) total += (await stat(path.join(entry.parentPath, entry.name))).size;
   }
   return total;
+}
+
+/**
+ * The agent's environment without its own settings (the host token among them): npm needs the
+ * operator's npm configuration (registry, proxy, CA), never the agent's.
+ */
+export function npmEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("PODHOST_")));
 }
 
 const mb = (bytes: number) => Math.ceil(bytes / (1024 * 1024));

@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CodingAgentCache } from "../../agent/coding-agents/host-cache";
+import { CodingAgentCache, npmEnv } from "../../agent/coding-agents/host-cache";
 import { chooseNode, minimumNodeMajor } from "../../agent/coding-agents/pod-install";
 import { findCodingAgent } from "../../shared/coding-agents";
 import { type Agent, podSpec, startAgent } from "./helpers";
@@ -72,6 +72,14 @@ describe("the registry's answer", () => {
     const without = await cache.resolve("opencode-ai", "latest", signal);
     expect(without.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(without.enginesNode).toBeNull();
+    // npm gets the operator's npm settings, never the agent's own (its host token)
+    process.env.PODHOST_AGENT_TOKEN = "host-token-must-not-reach-npm";
+    try {
+      expect(Object.keys(npmEnv()).filter((k) => k.startsWith("PODHOST_"))).toEqual([]);
+      expect(npmEnv().PATH).toBe(process.env.PATH);
+    } finally {
+      delete process.env.PODHOST_AGENT_TOKEN;
+    }
     await expect(cache.resolve("opencode-ai", "0.0.0-podhost-missing", signal)).rejects.toMatchObject({
       code: "bad_request",
       message: expect.stringContaining("E404"),
