@@ -8,12 +8,13 @@ import { type Stack, startStack, waitFor } from "./support/stack";
  * pod-coding-agent workflow, the agent fetching the package from the real npm registry on the host
  * (the pods cannot reach it), and the install in a Node.js pod on the real engine. The catalog's
  * smallest agent that really runs, Auggie (~13 MB), is installed, its `--version` runs through the
- * command runner, and it is removed. A version the registry does not have ends `error` with npm's
+ * command runner, and it is removed; a static pod gets it pinned to a Node beside its runtime. A version the registry does not have ends `error` with npm's
  * reason; a stopped pod is refused. A credential file planted where the agent's sign-in would
  * write it never shows in the API's events, agent records or logs.
  */
 
 const POD = "cag-app";
+const SITE = "cag-site";
 const SECRET = "podhost-e2e-credential-7f3a9c";
 
 type Listed = { slug: string; status: string; error_msg?: string; version: string; command: string };
@@ -30,11 +31,11 @@ describe("coding agents end to end", () => {
     return res.body as { exit_code: number | null; stdout: string; stderr: string };
   };
 
-  const settled = (slug: string, timeoutMs = 300_000) =>
+  const settled = (slug: string, timeoutMs = 300_000, pod = POD) =>
     waitFor(
       `${slug} to settle`,
       async () => {
-        const res = await api.get(`/api/pods/${POD}/agents`);
+        const res = await api.get(`/api/pods/${pod}/agents`);
         bodies.push(JSON.stringify(res.body));
         const a = (res.body.agents as Listed[]).find((x) => x.slug === slug);
         return a && a.status !== "installing" ? a : undefined;
@@ -46,9 +47,15 @@ describe("coding agents end to end", () => {
     stack = await startStack("cag");
     api = (await signUp(stack.api)).api;
     await waitForHostOnline(api);
-    const pod = await api.post("/api/pods", { name: POD, preset: "nodejs" });
-    expect(pod.status, JSON.stringify(pod.body)).toBe(202);
+    for (const [name, preset] of [
+      [POD, "nodejs"],
+      [SITE, "static"],
+    ]) {
+      const pod = await api.post("/api/pods", { name, preset });
+      expect(pod.status, JSON.stringify(pod.body)).toBe(202);
+    }
     await waitForPodStatus(api, POD, "running", 120_000);
+    await waitForPodStatus(api, SITE, "running", 120_000);
   }, 300_000);
 
   afterAll(async () => {
@@ -85,6 +92,23 @@ describe("coding agents end to end", () => {
     const v = await exec(["auggie", "--version"]);
     expect(v.exit_code, v.stderr).toBe(0);
     expect(v.stdout).toContain(done.version);
+  }, 360_000);
+
+  it("a static pod gets the Node the agent needs beside its runtime (pinned)", async () => {
+    const res = await api.post(`/api/pods/${SITE}/agents`, { agent: "auggie" });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const done = await settled("auggie", 300_000, SITE);
+    expect(done, JSON.stringify(done)).toMatchObject({
+      status: "installed",
+      node_major: 20,
+      node_pinned: true,
+    });
+    const v = await api.post(`/api/pods/${SITE}/exec`, {
+      command: ["/home/pod_user/.npm-global/bin/auggie", "--version"],
+    });
+    expect(v.status).toBe(200);
+    expect(v.body.exit_code, v.body.stderr).toBe(0);
+    expect(v.body.stdout).toContain(done.version);
   }, 360_000);
 
   it("a version the registry does not have ends error with npm's reason", async () => {
