@@ -8,8 +8,8 @@ import { type Stack, startStack, waitFor } from "./support/stack";
  * pod-coding-agent workflow, the agent fetching the package from the real npm registry on the host
  * (the pods cannot reach it), and the install in a Node.js pod on the real engine. The catalog's
  * smallest agent that really runs, Auggie (~13 MB), is installed, its `--version` runs through the
- * command runner, and it is removed; a static pod gets it pinned to a Node beside its runtime. A version the registry does not have ends `error` with npm's
- * reason; a stopped pod is refused. A credential file planted where the agent's sign-in would
+ * command runner, and it is removed; a static pod gets it pinned to a Node beside its runtime. A
+ * version the registry does not have ends `error` with npm's reason; a stopped pod is refused. A credential file planted where the agent's sign-in would
  * write it never shows in the API's events, agent records or logs.
  */
 
