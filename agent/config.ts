@@ -88,6 +88,17 @@ const Env = z.object({
   /** how long a new release may take to listen on its port before the deploy fails */
   PODHOST_START_TIMEOUT_S: z.coerce.number().int().min(1).max(600).default(60),
   /** names every container, volume and network; tests use a unique one so they never touch others */
+  /**
+   * Coding agents (docs/coding-agents.md): the npm registry the host fetches them from (unset:
+   * npm's own setting, `npm_config_registry` or https://registry.npmjs.org), the npm it runs, how
+   * long one fetch may take, the most one agent's tree may unpack to, and the most the host keeps
+   * of them (least recently used trees go first)
+   */
+  PODHOST_NPM_REGISTRY: z.url().optional(),
+  PODHOST_NPM: z.string().min(1).default("npm"),
+  PODHOST_CODING_AGENTS_TIMEOUT_S: z.coerce.number().int().min(10).max(7200).default(600),
+  PODHOST_CODING_AGENTS_MAX_MB: z.coerce.number().int().min(1).max(65536).default(1024),
+  PODHOST_CODING_AGENTS_CACHE_MB: z.coerce.number().int().min(1).max(1048576).default(4096),
   PODHOST_NAME_PREFIX: z
     .string()
     .regex(/^[a-z][a-z0-9-]{0,30}$/, "lowercase letters, digits and dashes")
@@ -114,6 +125,17 @@ export interface AgentConfig {
   /** null: pods' homes carry no disk limit */
   podDiskRoot: string | null;
   git: GitConfig;
+  codingAgents: CodingAgentsConfig;
+}
+
+/** Coding agents' host side (agent/coding-agents/). */
+export interface CodingAgentsConfig {
+  /** null: npm's own registry setting */
+  registry: string | null;
+  npm: string;
+  fetchTimeoutMs: number;
+  maxTreeBytes: number;
+  maxCacheBytes: number;
 }
 
 /** Git deployments' limits (agent/git/). */
@@ -169,6 +191,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         timeoutMs: e.PODHOST_BUILD_TIMEOUT_S * 1000,
       },
       startTimeoutMs: e.PODHOST_START_TIMEOUT_S * 1000,
+    },
+    codingAgents: {
+      registry: e.PODHOST_NPM_REGISTRY ?? null,
+      npm: e.PODHOST_NPM,
+      fetchTimeoutMs: e.PODHOST_CODING_AGENTS_TIMEOUT_S * 1000,
+      maxTreeBytes: e.PODHOST_CODING_AGENTS_MAX_MB * 1024 * 1024,
+      maxCacheBytes: e.PODHOST_CODING_AGENTS_CACHE_MB * 1024 * 1024,
     },
   };
 }

@@ -13,6 +13,7 @@ import { authRouter } from "./routes/auth";
 import { backupsRouter } from "./routes/backups";
 import { billingRouter } from "./routes/billing";
 import { catalogRouter } from "./routes/catalog";
+import { codingAgentsRouter } from "./routes/coding-agents";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { domainsRouter } from "./routes/domains";
@@ -53,6 +54,7 @@ export function createApp() {
   app.route("/", feedbackRouter);
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
   app.route("/api", gitRouter);
+  app.route("/api", codingAgentsRouter);
   app.route("/api", backupsRouter);
   // Billing spans /api/billing and Stripe's webhook at /api/webhooks/stripe.
   app.route("/api", billingRouter);

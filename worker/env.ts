@@ -2,6 +2,7 @@ import type { HostAgent } from "./durable-objects/host-agent/object";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
 import type { PodBackupParams } from "./workflows/pod-backup";
+import type { PodCodingAgentParams } from "./workflows/pod-coding-agent";
 import type { PodCreateParams } from "./workflows/pod-create";
 import type { PodDeployParams } from "./workflows/pod-deploy";
 import type { PodRestoreParams } from "./workflows/pod-restore";
@@ -25,6 +26,8 @@ export interface Bindings {
   POD_RESTORE: Workflow<PodRestoreParams>;
   /** one instance per database service install; instance id = the service's id */
   POD_SERVICE: Workflow<PodServiceParams>;
+  /** one instance per coding agent install; instance id = the install's row id */
+  POD_CODING_AGENT: Workflow<PodCodingAgentParams>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */
@@ -46,4 +49,10 @@ export interface Bindings {
 }
 
 /** The Workflow bindings: a host outcome is delivered to an instance of one of these by name. */
-export type WorkflowBinding = "POD_CREATE" | "POD_DEPLOY" | "POD_SERVICE" | "POD_BACKUP" | "POD_RESTORE";
+export type WorkflowBinding =
+  | "POD_CREATE"
+  | "POD_DEPLOY"
+  | "POD_SERVICE"
+  | "POD_BACKUP"
+  | "POD_RESTORE"
+  | "POD_CODING_AGENT";

@@ -6,6 +6,7 @@ export { HostAgent } from "./durable-objects/host-agent/object";
 export { RateLimiter } from "./durable-objects/rate-limiter";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
 export { PodBackupWorkflow } from "./workflows/pod-backup";
+export { PodCodingAgentWorkflow } from "./workflows/pod-coding-agent";
 export { PodCreateWorkflow } from "./workflows/pod-create";
 export { PodDeployWorkflow } from "./workflows/pod-deploy";
 export { PodRestoreWorkflow } from "./workflows/pod-restore";

@@ -6,6 +6,7 @@ import { runDueSchedules } from "./services/backups/schedule";
 import { sweepStuckBackups } from "./services/backups/sweep";
 import { runBilling } from "./services/billing/job";
 import { sweepStagedBlobs } from "./services/blobs/staging";
+import { failStuckAgentInstalls } from "./services/coding-agents/stuck";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
@@ -46,6 +47,10 @@ export const scheduledJobs: ScheduledJob[] = [
   {
     name: "stuck-service-installs",
     run: ({ env, db, now }) => failStuckInstalls(env, db, now).then(() => undefined),
+  },
+  {
+    name: "stuck-agent-installs",
+    run: ({ env, db, now }) => failStuckAgentInstalls(env, db, now).then(() => undefined),
   },
 ];
 

@@ -39,6 +39,7 @@ import { type ReloadOutcome, reloadApp } from "../inside/reload";
 import { applyMemory, removeAllServices, syncSidecars } from "../services/sidecars";
 import { deployArchive } from "../zip/deploy";
 import { backupHandlers } from "./backups";
+import { codingAgentHandlers } from "./coding-agents";
 import { type HandlerDeps, podStreams } from "./deps";
 import { domainHandlers } from "./domains";
 import { feedbackHandlers } from "./feedback";
@@ -382,6 +383,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...zipHandlers(deps, locks),
     ...gitHandlers(deps, locks),
     ...serviceHandlers(deps, locks),
+    ...codingAgentHandlers(deps, locks),
     ...backupHandlers(deps, locks),
     ...domainHandlers(deps, locks),
     ...feedbackHandlers(deps, locks),

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { backupOps } from "./backups";
+import { codingAgentsOps } from "./coding-agents";
 import { domainsOps } from "./domains";
 import { feedbackOps } from "./feedback";
 import { filesOps } from "./files";
@@ -102,6 +103,7 @@ export const ops = {
   ...backupOps,
   ...domainsOps,
   ...feedbackOps,
+  ...codingAgentsOps,
 } as const;
 
 export type Op = keyof typeof ops;

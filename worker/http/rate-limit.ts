@@ -58,6 +58,8 @@ export const FAIR_SHARE_LIMITS = {
   backup: { perPod: 10, perTeam: 30, windowMs: 3_600_000 },
   /** database service installs (each starts a server and its data on the host) */
   services: { perPod: 10, perTeam: 30, windowMs: 600_000 },
+  /** coding agent installs (each fetches a package tree onto the host and copies it into the pod) */
+  agents: { perPod: 10, perTeam: 30, windowMs: 600_000 },
 } as const;
 
 /**

@@ -2,6 +2,7 @@ export * from "./affiliates";
 export * from "./api-tokens";
 export * from "./backups";
 export * from "./billing";
+export * from "./coding-agents";
 export * from "./domains";
 export * from "./feedback";
 export * from "./git";

@@ -37,7 +37,11 @@ export type PodEventType =
   | "domain_added"
   | "domain_verified"
   | "domain_removed"
-  | "feedback_updated";
+  | "feedback_updated"
+  | "agent_install"
+  | "agent_installed"
+  | "agent_install_failed"
+  | "agent_removed";
 
 export const recordEventStatement = (
   db: Db,

@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
-import { domains, feedback, feedbackSettings, podServices, pods } from "../../db/schema";
+import { domains, feedback, feedbackSettings, podCodingAgents, podServices, pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { deletePodBackups } from "../backups/remove";
 import type { TeamCall } from "../context";
@@ -55,6 +55,7 @@ export async function deletePod({
   const plan = findPlan(pod.planSlug);
   await ctx.db.batch([
     ctx.db.delete(podServices).where(eq(podServices.podId, pod.id)),
+    ctx.db.delete(podCodingAgents).where(eq(podCodingAgents.podId, pod.id)),
     // its custom domains go too: the names are free for any pod again (docs/domains.md)
     ctx.db.delete(domains).where(eq(domains.podId, pod.id)),
     // its visitors' feedback and the token go too (docs/feedback.md)
