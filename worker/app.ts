@@ -13,6 +13,8 @@ import { authRouter } from "./routes/auth";
 import { backupsRouter } from "./routes/backups";
 import { billingRouter } from "./routes/billing";
 import { catalogRouter } from "./routes/catalog";
+import { connectorsRouter } from "./routes/connectors";
+import { oauthRouter } from "./routes/connectors/oauth";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { domainsRouter } from "./routes/domains";
@@ -21,6 +23,7 @@ import { gitRouter } from "./routes/git";
 import { healthRouter } from "./routes/health";
 import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
+import { mcpRouter } from "./routes/mcp";
 import { metricsRouter } from "./routes/metrics";
 import { podsRouter } from "./routes/pods";
 import { servicesRouter } from "./routes/services";
@@ -38,6 +41,11 @@ export function createApp() {
   app.route("/api/teams", teamsRouter);
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
+  // Connectors: OAuth grants to AI assistants (the consent page, the provider's endpoints under
+  // /oauth and /.well-known) and the MCP server they reach with them.
+  app.route("/api/connectors", connectorsRouter);
+  app.route("/", oauthRouter);
+  app.route("/mcp", mcpRouter);
   // A pod's capabilities, each its own router (routes/<capability>/) under the pod's path.
   app.route("/api/pods", podsRouter);
   app.route("/api/pods", sshRouter);

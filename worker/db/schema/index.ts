@@ -2,6 +2,7 @@ export * from "./affiliates";
 export * from "./api-tokens";
 export * from "./backups";
 export * from "./billing";
+export * from "./connector-grants";
 export * from "./domains";
 export * from "./git";
 export * from "./hosts";
