@@ -172,7 +172,8 @@ describe("every authenticated operation", () => {
         expect(res.body, `${op.method} ${op.path}`).toEqual({ error: expect.any(String) });
       }
     }
-  });
+    // Two calls per operation, well over a hundred operations: seconds on a busy shared machine.
+  }, 30_000);
 
   it("the public operations are the ones the spec lists as public", async () => {
     const open = (await documentedOperations()).filter((op) => !op.secured && op.path.startsWith("/api/"));
