@@ -112,6 +112,11 @@ export interface StackOptions {
   direct?: boolean;
   /** more Worker vars, e.g. GITHUB_API_BASE of the git host double (test/support/repohost.ts) */
   vars?: Record<string, string>;
+  /**
+   * The Worker's port (default: a free one). OAuth needs PUBLIC_URL to be the address clients use:
+   * take a `freePort()`, and pass it here and in `vars.PUBLIC_URL`.
+   */
+  port?: number;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
@@ -131,6 +136,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
     logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : ("none" as const),
+    port: options.port,
   };
   const worker = await startLocalWorker(workerOptions);
   const api = options.direct ? worker.directUrl : worker.url;

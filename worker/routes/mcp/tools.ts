@@ -132,7 +132,7 @@ export function registerTools(server: McpServer, t: ToolContext) {
   );
   tool(
     "write_file",
-    "Write a text file in the pod (created or replaced atomically; parent directories are created). The app root is /home/pod_user/app; a static pod serves /home/pod_user/app/public.",
+    "Write a text file in the pod (created or replaced atomically; parent directories are created). The app root is /home/pod_user/app; a static or PHP pod serves it as the site root.",
     podInput.extend(WriteRequest.shape),
     (input) =>
       limited(
