@@ -41,6 +41,20 @@ describe("the MCP server", () => {
     );
   });
 
+  it("is stateless: GET (a standing stream) and DELETE (a session's end) are 405", async () => {
+    const u = await registerUser();
+    const c = await connect(u);
+    for (const method of ["GET", "DELETE"]) {
+      const res = await raw("/mcp", {
+        method,
+        headers: { authorization: `Bearer ${c.accessToken}`, accept: "text/event-stream" },
+      });
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST");
+      expect(res.json).toEqual({ error: expect.stringContaining("POST") });
+    }
+  });
+
   it("lists its tools to a connector session", async () => {
     const u = await registerUser();
     const c = await connect(u);

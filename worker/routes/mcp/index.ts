@@ -36,19 +36,26 @@ const mcpAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
  * its tools bound to the caller of that request. Answers JSON, not an SSE stream: every tool
  * finishes within its request.
  */
-export const mcpRouter = new Hono<AppEnv>().all("/", jsonBodyLimit, mcpAuth, async (c) => {
-  const server = new McpServer({ name: "podhost", version: "1.0.0" });
-  registerTools(server, {
-    ctx: serviceContext(c),
-    caller: c.get("caller"),
-    country: (c.req.raw as { cf?: { country?: string } }).cf?.country,
-    limitCreate: () => enforceRateLimit(c, "createPod"),
-    limitFairShare: (kind, pod) => enforceFairShare(c.env, kind, c.get("caller").teamId, pod),
+export const mcpRouter = new Hono<AppEnv>()
+  // No server-to-client stream and no session to end: a stateless server says so (MCP allows 405).
+  .on(["GET", "DELETE"], "/", mcpAuth, (c) =>
+    c.json({ error: `method ${c.req.method} not allowed on /mcp: this server is stateless; use POST` }, 405, {
+      Allow: "POST",
+    }),
+  )
+  .post("/", jsonBodyLimit, mcpAuth, async (c) => {
+    const server = new McpServer({ name: "podhost", version: "1.0.0" });
+    registerTools(server, {
+      ctx: serviceContext(c),
+      caller: c.get("caller"),
+      country: (c.req.raw as { cf?: { country?: string } }).cf?.country,
+      limitCreate: () => enforceRateLimit(c, "createPod"),
+      limitFairShare: (kind, pod) => enforceFairShare(c.env, kind, c.get("caller").teamId, pod),
+    });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    return transport.handleRequest(c.req.raw);
   });
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: true,
-  });
-  await server.connect(transport);
-  return transport.handleRequest(c.req.raw);
-});
