@@ -55,7 +55,6 @@ async function lookupCredential(db: Db, token: string, tokenHash: string): Promi
   const [row] = await db
     .select({
       sessionId: sessions.id,
-      kind: sessions.kind,
       user: userColumns,
       membership: teamMembers.id,
       personalTeamId: sql<
@@ -74,7 +73,7 @@ async function lookupCredential(db: Db, token: string, tokenHash: string): Promi
     caller: {
       user: toUserView({ ...row.user, activeTeamId: teamId }),
       teamId,
-      via: row.kind === "connector" ? "connector" : "session",
+      via: "session",
       sessionId: row.sessionId,
     },
   };
