@@ -1,4 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { call, PASSWORD, registerUser } from "./support/client";
 import {
   authorizeQuery,
@@ -154,6 +156,23 @@ describe("connector sessions through OAuth", () => {
     });
     expect(left.status).toBe(200);
     expect((await call("GET", "/api/pods", undefined, { token: c.accessToken })).status).toBe(401);
+  });
+
+  it("an expired grant is 401 and unlisted, and the cron sweep removes its row", async () => {
+    const u = await registerUser();
+    const c = await connect(u);
+    const past = new Date(Date.now() - 1000).toISOString();
+    await env.DB.prepare("UPDATE connector_grants SET expires_at = ? WHERE user_id = ?")
+      .bind(past, u.user.id)
+      .run();
+    expect((await call("GET", "/api/auth/user", undefined, { token: c.accessToken })).status).toBe(401);
+    expect((await call("GET", "/api/connectors", undefined, { token: u.token })).body.connectors).toEqual([]);
+    await runScheduledJobs(
+      env,
+      Date.now(),
+      scheduledJobs.filter((j) => j.name === "expired-connector-grants"),
+    );
+    expect(await first("SELECT id FROM connector_grants WHERE user_id = ?", u.user.id)).toBeNull();
   });
 
   it("refuses a garbage token shaped like an OAuth one (401)", async () => {

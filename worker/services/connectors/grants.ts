@@ -1,4 +1,4 @@
-import { and, desc, eq, ne } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, ne } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Db } from "../../db/client";
 import { type ConnectorGrantRow, connectorGrants, teamMembers, teams, users } from "../../db/schema";
@@ -142,4 +142,21 @@ export async function revokeConnector(
     cursor = page.cursor;
   } while (cursor);
   return ok(undefined);
+}
+
+/**
+ * Rows of grants past their 30 days, a page per run (cron, worker/scheduled.ts): they resolve nothing
+ * and are not listed, this only keeps the table small. The provider's KV records expire by their TTL.
+ */
+export async function sweepExpiredGrants(db: Db, now: number, page = 500): Promise<number> {
+  const expired = db
+    .select({ id: connectorGrants.id })
+    .from(connectorGrants)
+    .where(lt(connectorGrants.expiresAt, new Date(now).toISOString()))
+    .limit(page);
+  const deleted = await db
+    .delete(connectorGrants)
+    .where(inArray(connectorGrants.id, expired))
+    .returning({ id: connectorGrants.id });
+  return deleted.length;
 }
