@@ -175,6 +175,15 @@ describe("connector sessions through OAuth", () => {
     expect(await first("SELECT id FROM connector_grants WHERE user_id = ?", u.user.id)).toBeNull();
   });
 
+  it("logout with a connector token is 400 naming the way to revoke it", async () => {
+    const u = await registerUser();
+    const c = await connect(u);
+    const res = await call("POST", "/api/auth/logout", undefined, { token: c.accessToken });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toContain("/api/connectors/");
+    expect((await call("GET", "/api/auth/user", undefined, { token: c.accessToken })).status).toBe(200);
+  });
+
   it("refuses a garbage token shaped like an OAuth one (401)", async () => {
     const u = await registerUser();
     const forged = `${u.user.id}:abcdefghijklmnop:${"x".repeat(32)}`;
