@@ -1,8 +1,9 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
 import { call, registerUser } from "./support/client";
 import { BASE, connect, raw } from "./support/connectors";
 import { insertPod } from "./support/db";
@@ -160,6 +161,25 @@ describe("the MCP server", () => {
     );
     expect(viaMcp.isError).toBe(true);
     expect(text(viaMcp)).toBe(`${viaRest.status}: ${viaRest.body.error}`);
+  });
+
+  it("counts against the REST routes' fair share: a pod's spent backup allowance refuses the tool too", async () => {
+    const u = await registerUser();
+    const podId = await insertPod(u.user.active_team_id);
+    const [pod] = (await call("GET", "/api/pods", undefined, { token: u.token })).body.pods;
+    expect(pod.id).toBe(podId);
+    const { perPod, windowMs } = FAIR_SHARE_LIMITS.backup;
+    const limiter = env.RATE_LIMITER.get(
+      env.RATE_LIMITER.idFromName(`backup:pod:${u.user.active_team_id}:${pod.name}`),
+    );
+    for (let i = 0; i < perPod; i++) await limiter.hit(perPod, windowMs);
+    const c = await connect(u);
+    const client = await mcpClient(c.accessToken);
+    const refused = await client.callTool({ name: "create_backup", arguments: { name: pod.name } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatch(/^429: too many backup operations: at most 10 per 60 minute\(s\) per pod/);
+    const rest = await call("POST", `/api/pods/${pod.name}/backups`, {}, { token: u.token });
+    expect(rest.status).toBe(429);
   });
 
   it("a revoked grant is 401 at /mcp at once", async () => {
