@@ -14,6 +14,8 @@ import { backupsRouter } from "./routes/backups";
 import { billingRouter } from "./routes/billing";
 import { catalogRouter } from "./routes/catalog";
 import { codingAgentsRouter } from "./routes/coding-agents";
+import { connectorsRouter } from "./routes/connectors";
+import { oauthRouter } from "./routes/connectors/oauth";
 import { openApiDocument } from "./routes/docs/openapi";
 import { renderDocsPage } from "./routes/docs/page";
 import { domainsRouter } from "./routes/domains";
@@ -23,6 +25,7 @@ import { gitRouter } from "./routes/git";
 import { healthRouter } from "./routes/health";
 import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
+import { mcpRouter } from "./routes/mcp";
 import { metricsRouter } from "./routes/metrics";
 import { podsRouter } from "./routes/pods";
 import { servicesRouter } from "./routes/services";
@@ -40,6 +43,11 @@ export function createApp() {
   app.route("/api/teams", teamsRouter);
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
+  // Connectors: OAuth grants to AI assistants (the consent page, the provider's endpoints under
+  // /oauth and /.well-known) and the MCP server they reach with them.
+  app.route("/api/connectors", connectorsRouter);
+  app.route("/", oauthRouter);
+  app.route("/mcp", mcpRouter);
   // A pod's capabilities, each its own router (routes/<capability>/) under the pod's path.
   app.route("/api/pods", podsRouter);
   app.route("/api/pods", sshRouter);

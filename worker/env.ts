@@ -12,6 +12,8 @@ import type { PodServiceParams } from "./workflows/pod-service";
 export interface Bindings {
   DB: D1Database;
   BLOBS: R2Bucket;
+  /** the OAuth provider's clients, grants and tokens (connectors; @cloudflare/workers-oauth-provider) */
+  OAUTH_KV: KVNamespace;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
   HOST_AGENT: DurableObjectNamespace<HostAgent>;
   /** one object per streamed file transfer (durable-objects/transfer-relay/object.ts) */

@@ -7,6 +7,7 @@ import { sweepStuckBackups } from "./services/backups/sweep";
 import { runBilling } from "./services/billing/job";
 import { sweepStagedBlobs } from "./services/blobs/staging";
 import { failStuckAgentInstalls } from "./services/coding-agents/stuck";
+import { sweepExpiredGrants } from "./services/connectors/grants";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
@@ -44,6 +45,11 @@ export const scheduledJobs: ScheduledJob[] = [
   },
   // Backups and restores interrupted past every bound: failed, their objects deleted.
   { name: "stuck-backups", run: ({ env, db, now }) => sweepStuckBackups(env, db, now).then(() => undefined) },
+  // Connector grants past their 30 days (docs/connectors.md).
+  {
+    name: "expired-connector-grants",
+    run: ({ db, now }) => sweepExpiredGrants(db, now).then(() => undefined),
+  },
   {
     name: "stuck-service-installs",
     run: ({ env, db, now }) => failStuckInstalls(env, db, now).then(() => undefined),

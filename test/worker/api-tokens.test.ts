@@ -110,7 +110,7 @@ describe("POST /api/api-tokens", () => {
 
   it("answers 403 to a connector session", async () => {
     const u = await registerUser();
-    const connector = await connectorSession(u.user.id);
+    const connector = await connectorSession(u);
     const res = await call("POST", "/api/api-tokens", { name: "nope" }, { token: connector });
     expect(res.status).toBe(403);
     expect(res.body.error).toEqual(expect.any(String));

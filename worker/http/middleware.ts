@@ -76,7 +76,7 @@ const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  *
  * The answer is the reason, or null when the request may go on.
  */
-function crossSiteRefusal(c: Ctx): string | null {
+export function crossSiteRefusal(c: Ctx): string | null {
   if (!UNSAFE_METHODS.has(c.req.method)) return null;
   const own = new URL(c.env.PUBLIC_URL).origin;
   const origin = c.req.header("origin");
@@ -96,7 +96,7 @@ async function authenticate(c: Ctx): Promise<boolean> {
     const refusal = crossSiteRefusal(c);
     if (refusal) throw new ApiError("forbidden", refusal);
   }
-  const resolved = await resolveCredential(c.get("db"), credential.value);
+  const resolved = await resolveCredential(c.get("db"), c.env, credential.value);
   if (!resolved) return false;
   c.set("caller", resolved.caller);
   // Best effort (the last_used_at touch): lost if cancelled, which waitUntil may do 30 s on.

@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { BackoffPolicy } from "../durable-objects/rate-limiter";
+import type { Bindings } from "../env";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
 
@@ -69,27 +70,35 @@ export const FAIR_SHARE_LIMITS = {
  */
 export function fairShareLimit(kind: keyof typeof FAIR_SHARE_LIMITS): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const { perPod, perTeam, windowMs } = FAIR_SHARE_LIMITS[kind];
-    const teamId = c.get("caller").teamId;
-    const pod = c.req.param("name");
-    const window = `${windowMs / 60_000} minute(s)`;
-    const caps: [string, number, string][] = [
-      ...(pod ? [[`${kind}:pod:${teamId}:${pod}`, perPod, `per pod`] as [string, number, string]] : []),
-      [`${kind}:team:${teamId}`, perTeam, "per team"],
-    ];
-    for (const [key, limit, scope] of caps) {
-      const decision = await c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(key)).hit(limit, windowMs);
-      if (!decision.allowed) {
-        throw new ApiError(
-          "rate_limited",
-          `too many ${kind} operations: at most ${limit} per ${window} ${scope}; retry in ${decision.retryAfter} s`,
-          {},
-          { "Retry-After": String(decision.retryAfter) },
-        );
-      }
-    }
+    await enforceFairShare(c.env, kind, c.get("caller").teamId, c.req.param("name"));
     await next();
   };
+}
+
+/** fairShareLimit's count, for callers that name the pod otherwise than in the path (the MCP tools). */
+export async function enforceFairShare(
+  env: Bindings,
+  kind: keyof typeof FAIR_SHARE_LIMITS,
+  teamId: string,
+  pod: string | undefined,
+): Promise<void> {
+  const { perPod, perTeam, windowMs } = FAIR_SHARE_LIMITS[kind];
+  const window = `${windowMs / 60_000} minute(s)`;
+  const caps: [string, number, string][] = [
+    ...(pod ? [[`${kind}:pod:${teamId}:${pod}`, perPod, `per pod`] as [string, number, string]] : []),
+    [`${kind}:team:${teamId}`, perTeam, "per team"],
+  ];
+  for (const [key, limit, scope] of caps) {
+    const decision = await env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(key)).hit(limit, windowMs);
+    if (!decision.allowed) {
+      throw new ApiError(
+        "rate_limited",
+        `too many ${kind} operations: at most ${limit} per ${window} ${scope}; retry in ${decision.retryAfter} s`,
+        {},
+        { "Retry-After": String(decision.retryAfter) },
+      );
+    }
+  }
 }
 
 /**

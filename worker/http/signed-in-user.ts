@@ -13,5 +13,5 @@ export async function signedInUserId(c: Context<AppEnv>): Promise<string | undef
   const header = c.req.header("authorization");
   const token = header ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : getCookie(c, SESSION_COOKIE);
   if (!token) return undefined;
-  return (await resolveCredential(c.get("db"), token))?.caller.user.id;
+  return (await resolveCredential(c.get("db"), c.env, token))?.caller.user.id;
 }

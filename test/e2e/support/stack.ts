@@ -114,7 +114,7 @@ export interface StackOptions {
   vars?: Record<string, string>;
   /**
    * PUBLIC_URL is the Worker's own address (a free port chosen up front), for what hands the
-   * Worker's URL to others: the feedback widget's script in a pod's pages.
+   * Worker's URL to others: the feedback widget's script in a pod's pages, OAuth's issuer.
    */
   publicUrl?: boolean;
 }

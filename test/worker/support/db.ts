@@ -1,8 +1,10 @@
 import { env } from "cloudflare:workers";
 import { newId, randomToken } from "../../../shared/ids";
 import { createDb } from "../../../worker/db/client";
-import { pods, sessions } from "../../../worker/db/schema";
+import { pods } from "../../../worker/db/schema";
 import { sha256Hex } from "../../../worker/lib/crypto";
+import type { TestUser } from "./client";
+import { connect } from "./connectors";
 
 /**
  * Direct access to the Worker's D1 for what the API cannot do on demand: read the mail outbox, age a
@@ -65,19 +67,9 @@ export async function expireInvitation(invitationId: string) {
     .run();
 }
 
-/** A connector session (what the OAuth exchange issues): a `sessions` row of kind `connector`. */
-export async function connectorSession(userId: string): Promise<string> {
-  const token = randomToken(40);
-  const now = new Date();
-  await db.insert(sessions).values({
-    id: newId("ses"),
-    tokenHash: await sha256Hex(token),
-    userId,
-    kind: "connector",
-    expiresAt: new Date(now.getTime() + 30 * 86_400_000).toISOString(),
-    createdAt: now.toISOString(),
-  });
-  return token;
+/** A connector session: the access token of a real OAuth grant (register, PKCE, consent, token). */
+export async function connectorSession(user: TestUser): Promise<string> {
+  return (await connect(user)).accessToken;
 }
 
 /** A pod row owned by the team, as the pods API will write it. */

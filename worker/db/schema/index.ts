@@ -3,6 +3,7 @@ export * from "./api-tokens";
 export * from "./backups";
 export * from "./billing";
 export * from "./coding-agents";
+export * from "./connector-grants";
 export * from "./domains";
 export * from "./feedback";
 export * from "./git";

@@ -2,8 +2,9 @@ import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { users } from "./users";
 
 /**
- * Login sessions and connector sessions (issued by the OAuth exchange). Only the SHA-256 of the
- * token is stored, so a leaked table cannot be replayed.
+ * Login sessions. Only the SHA-256 of the token is stored, so a leaked table cannot be replayed.
+ * (`kind` once foresaw connector sessions; those are OAuth grants, `connector-grants.ts`: every row
+ * is `session`.)
  */
 export const sessions = sqliteTable(
   "sessions",

@@ -110,7 +110,13 @@ export const authRouter = createRouter()
       responses: { 200: jsonResponse(StatusBody("logged_out"), "Session ended"), ...errors(400, 401) },
     }),
     async (c) => {
-      const { sessionId } = c.get("caller");
+      const { sessionId, connectorId } = c.get("caller");
+      if (connectorId) {
+        throw new ApiError(
+          "bad_request",
+          "a connector session is an OAuth grant, not a login: revoke it with DELETE /api/connectors/{id}",
+        );
+      }
       if (!sessionId) {
         throw new ApiError(
           "bad_request",

@@ -15,7 +15,7 @@ import { writePodFile } from "../../services/files/transfer";
 import { PodParams } from "../pods/schemas";
 import { PathResult, PodPath } from "./schemas";
 
-const WriteRequest = z.object({
+export const WriteRequest = z.object({
   path: PodPath("the file; its parent directories are created"),
   content: z.string().openapi({ description: "written as UTF-8, replacing the file atomically" }),
 });

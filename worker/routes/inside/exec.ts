@@ -23,7 +23,7 @@ import { noNul } from "./schemas";
 
 const utf8Bytes = (s: string) => new TextEncoder().encode(s).length;
 
-const ExecRequest = z.object({
+export const ExecRequest = z.object({
   command: z
     .array(
       z

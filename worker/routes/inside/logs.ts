@@ -7,7 +7,7 @@ import { authenticated, errors, jsonResponse, type Router, serviceContext } from
 import { readPodLogs } from "../../services/inside/logs";
 import { PodParams } from "../pods/schemas";
 
-const LogsQuery = z.object({
+export const LogsQuery = z.object({
   source: z.enum(LOG_SOURCES).default("app"),
   lines: z.coerce.number().int().min(1).max(1000).default(100),
   grep: z.string().max(1000).optional().openapi({

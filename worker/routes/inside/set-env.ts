@@ -16,7 +16,7 @@ import { EnvFile, EnvName, noNul } from "./schemas";
 
 const EnvValue = z.string().max(32_768).refine(noNul, { message: "must not contain NUL" });
 
-const SetEnvRequest = z.object({
+export const SetEnvRequest = z.object({
   vars: z
     .record(EnvName, EnvValue)
     .refine((v) => Object.keys(v).length > 0, { message: "must not be empty" })

@@ -6,6 +6,12 @@ import { authenticated, errors, jsonResponse, type Router, serviceContext } from
 import { listPodEvents } from "../../services/pods/events";
 import { Event, PodParams } from "./schemas";
 
+export const EventsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
+  type: z.string().max(40).optional(),
+});
+
 const route = createRoute({
   tags: ["Pods"],
   security: authenticated,
@@ -16,11 +22,7 @@ const route = createRoute({
   summary: "The pod's activity log, newest first",
   request: {
     params: PodParams,
-    query: z.object({
-      limit: z.coerce.number().int().min(1).max(200).default(50),
-      offset: z.coerce.number().int().min(0).default(0),
-      type: z.string().max(40).optional(),
-    }),
+    query: EventsQuery,
   },
   responses: {
     200: jsonResponse(

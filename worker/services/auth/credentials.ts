@@ -1,9 +1,11 @@
 import { and, eq, gt, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { apiTokens, sessions, teamMembers, teams, users } from "../../db/schema";
+import type { Bindings } from "../../env";
 import { sha256Hex } from "../../lib/crypto";
 import { createIsolateCache } from "../../lib/isolate-cache";
 import { MINUTE, nowIso } from "../../lib/time";
+import { isConnectorToken, resolveConnectorToken } from "../connectors/grants";
 import { toUserView } from "./accounts";
 import type { Caller } from "./caller";
 
@@ -20,13 +22,16 @@ export interface Resolved {
 
 /**
  * Turns a raw credential (cookie value or bearer token) into a caller, or null when it is unknown,
- * expired or revoked. One indexed query per credential kind.
+ * expired or revoked. One indexed query per credential kind (a connector's OAuth token also reads
+ * its record in OAUTH_KV).
  */
-export async function resolveCredential(db: Db, token: string): Promise<Resolved | null> {
+export async function resolveCredential(db: Db, env: Bindings, token: string): Promise<Resolved | null> {
   const tokenHash = await sha256Hex(token);
   const cached = callers.get(tokenHash);
   if (cached) return { caller: cached };
-  const resolved = await lookupCredential(db, token, tokenHash);
+  const resolved = isConnectorToken(token)
+    ? await resolveConnectorToken(env, db, token)
+    : await lookupCredential(db, token, tokenHash);
   if (resolved) callers.set(tokenHash, resolved.caller);
   return resolved;
 }
@@ -50,7 +55,6 @@ async function lookupCredential(db: Db, token: string, tokenHash: string): Promi
   const [row] = await db
     .select({
       sessionId: sessions.id,
-      kind: sessions.kind,
       user: userColumns,
       membership: teamMembers.id,
       personalTeamId: sql<
@@ -69,7 +73,7 @@ async function lookupCredential(db: Db, token: string, tokenHash: string): Promi
     caller: {
       user: toUserView({ ...row.user, activeTeamId: teamId }),
       teamId,
-      via: row.kind === "connector" ? "connector" : "session",
+      via: "session",
       sessionId: row.sessionId,
     },
   };

@@ -8,18 +8,15 @@ import { DAY, isoIn, nowIso } from "../../lib/time";
 export const SESSION_TTL_MS = 30 * DAY;
 
 /** A new random session token; only its hash is stored. Returns the token to hand to the client once. */
-export async function createSession(
-  db: Db,
-  userId: string,
-  kind: "session" | "connector" = "session",
-): Promise<{ token: string; expiresAt: string }> {
+export async function createSession(db: Db, userId: string): Promise<{ token: string; expiresAt: string }> {
   const token = randomToken(40);
   const expiresAt = isoIn(SESSION_TTL_MS);
   await db.insert(sessions).values({
     id: newId("ses"),
     tokenHash: await sha256Hex(token),
     userId,
-    kind,
+    // connector sessions are OAuth grants now (connector_grants, services/connectors/); the column stays
+    kind: "session",
     expiresAt,
     createdAt: nowIso(),
   });

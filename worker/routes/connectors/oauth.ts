@@ -1,0 +1,213 @@
+import { AuthorizationError, CimdFetchError } from "@cloudflare/workers-oauth-provider";
+import { eq } from "drizzle-orm";
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { getCookie } from "hono/cookie";
+import { newId } from "../../../shared/ids";
+import { teams } from "../../db/schema";
+import type { AppEnv } from "../../http/app-env";
+import { jsonBodyLimit } from "../../http/body-limit";
+import { ApiError } from "../../http/errors";
+import { crossSiteRefusal, SESSION_COOKIE } from "../../http/middleware";
+import { beginPasswordAttempt, enforceRateLimit } from "../../http/rate-limit";
+import { serviceContext } from "../../http/router";
+import { isoIn } from "../../lib/time";
+import { login } from "../../services/auth/accounts";
+import type { Caller } from "../../services/auth/caller";
+import { resolveCredential } from "../../services/auth/credentials";
+import { recordGrant } from "../../services/connectors/grants";
+import {
+  authorizationServer,
+  CONNECTOR_TTL_S,
+  type ConnectorProps,
+  OAUTH_PATHS,
+  resourceOf,
+} from "../../services/connectors/oauth";
+import { setSessionCookie } from "../auth";
+import { consentPage, errorPage, signInPage } from "./pages";
+
+type Ctx = Context<AppEnv>;
+
+/** The browser's signed-in user: the `pod_session` cookie only (a page cannot send a Bearer header). */
+async function cookieSession(c: Ctx): Promise<Caller | undefined> {
+  const token = getCookie(c, SESSION_COOKIE);
+  if (!token) return undefined;
+  const resolved = await resolveCredential(c.get("db"), c.env, token);
+  return resolved?.caller.via === "session" ? resolved.caller : undefined;
+}
+
+async function page(
+  c: Ctx,
+  body: ReturnType<typeof errorPage>,
+  status: 200 | 400 | 401 | 403 | 429,
+  headers?: Headers,
+) {
+  const res = await c.html(await body, status);
+  headers?.forEach((value, key) => {
+    res.headers.append(key, value);
+  });
+  res.headers.set("Cache-Control", "no-store");
+  return res;
+}
+
+/**
+ * Failures of the authorization request: back to the client only when the library has validated
+ * the client and its exact redirect URI (`redirectTo`); otherwise said on our page, never
+ * redirected (an unregistered redirect_uri must not become an open redirect).
+ */
+function authorizeFailure(c: Ctx, error: unknown) {
+  if (error instanceof AuthorizationError && error.redirectTo) return c.redirect(error.redirectTo, 302);
+  if (error instanceof AuthorizationError) return page(c, errorPage(error.description), 400);
+  if (error instanceof CimdFetchError)
+    return page(c, errorPage("this app's metadata could not be verified"), 400);
+  throw error;
+}
+
+/** GET /authorize: the sign-in form when signed out, else the consent page for the active team. */
+async function showAuthorize(c: Ctx) {
+  const oauth = authorizationServer(c.env).getOAuthApi(c.env);
+  let request: Awaited<ReturnType<typeof oauth.parseAuthRequest>>;
+  try {
+    request = await oauth.parseAuthRequest(c.req.raw);
+  } catch (error) {
+    return authorizeFailure(c, error);
+  }
+  const caller = await cookieSession(c);
+  if (!caller) return page(c, signInPage(new URL(c.req.url).search.slice(1)), 200);
+  const details = await oauth.describeConsent(request);
+  const consent = await oauth.beginConsent(request);
+  const [team] = await c
+    .get("db")
+    .select({ name: teams.name })
+    .from(teams)
+    .where(eq(teams.id, caller.teamId));
+  return page(
+    c,
+    consentPage({
+      details,
+      handle: consent.handle,
+      userEmail: caller.user.email,
+      teamName: team?.name ?? caller.teamId,
+    }),
+    200,
+    consent.headers,
+  );
+}
+
+/** POST /authorize: the sign-in form, or the consent form's decision. */
+async function submitAuthorize(c: Ctx) {
+  // The forms are posted by our own pages: a form of another origin is refused whatever it carries,
+  // as any change the session cookie would authorize (http/middleware.ts).
+  const refusal = crossSiteRefusal(c);
+  if (refusal) return page(c, errorPage(refusal), 403);
+  const form = await c.req.formData().catch(() => undefined);
+  if (!form)
+    return page(c, errorPage("the form could not be read: send application/x-www-form-urlencoded"), 400);
+  const field = (name: string) => {
+    const value = form.get(name);
+    return typeof value === "string" ? value : "";
+  };
+  if (field("intent") === "sign_in")
+    return signIn(c, field("oauth_query"), field("email"), field("password"));
+  if (field("intent") === "consent") return decide(c, field("handle"), field("decision"));
+  return page(c, errorPage('intent: must be "sign_in" or "consent"'), 400);
+}
+
+async function signIn(c: Ctx, query: string, email: string, password: string) {
+  // Back to GET /authorize on our own origin, with the query as given: the path is fixed, so the
+  // query cannot send the browser anywhere else, and GET /authorize validates it again.
+  const back = new URL(OAUTH_PATHS.authorize, c.env.PUBLIC_URL);
+  back.search = query.slice(0, 4096);
+  if (!email || !password)
+    return page(c, signInPage(back.search.slice(1), "email and password are required"), 400);
+  // The login route's limits: per IP, and per account (the password backoff).
+  try {
+    await enforceRateLimit(c, "login");
+    const attempt = await beginPasswordAttempt(c, email);
+    const result = await login(serviceContext(c), { email, password });
+    if (!result.ok) return page(c, signInPage(back.search.slice(1), result.message), 401);
+    await attempt.succeeded();
+    setSessionCookie(c, result.value.token);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 429) {
+      return page(c, signInPage(back.search.slice(1), error.message), 429);
+    }
+    throw error;
+  }
+  return c.redirect(`${back.pathname}${back.search}`, 303);
+}
+
+async function decide(c: Ctx, handle: string, decision: string) {
+  const caller = await cookieSession(c);
+  if (!caller) return page(c, errorPage("you are signed out: start connecting again from the app"), 401);
+  const oauth = authorizationServer(c.env).getOAuthApi(c.env);
+  try {
+    if (decision !== "approve") {
+      const denied = await oauth.denyConsent(c.req.raw, handle);
+      return new Response(null, { status: 302, headers: denied.headers });
+    }
+    const approved = await oauth.approveConsent(c.req.raw, handle, { scope: [] });
+    const client = await oauth.lookupClient(approved.request.clientId);
+    const connectorId = newId("cng");
+    const props: ConnectorProps = { userId: caller.user.id, teamId: caller.teamId, connectorId };
+    const { redirectTo } = await oauth.completeAuthorization({
+      request: approved.request,
+      userId: caller.user.id,
+      metadata: { connectorId },
+      scope: [],
+      props,
+    });
+    const now = new Date().toISOString();
+    await recordGrant(c.get("db"), {
+      id: connectorId,
+      userId: caller.user.id,
+      teamId: caller.teamId,
+      clientId: approved.request.clientId,
+      clientName: (client?.clientName ?? approved.request.clientId).slice(0, 200),
+      redirectHost: new URL(approved.request.redirectUri).host.slice(0, 200),
+      lastUsedAt: null,
+      expiresAt: isoIn(CONNECTOR_TTL_S * 1000),
+      createdAt: now,
+    });
+    approved.headers.set("Location", redirectTo);
+    return new Response(null, { status: 302, headers: approved.headers });
+  } catch (error) {
+    if (error instanceof AuthorizationError) {
+      return page(c, errorPage(`${error.description} Start connecting again from the app.`), 400);
+    }
+    throw error;
+  }
+}
+
+/** RFC 9728: the whole API is one protected resource, and this server its authorization server. */
+function protectedResourceMetadata(c: Ctx) {
+  const resource = resourceOf(c.env);
+  return c.json(
+    {
+      resource,
+      authorization_servers: [resource],
+      bearer_methods_supported: ["header"],
+      resource_name: "podhost API and MCP server",
+    },
+    200,
+    { "Access-Control-Allow-Origin": "*", "Cache-Control": "no-store" },
+  );
+}
+
+/**
+ * OAuth 2.1 for connectors (docs/connectors.md): the authorization endpoint and its pages are ours;
+ * metadata, token, revocation and dynamic registration are the provider's.
+ */
+export const oauthRouter = new Hono<AppEnv>()
+  .get(OAUTH_PATHS.authorize, showAuthorize)
+  .post(OAUTH_PATHS.authorize, jsonBodyLimit, submitAuthorize)
+  .get("/.well-known/oauth-protected-resource", protectedResourceMetadata)
+  .all("/.well-known/oauth-authorization-server", (c) =>
+    authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext),
+  )
+  .all(OAUTH_PATHS.token, jsonBodyLimit, (c) =>
+    authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext),
+  )
+  .all(OAUTH_PATHS.register, jsonBodyLimit, (c) =>
+    authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext),
+  );

@@ -1,0 +1,61 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { Hono, type MiddlewareHandler } from "hono";
+import type { AppEnv } from "../../http/app-env";
+import { jsonBodyLimit } from "../../http/body-limit";
+import { ApiError } from "../../http/errors";
+import { requireAuth } from "../../http/middleware";
+import { enforceFairShare, enforceRateLimit } from "../../http/rate-limit";
+import { serviceContext } from "../../http/router";
+import { resourceOf } from "../../services/connectors/oauth";
+import { registerTools } from "./tools";
+
+/**
+ * The one auth middleware, and on a 401 the challenge MCP clients follow to find the authorization
+ * server (RFC 9728 §5.1): the protected resource metadata's address.
+ */
+const mcpAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
+  try {
+    await requireAuth(c, next);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      const metadata = `${resourceOf(c.env)}/.well-known/oauth-protected-resource`;
+      throw new ApiError(
+        "unauthorized",
+        error.message,
+        {},
+        { "WWW-Authenticate": `Bearer resource_metadata="${metadata}"` },
+      );
+    }
+    throw error;
+  }
+};
+
+/**
+ * The MCP server (streamable HTTP, docs/mcp.md): stateless, one server and transport per request,
+ * its tools bound to the caller of that request. Answers JSON, not an SSE stream: every tool
+ * finishes within its request.
+ */
+export const mcpRouter = new Hono<AppEnv>()
+  // No server-to-client stream and no session to end: a stateless server says so (MCP allows 405).
+  .on(["GET", "DELETE"], "/", mcpAuth, (c) =>
+    c.json({ error: `method ${c.req.method} not allowed on /mcp: this server is stateless; use POST` }, 405, {
+      Allow: "POST",
+    }),
+  )
+  .post("/", jsonBodyLimit, mcpAuth, async (c) => {
+    const server = new McpServer({ name: "podhost", version: "1.0.0" });
+    registerTools(server, {
+      ctx: serviceContext(c),
+      caller: c.get("caller"),
+      country: (c.req.raw as { cf?: { country?: string } }).cf?.country,
+      limitCreate: () => enforceRateLimit(c, "createPod"),
+      limitFairShare: (kind, pod) => enforceFairShare(c.env, kind, c.get("caller").teamId, pod),
+    });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    return transport.handleRequest(c.req.raw);
+  });
