@@ -127,6 +127,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       // database services: a test key for their passwords at rest
       SERVICE_PASSWORD_KEY: "ZTJlLW9ubHktc2VydmljZS1wYXNzd29yZC1rZXkhISE=",
       ALLOW_HTTP_GIT_LOOPBACK: "true",
+      ALLOW_IMPORT_LOOPBACK: "true",
       ...options.vars,
     },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
