@@ -406,6 +406,9 @@ describe("POST /api/imports: accepted", () => {
     // an explicit name that is taken is the caller's conflict
     const taken = await importAs({ paste: { body: "<h1>x</h1>" }, name: slug, server_id: host.id }, u);
     expect(taken.status).toBe(409);
+    // refused before any fetch: example.com cannot be reached from here, yet the answer is the 409
+    const early = await importAs({ url: "https://example.com/", mode: "site", name: slug }, u);
+    expect(early.status, JSON.stringify(early.body)).toBe(409);
     expect(await env.BLOBS.list({ prefix: "staging/incoming/" }).then((l) => l.objects.length)).toBe(0);
   });
 

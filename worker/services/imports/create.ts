@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import type { Caller } from "../auth/caller";
 import { discardStagedBlob, incomingStagingKey } from "../blobs/staging";
 import type { ServiceContext } from "../context";
+import { resolvePlan, resolveRegion } from "../pods/admission";
 import { createPod } from "../pods/create";
 import { claimableName } from "../pods/names";
 import type { PodView } from "../pods/view";
@@ -49,6 +50,17 @@ export async function createImport({
     return fail("bad_request", hasUrl ? "send url or paste, not both" : "send one of url or paste");
   if (input.paste?.body !== undefined && input.paste.files !== undefined)
     return fail("bad_request", "paste: send body or files, not both");
+  // What can be refused cheaply is refused before a fetch of up to 75 s: the plan, the region, a taken name.
+  if (!input.dry_run) {
+    const plan = resolvePlan(input.plan_slug);
+    if (!plan.ok) return plan;
+    const region = resolveRegion(input.region, country);
+    if (!region.ok) return region;
+    if (input.name !== undefined) {
+      const claim = await claimableName(ctx.db, input.name);
+      if (!claim.ok) return claim;
+    }
+  }
   const artifact =
     input.url !== undefined
       ? await urlArtifact(ctx, input.url, input)

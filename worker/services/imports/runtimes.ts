@@ -27,5 +27,17 @@ export const RUNTIMES = {
 
 export type RuntimeName = keyof typeof RUNTIMES;
 
-export const runtimeFiles = (name: RuntimeName): ArtifactFile[] =>
-  RUNTIMES[name].map((f) => textFile(f.path, f.text));
+/**
+ * Encoded once per isolate and shared by every import (read-only): Mermaid alone is 5.5 MB, and an
+ * isolate has 128 MB, so a copy per import would not survive a few imports at once.
+ */
+const encoded = new Map<RuntimeName, ArtifactFile[]>();
+
+export function runtimeFiles(name: RuntimeName): ArtifactFile[] {
+  let files = encoded.get(name);
+  if (!files) {
+    files = RUNTIMES[name].map((f) => textFile(f.path, f.text));
+    encoded.set(name, files);
+  }
+  return files;
+}
