@@ -3,6 +3,7 @@ import { unzipSync } from "fflate";
 import { afterEach, describe, expect, it } from "vitest";
 import { RUNTIMES } from "../../worker/services/imports/runtimes";
 import { FakeAgent, insertHost, podEventRecords, until } from "./support/agent";
+import { billed } from "./support/billing";
 import { call, registerUser, type TestUser } from "./support/client";
 
 /**
@@ -111,7 +112,7 @@ describe("POST /api/imports: dry_run", () => {
       source: "paste",
       type: "html",
       preset: "static",
-      title: "Imported page",
+      title: "T",
       files: [{ path: "index.html", size: 42, content: "<!doctype html><title>T</title><h1>Hi</h1>" }],
     });
   });
@@ -409,6 +410,16 @@ describe("POST /api/imports: accepted", () => {
     // refused before any fetch: example.com cannot be reached from here, yet the answer is the 409
     const early = await importAs({ url: "https://example.com/", mode: "site", name: slug }, u);
     expect(early.status, JSON.stringify(early.body)).toBe(409);
+    expect(await env.BLOBS.list({ prefix: "staging/incoming/" }).then((l) => l.objects.length)).toBe(0);
+  });
+
+  it("402 without a payment method when billing is on, 503 when the server cannot take it; nothing stays staged", async () => {
+    const u = await registerUser();
+    const refused = await call("POST", "/api/imports", { paste: { body: "<h1>x</h1>" } }, billed(u));
+    expect(refused.status, JSON.stringify(refused.body)).toBe(402);
+    const offline = await insertHost();
+    const full = await importAs({ paste: { body: "<h1>x</h1>" }, server_id: offline.id }, u);
+    expect(full.status, JSON.stringify(full.body)).toBe(503);
     expect(await env.BLOBS.list({ prefix: "staging/incoming/" }).then((l) => l.objects.length)).toBe(0);
   });
 

@@ -11,6 +11,7 @@ import {
   textFile,
 } from "./artifact";
 import { compileReact, compileVue, splitVueSfc } from "./compile";
+import { pageTitle } from "./page-read";
 import { checkProjectPath } from "./paths";
 import type { RuntimeName } from "./runtimes";
 
@@ -377,7 +378,8 @@ export async function pasteArtifact(paste: PasteInput): Promise<Result<Artifact>
   if (!hasFiles && (paste.body ?? "").trim() === "")
     return fail("bad_request", "paste: empty; send paste.body or paste.files with content");
   const type: ArtifactType = hasFiles ? "multi" : (paste.type ?? detectPasteType(paste.body ?? ""));
-  const title = (paste.title ?? "").trim() || defaultTitle(type);
+  const given = (paste.title ?? "").trim().slice(0, 200);
+  const title = given || (type === "html" ? await pageTitle(paste.body ?? "") : "") || defaultTitle(type);
   const project = await pasteProject({ ...paste, type: hasFiles ? undefined : type }, title);
   if (!project.ok) return project;
   return ok({
