@@ -263,6 +263,49 @@ describe("URL imports", () => {
     expect(res.body.error).toMatch(/redirected from/);
   });
 
+  describe("names that resolve inward (DNS-over-HTTPS double)", () => {
+    const dnsBase = () => env.DNS_RESOLVER_URL?.replace(/\/dns-query$/, "") ?? "";
+    const setRecords = async (type: "a" | "aaaa", name: string, values: string[]) => {
+      const res = await fetch(`${dnsBase()}/__double/${type}/${name}`, {
+        method: "PUT",
+        body: JSON.stringify({ values }),
+      });
+      expect(res.status).toBe(200);
+    };
+
+    it.each([
+      ["a", "inward-10.imports.test", ["10.0.0.5"], /resolves to 10\.0\.0\.5, which is a private address/],
+      ["a", "inward-meta.imports.test", ["93.184.215.14", "169.254.169.254"], /resolves to 169\.254\.169\.254/],
+      [
+        "a",
+        "inward-loop.imports.test",
+        ["127.0.0.1"],
+        /resolves to 127\.0\.0\.1, which is a loopback address/,
+      ],
+      ["aaaa", "inward-v6.imports.test", ["::1"], /resolves to ::1/],
+      ["aaaa", "inward-mapped.imports.test", ["::ffff:10.0.0.1"], /resolves to ::ffff:10\.0\.0\.1/],
+    ] as const)("refuses a name whose %s record is inward (%s)", async (type, name, values, message) => {
+      await setRecords(type, name, [...values]);
+      const res = await importAs({ url: `http://${name}/`, mode: "site", dry_run: true });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.error).toMatch(message);
+    });
+
+    it("refuses a redirect to a name that resolves inward, and a name that does not resolve", async () => {
+      await setRecords("a", "inward-hop.imports.test", ["192.168.0.10"]);
+      const hop = await importAs({
+        url: `${SITE}/redirect?to=${encodeURIComponent("http://inward-hop.imports.test/x")}`,
+        mode: "site",
+        dry_run: true,
+      });
+      expect(hop.status).toBe(400);
+      expect(hop.body.error).toMatch(/resolves to 192\.168\.0\.10.*redirected from/);
+      const none = await importAs({ url: "http://nowhere.imports.test/", mode: "site", dry_run: true });
+      expect(none.status).toBe(400);
+      expect(none.body.error).toMatch(/does not resolve/);
+    });
+  });
+
   it("a platform whose code cannot be fetched is a 422 with its guide; mode site snapshots it instead", async () => {
     const res = await importAs({ url: "https://my-shop.wixsite.com/home" });
     expect(res.status).toBe(422);

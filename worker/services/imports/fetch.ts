@@ -1,5 +1,6 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Bindings } from "../../env";
+import { lookupAddresses } from "./resolve";
 
 /**
  * The Worker's outbound fetches for URL imports, refusing what a stranger could aim them at:
@@ -20,14 +21,50 @@ export interface FetchBudget {
   signal: AbortSignal;
   budgetMs: number;
   allowLoopback: boolean;
+  resolverUrl: string | undefined;
+  /** host names already checked in this import: their refusal, or null when they may be fetched */
+  checkedNames: Map<string, string | null>;
 }
 
-export function newBudget(env: Pick<Bindings, "ALLOW_IMPORT_LOOPBACK">, budgetMs: number): FetchBudget {
+export function newBudget(
+  env: Pick<Bindings, "ALLOW_IMPORT_LOOPBACK" | "DNS_RESOLVER_URL">,
+  budgetMs: number,
+): FetchBudget {
   return {
     signal: AbortSignal.timeout(budgetMs),
     budgetMs,
     allowLoopback: env.ALLOW_IMPORT_LOOPBACK === "true",
+    resolverUrl: env.DNS_RESOLVER_URL,
+    checkedNames: new Map(),
   };
+}
+
+/** An IP literal needs no lookup: the URL parser's canonical forms. */
+const isIpLiteral = (host: string) => host.startsWith("[") || parseIpv4(host) !== null;
+
+/**
+ * A host name's DNS answers checked like a literal address (once per name and import): refused when
+ * any A or AAAA record is a private, loopback or link-local address.
+ */
+async function checkResolved(url: URL, budget: FetchBudget): Promise<string | null> {
+  const host = url.hostname;
+  if (isIpLiteral(host)) return null;
+  const known = budget.checkedNames.get(host);
+  if (known !== undefined) return known;
+  const addresses = await lookupAddresses(budget.resolverUrl, host);
+  let refusal: string | null = addresses.ok ? null : addresses.message;
+  if (addresses.ok) {
+    for (const address of addresses.value) {
+      const literal = address.includes(":") ? `[${address}]` : address;
+      const reason = refusedHost(literal, false);
+      if (reason) {
+        refusal = `url: ${host} resolves to ${address}, which ${reason.slice(reason.indexOf(" is ") + 1)}`;
+        break;
+      }
+    }
+  }
+  budget.checkedNames.set(host, refusal);
+  return refusal;
 }
 
 /** Parses and checks a URL given by the caller (or found in a redirect): a 400 naming the problem. */
@@ -184,6 +221,8 @@ export async function guardedFetch(
 ): Promise<Result<Fetched>> {
   let current = url;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    const refused = await checkResolved(current, budget);
+    if (refused) return fail("bad_request", hop > 0 ? `${refused} (redirected from ${url.href})` : refused);
     let res: Response;
     try {
       res = await fetch(current.href, {
