@@ -275,7 +275,12 @@ describe("URL imports", () => {
 
     it.each([
       ["a", "inward-10.imports.test", ["10.0.0.5"], /resolves to 10\.0\.0\.5, which is a private address/],
-      ["a", "inward-meta.imports.test", ["93.184.215.14", "169.254.169.254"], /resolves to 169\.254\.169\.254/],
+      [
+        "a",
+        "inward-meta.imports.test",
+        ["93.184.215.14", "169.254.169.254"],
+        /resolves to 169\.254\.169\.254/,
+      ],
       [
         "a",
         "inward-loop.imports.test",
