@@ -45,11 +45,19 @@ describe("imports end to end", () => {
   const host = (pod: string) => `${pod}.pods.localhost`;
   const get = (pod: string, path = "/") => getThroughIngress(stack.ingressPort, host(pod), path);
 
-  /** Imports, then waits for the pod to run with its `imported` event recorded. */
-  async function imported(body: Record<string, unknown>): Promise<string> {
+  /** Starts an import: 202 with the pod's name. */
+  async function started(body: Record<string, unknown>): Promise<string> {
     const res = await api.post("/api/imports", body);
     expect(res.status, JSON.stringify(res.body).slice(0, 400)).toBe(202);
-    const name = res.body.pod.name as string;
+    return res.body.pod.name as string;
+  }
+
+  /** Imports, then waits for the pod to run with its `imported` event recorded. */
+  async function imported(body: Record<string, unknown>): Promise<string> {
+    return ready(await started(body));
+  }
+
+  async function ready(name: string): Promise<string> {
     await waitForPodStatus(api, name, "running", 120_000);
     await waitFor(
       `${name}'s imported event`,
@@ -104,24 +112,43 @@ describe("imports end to end", () => {
   }, 120_000);
 
   it("pastes of every type become pods that serve them (drawn in a browser, nothing from another origin)", async () => {
-    const [html, react, vue, svg, mermaid, code, php] = await Promise.all([
-      imported({
+    // Started one after another (admission picks each pod's SSH port), then awaited together.
+    const names: string[] = [];
+    for (const body of [
+      {
         paste: { body: "<!doctype html><title>Pasted</title><h1>pasted html</h1>" },
         name: "imp-html",
-      }),
-      imported({ paste: { body: ARTIFACT_SOURCES.react, title: "Imp React" } }),
-      imported({ paste: { body: ARTIFACT_SOURCES.vue, type: "vue" }, name: "imp-vue" }),
-      imported({ paste: { body: ARTIFACT_SOURCES.svg }, name: "imp-svg" }),
-      imported({ paste: { body: ARTIFACT_SOURCES.mermaid }, name: "imp-mermaid" }),
-      imported({
+      },
+      { paste: { body: ARTIFACT_SOURCES.react, title: "Imp React" } },
+      { paste: { body: ARTIFACT_SOURCES.vue, type: "vue" }, name: "imp-vue" },
+      { paste: { body: ARTIFACT_SOURCES.svg }, name: "imp-svg" },
+      { paste: { body: ARTIFACT_SOURCES.mermaid }, name: "imp-mermaid" },
+      {
         paste: { body: ARTIFACT_SOURCES.code, type: "code", language: "python" },
         name: "imp-code",
-      }),
-      imported({
+      },
+      {
         paste: { body: "<?php echo 'php says ' . (6 * 7);", type: "code", language: "php" },
         name: "imp-php",
-      }),
-    ]);
+      },
+      {
+        paste: {
+          body: '<template><p id="n">{{ n * 2 }}</p></template>\n<script setup lang="ts">\nimport { ref } from "vue";\nconst n = ref<number>(21);\n</script>',
+        },
+        name: "imp-vue-setup",
+      },
+    ])
+      names.push(await started(body));
+    const [html, react, vue, svg, mermaid, code, php, vueSetup] = (await Promise.all(names.map(ready))) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     expect(react).toBe("imp-react");
 
     expect((await get(html)).body).toContain("<h1>pasted html</h1>");
@@ -135,6 +162,8 @@ describe("imports end to end", () => {
     const vuePage = await rendered(vue, "#msg");
     expect(vuePage.text).toBe("hello from vue");
     expect([...vuePage.origins]).toEqual([origin(vue)]);
+    const setupPage = await rendered(vueSetup, "#n");
+    expect(setupPage.text).toBe("42");
     const mermaidPage = await rendered(mermaid, "pre.mermaid svg");
     expect(mermaidPage.text).toContain("Import");
     expect([...mermaidPage.origins]).toEqual([origin(mermaid)]);

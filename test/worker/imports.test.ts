@@ -81,9 +81,9 @@ describe("POST /api/imports: validation", () => {
       /does not compile/,
     ],
     [
-      "<script setup>",
-      { paste: { body: "<template><p/></template><script setup>const a = 1</script>", type: "vue" } },
-      /script setup/,
+      "a <script setup> that does not compile",
+      { paste: { body: "<template><p/></template><script setup>const a = </script>", type: "vue" } },
+      /script setup> does not compile/,
     ],
     ["a url that is not one", { url: "not a url" }, /url: not a valid absolute URL/],
     ["a file: url", { url: "file:///etc/passwd" }, /only http and https/],
@@ -171,6 +171,16 @@ describe("POST /api/imports: dry_run", () => {
     });
     expect(vue.type).toBe("vue");
     expect(vue.files.map((f) => f.path)).toContain("vendor/vue.global.prod.js");
+
+    const setup = await dryRun({
+      paste: {
+        body: '<template><p id="n">{{ n * 2 }}</p></template>\n<script setup>\nimport { ref } from "vue";\nconst n = ref(21);\n</script>',
+      },
+    });
+    expect(setup.type).toBe("vue");
+    const setupApp = setup.files.find((f) => f.path === "app.js")?.content ?? "";
+    expect(setupApp).toMatch(/require\(["']vue["']\)/);
+    expect(setupApp).not.toContain("<script setup>");
 
     const svg = await dryRun({ paste: { body: '<svg xmlns="http://www.w3.org/2000/svg"></svg>' } });
     expect(svg).toMatchObject({ type: "svg", preset: "static" });

@@ -125,17 +125,43 @@ export function splitVueSfc(source: string): VueParts {
 }
 
 /**
- * A Vue component as `app.js` mounting it into `#app`. The template is compiled in the browser by
- * Vue's full build; `<script>` (options or `setup()`) goes through the module transform. `<script
- * setup>` needs Vue's SFC compiler, which is not bundled: refused with a clear 400.
+ * `<script setup>` compiled by Vue's own SFC compiler (its self-contained browser build, loaded only
+ * for such components), the template inlined as its render function: a module importing from "vue".
  */
-export function compileVue(parts: VueParts): Result<string> {
-  if (parts.setup)
+async function compileScriptSetup(source: string): Promise<Result<string>> {
+  try {
+    const sfc = await import("@vue/compiler-sfc/dist/compiler-sfc.esm-browser.js");
+    const { descriptor, errors } = sfc.parse(source, { filename: "App.vue" });
+    if (errors.length > 0)
+      return fail(
+        "bad_request",
+        `paste: the Vue component does not parse: ${String(errors[0]?.message).slice(0, 300)}`,
+      );
+    return ok(sfc.compileScript(descriptor, { id: "app", inlineTemplate: true }).content);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
     return fail(
       "bad_request",
-      "paste: <script setup> is not supported; write the component as <script> export default { setup() { … } }",
+      `paste: the Vue component's <script setup> does not compile: ${message.slice(0, 300)}`,
     );
-  const compiled = transformModule(parts.script ?? "export default {};", "Vue component's <script>");
+  }
+}
+
+/**
+ * A Vue component as `app.js` mounting it into `#app`. A plain `<script>` (options or `setup()`)
+ * goes through the module transform and the template is compiled in the browser by Vue's full
+ * build; `<script setup>` is compiled here by Vue's SFC compiler first.
+ */
+export async function compileVue(parts: VueParts, source: string): Promise<Result<string>> {
+  let script = parts.script ?? "export default {};";
+  let template = parts.template ?? "";
+  if (parts.setup) {
+    const setup = await compileScriptSetup(source);
+    if (!setup.ok) return setup;
+    script = setup.value;
+    template = ""; // inlined into the setup's render function
+  }
+  const compiled = transformModule(script, "Vue component's <script>");
   if (!compiled.ok) return compiled;
   return ok(`(function () {
 "use strict";
@@ -148,7 +174,7 @@ try {
 ${compiled.value}
   })(require, module, exports);
   var component = __component(module.exports) || module.exports.default || {};
-  var template = ${JSON.stringify(parts.template ?? "")};
+  var template = ${JSON.stringify(template)};
   if (template.trim() && !component.template && !component.render) component.template = template;
   window.Vue.createApp(component).mount("#app");
 } catch (error) {

@@ -198,8 +198,9 @@ export async function pasteProject(paste: PasteInput, title: string): Promise<Re
     }
     case "vue": {
       const parts = splitVueSfc(body);
-      const app = compileVue(
+      const app = await compileVue(
         parts.template === null && parts.script === null ? { ...parts, script: body } : parts,
+        body,
       );
       if (!app.ok) return app;
       return ok({
