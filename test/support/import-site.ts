@@ -5,7 +5,8 @@ import type { AddressInfo } from "node:net";
  * What URL imports fetch in tests, on 127.0.0.1: a small multi-page site (`/site/`), a site of any
  * number of pages for the bench (`/many/?pages=N`), AI-assistant artifact pages of each kind
  * (`/artifact/<type>`: the source in a `<pre><code class="language-…">` block, or a raw SVG file),
- * and `/redirect?to=<url>`, which answers 302 to wherever it is told (the SSRF tests aim it at
+ * `/loop` (redirects to itself), `/huge/` (a 3 MiB page, no length up front), and
+ * `/redirect?to=<url>`, which answers 302 to wherever it is told (the SSRF tests aim it at
  * private addresses).
  */
 
@@ -86,6 +87,17 @@ function artifactPage(kind: keyof typeof ARTIFACT_SOURCES | "html"): { type: str
 export async function startImportSiteDouble(): Promise<ImportSiteDouble> {
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://double");
+    if (url.pathname === "/loop") {
+      res.writeHead(302, { location: "/loop" });
+      return res.end();
+    }
+    if (url.pathname === "/huge/") {
+      // a page past the snapshot's 2 MiB cap per page, without a length up front
+      res.writeHead(200, { "content-type": "text/html" });
+      const chunk = "<p>".padEnd(64 * 1024, "x");
+      for (let i = 0; i < 48; i++) res.write(chunk);
+      return res.end();
+    }
     if (url.pathname === "/redirect") {
       res.writeHead(302, { location: url.searchParams.get("to") ?? "/" });
       return res.end();

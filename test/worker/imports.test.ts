@@ -375,6 +375,15 @@ describe("URL imports", () => {
     }
   });
 
+  it("a redirect loop and a page past the size cap are 400s naming the problem", async () => {
+    const loop = await importAs({ url: `${SITE}/loop`, mode: "site", dry_run: true });
+    expect(loop.status).toBe(400);
+    expect(loop.body.error).toMatch(/more than 5 redirects/);
+    const huge = await importAs({ url: `${SITE}/huge/`, mode: "site", dry_run: true });
+    expect(huge.status).toBe(400);
+    expect(huge.body.error).toMatch(/larger than 2097152 bytes/);
+  });
+
   it("a site that does not answer is a 400 naming the URL", async () => {
     const res = await importAs({ url: `${SITE}/nowhere`, mode: "site", dry_run: true });
     expect(res.status).toBe(400);
