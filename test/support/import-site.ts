@@ -53,7 +53,8 @@ const SITE: Record<string, { type: string; body: string | Buffer }> = {
       "Tiny Site",
       `<h1>Home of the tiny site</h1><img src="logo.png" alt="logo">
 <a href="/site/about">About</a> <a href="blog/">Blog</a> <a href="https://example.com/elsewhere">Elsewhere</a>
-<a href="/site/about#team">Team</a>`,
+<a href="/site/about#team">Team</a>
+<img srcset="logo.png 1x, /site/logo-2x.png 2x, https://cdn.example.com/x.png 3x" alt="sized">`,
     ),
   },
   "/site/about": { type: "text/html", body: page("About", `<h1>About us</h1><a href="/site/">Home</a>`) },
@@ -67,6 +68,7 @@ const SITE: Record<string, { type: string; body: string | Buffer }> = {
   },
   "/site/style.css": { type: "text/css", body: "h1 { color: rebeccapurple; }" },
   "/site/logo.png": { type: "image/png", body: PIXEL_PNG },
+  "/site/logo-2x.png": { type: "image/png", body: PIXEL_PNG },
 };
 
 function artifactPage(kind: keyof typeof ARTIFACT_SOURCES | "html"): { type: string; body: string } {

@@ -335,7 +335,15 @@ describe("URL imports", () => {
     expect(a).toMatchObject({ source: "site", type: "multi", preset: "static", title: "Tiny Site" });
     const paths = a.files.map((f) => f.path).sort();
     expect(paths).toEqual(
-      ["about/index.html", "index.html", "blog/index.html", "blog/post-1.html", "logo.png", "style.css"]
+      [
+        "about/index.html",
+        "index.html",
+        "blog/index.html",
+        "blog/post-1.html",
+        "logo.png",
+        "logo-2x.png",
+        "style.css",
+      ]
         .map((p) => `site/${p}`)
         .map((p) => (p === "site/index.html" ? "index.html" : p))
         .sort(),
@@ -346,6 +354,9 @@ describe("URL imports", () => {
     expect(index?.content).toContain('href="site/blog/index.html"');
     expect(index?.content).toContain('src="site/logo.png"');
     expect(index?.content).toContain('href="https://example.com/elsewhere"');
+    expect(index?.content).toContain(
+      'srcset="site/logo.png 1x, site/logo-2x.png 2x, https://cdn.example.com/x.png 3x"',
+    );
     expect(a.files.find((f) => f.path === "site/logo.png")).toMatchObject({
       size: 70,
       content_omitted: true,

@@ -98,6 +98,14 @@ async function linksOf(page: Page): Promise<{ pages: URL[]; assets: URL[] }> {
       },
     });
   }
+  rewriter = rewriter.on("[srcset]", {
+    element(el) {
+      for (const candidate of srcsetUrls(el.getAttribute("srcset") ?? "")) {
+        const u = resolve(candidate.url, page.url);
+        if (u && u.origin === page.url.origin) assets.push(u);
+      }
+    },
+  });
   await rewriter.transform(new Response(page.html)).arrayBuffer();
   return { pages, assets };
 }
@@ -243,7 +251,7 @@ export async function snapshotSite(
           detail: "forms, searches and APIs that need the original server stop working",
         },
         { label: "other origins", detail: "assets and pages on other hosts stay links to them" },
-        { label: "CSS references", detail: "url(…) inside stylesheets is not followed" },
+        { label: "CSS references", detail: "url(…) inside stylesheets and style attributes is not followed" },
       ],
       notes,
     },
@@ -268,5 +276,39 @@ async function rewritePage(page: Page, fileOfKey: Map<string, string>): Promise<
       },
     });
   }
+  rewriter = rewriter.on("[srcset]", {
+    element(el) {
+      const rewritten = srcsetUrls(el.getAttribute("srcset") ?? "").map((c) => {
+        const u = resolve(c.url, page.url);
+        if (!u) return `${c.url}${c.descriptor}`;
+        const target = u.origin === page.url.origin ? fileOfKey.get(keyOf(u)) : undefined;
+        return `${target ? relativePath(page.file, target) : u.href}${c.descriptor}`;
+      });
+      el.setAttribute("srcset", rewritten.join(", "));
+    },
+  });
   return rewriter.transform(new Response(page.html)).text();
+}
+
+/** most candidates read from one srcset */
+const MAX_SRCSET_CANDIDATES = 32;
+
+/**
+ * `srcset="a.png 1x, b.png 2x"` as its candidates (URL and descriptor), split on commas and the
+ * first whitespace by plain string scans.
+ */
+export function srcsetUrls(srcset: string): { url: string; descriptor: string }[] {
+  const out: { url: string; descriptor: string }[] = [];
+  for (const part of srcset.split(",").slice(0, MAX_SRCSET_CANDIDATES)) {
+    const candidate = part.trim();
+    if (!candidate) continue;
+    let cut = candidate.length;
+    for (let i = 0; i < candidate.length; i++)
+      if (" \t\n\r\f".includes(candidate.charAt(i))) {
+        cut = i;
+        break;
+      }
+    out.push({ url: candidate.slice(0, cut), descriptor: candidate.slice(cut) });
+  }
+  return out;
 }
