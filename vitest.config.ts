@@ -21,6 +21,9 @@ export default defineConfig({
                 // database service passwords at rest (a test key of its own)
                 SERVICE_PASSWORD_KEY: "dGVzdC1vbmx5LXNlcnZpY2UtcGFzc3dvcmQta2V5ISE=",
                 ALLOW_HTTP_GIT_LOOPBACK: "true",
+                // Imports: URL imports may fetch the local doubles on 127.0.0.1 (every other private address stays refused).
+                ALLOW_IMPORT_LOOPBACK: "true",
+                IMPORT_SITE_URL: process.env.IMPORT_SITE_DOUBLE_URL ?? "http://127.0.0.1:9",
                 // Billing: Stripe's REST double (test/worker/global-setup.ts). No STRIPE_SECRET_KEY
                 // here: enforcement stays off for every test; billing tests pass a key per request.
                 STRIPE_API_BASE: process.env.STRIPE_DOUBLE_URL ?? "http://127.0.0.1:9",

@@ -125,6 +125,7 @@ const workerArgs = [
   String(API_PORT),
   "--var",
   "ALLOW_HTTP_GIT_LOOPBACK:true",
+  "ALLOW_IMPORT_LOOPBACK:true",
 ];
 const worker = spawn("npx", ["wrangler", ...workerArgs], {
   cwd: ROOT,

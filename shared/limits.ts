@@ -12,3 +12,5 @@ export const ZIP_UPLOAD_MAX_BYTES = 128 * MiB;
 export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 /** `POST /api/pods/{name}/backups/import`: the `file` part (spec: "Backup import 2 GB") */
 export const BACKUP_IMPORT_MAX_BYTES = 2 * 1024 * MiB;
+/** `POST /api/imports`: a paste's source (JSON; larger than other JSON bodies) */
+export const IMPORT_BODY_MAX_BYTES = 5 * MiB;

@@ -23,6 +23,7 @@ import { feedbackRouter } from "./routes/feedback";
 import { filesRouter } from "./routes/files";
 import { gitRouter } from "./routes/git";
 import { healthRouter } from "./routes/health";
+import { importsRouter } from "./routes/imports";
 import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
 import { mcpRouter } from "./routes/mcp";
@@ -68,6 +69,7 @@ export function createApp() {
   app.route("/api", billingRouter);
   // Affiliates span /api/affiliates and the public /api/affiliate/visit.
   app.route("/api", affiliatesRouter);
+  app.route("/api/imports", importsRouter);
   app.route("/api/ssh-keys", sshKeysRouter);
   app.route("/api", catalogRouter);
   app.route("/agent/blobs", agentBlobsRouter);

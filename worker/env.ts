@@ -48,6 +48,8 @@ export interface Bindings {
   /** "true": plain http:// repository URLs are accepted for loopback hosts (local development, tests) */
   ALLOW_HTTP_GIT_LOOPBACK?: string;
   DNS_RESOLVER_URL?: string;
+  /** "true": URL imports may fetch 127.0.0.0/8 (local development, tests); every other private address stays refused */
+  ALLOW_IMPORT_LOOPBACK?: string;
 }
 
 /** The Workflow bindings: a host outcome is delivered to an instance of one of these by name. */

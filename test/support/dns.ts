@@ -9,7 +9,8 @@ import type { AddressInfo } from "node:net";
  *
  * Tests in workerd cannot share its memory, so the table is filled over HTTP:
  * `PUT /__double/txt/<name>` with `{"values": ["…"]}` sets the name's TXT strings (`[]` or
- * `DELETE` removes them); `POST /__double/fail/<name>` makes lookups of the name answer SERVFAIL
+ * `DELETE` removes them), `/__double/a/<name>` and `/__double/aaaa/<name>` its addresses (imports'
+ * SSRF checks); `POST /__double/fail/<name>` makes lookups of the name answer SERVFAIL
  * (Status 2). `GET /__double/queries` lists the names looked up, in order.
  */
 
@@ -23,6 +24,8 @@ export interface DnsDouble {
 }
 
 const TXT = 16;
+const A = 1;
+const AAAA = 28;
 
 /** A TXT string as DNS-over-HTTPS shows it: quoted, split into 255-byte character strings. */
 const quoted = (value: string): string => {
@@ -35,6 +38,7 @@ const canonical = (name: string) => name.toLowerCase().replace(/\.$/, "");
 
 export async function startDnsDouble(): Promise<DnsDouble> {
   const txt = new Map<string, string[]>();
+  const addresses = { a: new Map<string, string[]>(), aaaa: new Map<string, string[]>() };
   const failing = new Set<string>();
   const queries: string[] = [];
 
@@ -51,9 +55,17 @@ export async function startDnsDouble(): Promise<DnsDouble> {
 
   const server: Server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://double");
-    const control = url.pathname.match(/^\/__double\/(txt|fail)\/(.+)$/);
+    const control = url.pathname.match(/^\/__double\/(txt|fail|a|aaaa)\/(.+)$/);
     if (control) {
       const name = canonical(decodeURIComponent(control[2] ?? ""));
+      if (control[1] === "a" || control[1] === "aaaa") {
+        const table = addresses[control[1]];
+        const body = JSON.parse((await readBody(req)) || "{}") as { values?: unknown };
+        const values = Array.isArray(body.values) ? body.values.map(String) : [];
+        if (req.method === "DELETE" || values.length === 0) table.delete(name);
+        else table.set(name, values);
+        return json(res, 200, { ok: true });
+      }
       if (control[1] === "fail") {
         failing.add(name);
         return json(res, 200, { ok: true });
@@ -79,6 +91,22 @@ export async function startDnsDouble(): Promise<DnsDouble> {
     const flags = { TC: false, RD: true, RA: true, AD: false, CD: false };
     if (failing.has(name))
       return json(res, 200, { Status: 2, ...flags, Question: question }, "application/dns-json");
+    if (type === "A" || type === "AAAA") {
+      const list = (type === "A" ? addresses.a : addresses.aaaa).get(name);
+      const all = addresses.a.has(name) || addresses.aaaa.has(name) || txt.has(name);
+      const rr = type === "A" ? A : AAAA;
+      return json(
+        res,
+        200,
+        {
+          Status: all ? 0 : 3,
+          ...flags,
+          Question: [{ name: `${name}.`, type: rr }],
+          Answer: (list ?? []).map((v) => ({ name: `${name}.`, type: rr, TTL: 300, data: v })),
+        },
+        "application/dns-json",
+      );
+    }
     const values = type === "TXT" || type === "16" ? txt.get(name) : undefined;
     if (!values) return json(res, 200, { Status: 3, ...flags, Question: question }, "application/dns-json");
     return json(

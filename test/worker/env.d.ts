@@ -5,6 +5,8 @@ declare global {
   namespace Cloudflare {
     interface Env extends Bindings {
       TEST_MIGRATIONS: D1Migration[];
+      /** the import double (test/support/import-site.ts) */
+      IMPORT_SITE_URL: string;
     }
     interface GlobalProps {
       mainModule: typeof import("../../worker");

@@ -1,5 +1,6 @@
 import type { TestProject } from "vitest/node";
 import { startDnsDouble } from "../support/dns";
+import { startImportSiteDouble } from "../support/import-site";
 import { startRepohostDouble } from "../support/repohost";
 import { startStripeDouble } from "../support/stripe";
 
@@ -10,15 +11,17 @@ import { startStripeDouble } from "../support/stripe";
  * them from the environment).
  */
 export default async function setup(_project: TestProject) {
-  const [repohost, stripe, dns] = await Promise.all([
+  const [repohost, stripe, dns, importSite] = await Promise.all([
     startRepohostDouble(),
     startStripeDouble(),
     startDnsDouble(),
+    startImportSiteDouble(),
   ]);
+  process.env.IMPORT_SITE_DOUBLE_URL = importSite.url;
   process.env.REPOHOST_DOUBLE_URL = repohost.url;
   process.env.STRIPE_DOUBLE_URL = stripe.url;
   process.env.DNS_DOUBLE_URL = dns.resolverUrl;
   return async () => {
-    await Promise.all([repohost.close(), stripe.close(), dns.close()]);
+    await Promise.all([repohost.close(), stripe.close(), dns.close(), importSite.close()]);
   };
 }

@@ -18,6 +18,8 @@ export type PodSeed =
       filename: string;
       files: number;
       bytes: number;
+      /** an import (POST /api/imports): recorded as an `imported` event rather than `zip_uploaded` */
+      imported?: { source: string; source_url: string; type: string; title: string };
     }
   | { kind: "clone"; source: string; sourceHostId: string };
 
@@ -118,11 +120,26 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
     });
     if (!created.ok) return created;
     await this.record(step, p, "started", "pod is running");
-    await this.record(step, p, "zip_uploaded", `${seed.filename} unpacked into ~/app (${seed.files} files)`, {
-      files: seed.files,
-      bytes: seed.bytes,
-      archive: seed.filename,
-    });
+    if (seed.imported)
+      await this.record(
+        step,
+        p,
+        "imported",
+        `imported ${seed.imported.type} "${seed.imported.title}" into ~/app (${seed.files} files)`,
+        { ...seed.imported, files: seed.files, bytes: seed.bytes },
+      );
+    else
+      await this.record(
+        step,
+        p,
+        "zip_uploaded",
+        `${seed.filename} unpacked into ~/app (${seed.files} files)`,
+        {
+          files: seed.files,
+          bytes: seed.bytes,
+          archive: seed.filename,
+        },
+      );
     const reload = created.value.reload;
     await step.do("record the reload", async () => {
       const db = createDb(this.env.DB);

@@ -134,6 +134,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       // database services: a test key for their passwords at rest
       SERVICE_PASSWORD_KEY: "ZTJlLW9ubHktc2VydmljZS1wYXNzd29yZC1rZXkhISE=",
       ALLOW_HTTP_GIT_LOOPBACK: "true",
+      ALLOW_IMPORT_LOOPBACK: "true",
       ...(port ? { PUBLIC_URL: `http://127.0.0.1:${port}` } : {}),
       ...options.vars,
     },

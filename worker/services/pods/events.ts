@@ -21,6 +21,7 @@ export type PodEventType =
   | "ssh_key_removed"
   | "env_updated"
   | "zip_uploaded"
+  | "imported"
   | "health_diagnosis"
   | "health_recovered"
   | "health_fixed"

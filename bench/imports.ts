@@ -1,0 +1,171 @@
+/**
+ * Imports bench (issue #15): an import until its page is served, beside the bare work it cannot
+ * avoid, measured in the same run on the real stack (Worker in workerd + agent + Docker + nginx).
+ *
+ *   tsx bench/imports.ts [--reps 3] [--pages 20]
+ *
+ * 1. paste → page served: POST /api/imports with a pasted HTML page, then the pod's address (the
+ *    ingress, Host header) polled every 20 ms until it answers the pasted page. Floor: POST /api/pods
+ *    (static) polled the same way until the pod's own page answers — the create every import rides on.
+ * 2. site snapshot → served: POST /api/imports `{url, mode: "site", max_pages}` of a `--pages`-page
+ *    site on 127.0.0.1 (test/support/import-site.ts), polled until the snapshot's index answers.
+ *    Floor: the same pages and their image fetched by Node (6 at a time, as the Worker does), plus
+ *    the POST /api/pods create of (1), timed back to back.
+ * Target: ours ≤ 1.3× the floor, for both. Variants take turns in rotating order; medians are
+ * compared. Prints MET / NOT MET and exits non-zero when a target is missed. Everything made here is
+ * removed at the end (the stack's containers, volumes and networks, by its prefix).
+ */
+import { parseArgs } from "node:util";
+import { type ApiClient, signUp } from "../test/e2e/support/api";
+import { getThroughIngress } from "../test/e2e/support/ingress";
+import { type Stack, sleep, startStack } from "../test/e2e/support/stack";
+import { startImportSiteDouble } from "../test/support/import-site";
+import { fmt, formatTable, median } from "./stats";
+import { machineLoad } from "./support/sampling";
+
+const TARGET_RATIO = 1.3;
+
+const { values: args } = parseArgs({
+  options: { reps: { type: "string", default: "3" }, pages: { type: "string", default: "20" } },
+});
+const REPS = Number(args.reps);
+const PAGES = Number(args.pages);
+if (!Number.isInteger(REPS) || REPS <= 0)
+  throw new Error(`--reps: expected a positive integer, got ${args.reps}`);
+if (!Number.isInteger(PAGES) || PAGES < 2 || PAGES > 200)
+  throw new Error(`--pages: expected 2-200, got ${args.pages}`);
+
+const now = () => performance.now();
+let counter = 0;
+const podName = (tag: string) => `bimp-${tag}-${Date.now().toString(36).slice(-5)}${++counter}`;
+
+async function servedWithin(
+  stack: Stack,
+  name: string,
+  expected: string,
+  timeoutMs = 180_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await getThroughIngress(stack.ingressPort, `${name}.pods.localhost`).catch(() => ({
+      status: 0,
+      body: "",
+    }));
+    if (r.status === 200 && r.body.includes(expected)) return;
+    if (Date.now() > deadline) throw new Error(`${name} did not serve "${expected}" within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+async function accepted(api: ApiClient, path: string, body: unknown): Promise<string> {
+  const res = await api.post(path, body);
+  if (res.status !== 202)
+    throw new Error(`${path} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+  return (res.body.pod?.name ?? res.body.name) as string;
+}
+
+async function main(): Promise<number> {
+  const site = await startImportSiteDouble();
+  const stack = await startStack("bimp");
+  const made: string[] = [];
+  try {
+    const { api } = await signUp(stack.api, "Imports Bench");
+    for (let i = 0; ; i++) {
+      const regions = await api.get("/api/regions");
+      if (regions.body.regions?.some((r: { available: boolean }) => r.available)) break;
+      if (i > 600) throw new Error("the host never came online");
+      await sleep(100);
+    }
+    const siteUrl = `${site.url}/many/?pages=${PAGES}`;
+    const pageUrls = [
+      siteUrl,
+      ...Array.from({ length: PAGES - 1 }, (_, i) => `${site.url}/many/p${i + 1}?pages=${PAGES}`),
+      `${site.url}/site/logo.png`,
+    ];
+
+    const createPod = async () => {
+      const name = podName("f");
+      made.push(name);
+      const started = now();
+      await accepted(api, "/api/pods", { name, preset: "static" });
+      await servedWithin(stack, name, "<");
+      return now() - started;
+    };
+    const variants: Record<string, () => Promise<number>> = {
+      "floor: create": createPod,
+      "paste import": async () => {
+        const marker = `pasted-${counter}`;
+        const started = now();
+        const name = await accepted(api, "/api/imports", {
+          paste: { body: `<!doctype html><title>Bench</title><h1>${marker}</h1>` },
+          name: podName("p"),
+        });
+        made.push(name);
+        await servedWithin(stack, name, marker);
+        return now() - started;
+      },
+      "floor: fetch + create": async () => {
+        const started = now();
+        for (let i = 0; i < pageUrls.length; i += 6)
+          await Promise.all(pageUrls.slice(i, i + 6).map(async (u) => (await fetch(u)).arrayBuffer()));
+        const fetched = now() - started;
+        return fetched + (await createPod());
+      },
+      [`site snapshot (${PAGES} pages)`]: async () => {
+        const started = now();
+        const name = await accepted(api, "/api/imports", {
+          url: siteUrl,
+          mode: "site",
+          max_pages: PAGES,
+          name: podName("s"),
+        });
+        made.push(name);
+        await servedWithin(stack, name, "Many pages");
+        return now() - started;
+      },
+    };
+    const names = Object.keys(variants);
+    const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+    for (let rep = 0; rep < REPS; rep++) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(rep + k) % names.length] as string;
+        samples[name]?.push(await (variants[name] as () => Promise<number>)());
+      }
+      // keep the host's pod count flat between repetitions
+      while (made.length > 0) await api.delete(`/api/pods/${made.pop()}`);
+    }
+    const m = (n: string) => median(samples[n] ?? []);
+    const pasteRatio = m("paste import") / m("floor: create");
+    const siteRatio = m(`site snapshot (${PAGES} pages)`) / m("floor: fetch + create");
+    console.log(`imports bench: ${REPS} repetition(s), ${machineLoad()}`);
+    console.log(
+      formatTable(
+        ["variant", "median ms", "samples ms"],
+        names.map((n) => [n, fmt(m(n), 0), (samples[n] ?? []).map((s) => fmt(s, 0)).join(" ")]),
+      ),
+    );
+    const verdict = (label: string, ratio: number) => {
+      const met = ratio <= TARGET_RATIO;
+      console.log(
+        `${label}: ${fmt(ratio)}× the floor (target ≤ ${TARGET_RATIO}×): ${met ? "MET" : "NOT MET"}`,
+      );
+      return met;
+    };
+    const paste = verdict("paste import → page served", pasteRatio);
+    const snap = verdict(`site snapshot of ${PAGES} pages → served`, siteRatio);
+    return paste && snap ? 0 : 1;
+  } finally {
+    await stack.stop();
+    await site.close();
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);
