@@ -79,6 +79,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     token: config.agentToken,
     log,
     onOpen: async (send) => {
+      // The hello says whether this host can serve: not before the start's checks are done.
+      await startup;
       // The inventory lets the control plane reconcile what it believes with what this host has.
       const inventory = await handlers["host.inventory"](
         {},
@@ -154,12 +156,15 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   );
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
-  await Promise.all([keeper.start(), egress.start()]);
-  // A deploy the previous run did not finish left its build or candidate container behind.
-  await removeGitLeftovers(deps).catch((error: unknown) =>
-    log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
-  );
+  // The socket is dialled while they run (the handshake overlaps them); the hello waits for them.
+  const startup = Promise.all([keeper.start(), egress.start()]).then(async () => {
+    // A deploy the previous run did not finish left its build or candidate container behind.
+    await removeGitLeftovers(deps).catch((error: unknown) =>
+      log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
+    );
+  });
   socket.start();
+  await startup;
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
   const watch = startPodWatch({
     config,
