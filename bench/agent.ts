@@ -9,7 +9,8 @@
  *    (its "connected to control plane" log line), and until the host takes pods (`/agent/ping` says
  *    placeable: hello and inventory in, ingress and egress checked), each `--reps` times on an empty
  *    host and again with `--pods` running pods. Floor: a bare `node` that opens a WebSocket (the same
- *    `ws` package) to a local server and says so. Target: connected ≤ 300 ms.
+ *    `ws` package) to a local server and says so. Target: connected ≤ 300 ms, counted until the host
+ *    takes pods (the socket opens earlier: the hello waits for the start's ingress and egress checks).
  * 2. RSS (VmRSS from /proc/<pid>/status): idle, just connected; and with `--pods` running static pods
  *    (created through the API, `--batch` at a time), read every second for 10 s while the agent
  *    samples metrics every 5 s (PODHOST_METRICS_INTERVAL_S=5): the largest reading counts. Floor: a
@@ -217,12 +218,14 @@ async function main() {
       [`agent, ${PODS} pods: host takes pods`]: full.ready,
       "floor: bare node + ws connect": floorConnect,
     });
-    const connected = Math.max(median(empty.connected), median(full.connected));
+    // "connected" as the control plane sees it: the hello is in and the host takes pods (the socket
+    // alone opens earlier, while the start's checks still run: the hello waits for them)
+    const connected = Math.max(median(empty.ready), median(full.ready));
     const floorMs = median(floorConnect);
-    console.log(`\nagent / floor (worst p50): ${fmt(connected / floorMs, 2)}x`);
+    console.log(`\nagent (host takes pods) / floor (worst p50): ${fmt(connected / floorMs, 2)}x`);
     verdicts.push({
-      target: `start → connected ≤ ${TARGET.connectedMs} ms (p50, empty and with ${PODS} pods)`,
-      measured: `${fmt(median(empty.connected), 0)} / ${fmt(median(full.connected), 0)} ms (${fmt(connected / floorMs, 2)}x bare node ${fmt(floorMs, 0)} ms)`,
+      target: `start → host takes pods ≤ ${TARGET.connectedMs} ms (p50, empty and with ${PODS} pods)`,
+      measured: `${fmt(median(empty.ready), 0)} / ${fmt(median(full.ready), 0)} ms (${fmt(connected / floorMs, 2)}x bare node ${fmt(floorMs, 0)} ms; socket open ${fmt(median(empty.connected), 0)} / ${fmt(median(full.connected), 0)} ms)`,
       met: connected <= TARGET.connectedMs,
     });
 
