@@ -83,6 +83,10 @@ export async function buildAgent(opts: { force?: boolean } = {}): Promise<string
       js: 'import { createRequire as __podhostCreateRequire } from "node:module";\nconst require = __podhostCreateRequire(import.meta.url);',
     },
     legalComments: "none",
+    // Whitespace and syntax only (names are kept for stack traces): the source V8 holds on to is
+    // ~1.1 MB instead of ~1.6 MB, ~2 MB less RSS; mangling names would save another 0.3 MB.
+    minifyWhitespace: true,
+    minifySyntax: true,
     logLevel: "warning",
   });
   const [output] = result.outputFiles;
