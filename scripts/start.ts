@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { agentCommand, buildAgent } from "./build-agent";
+import { AGENT_ENV, agentCommand, buildAgent } from "./build-agent";
 import { d1Migrate } from "./lib/d1";
 import { registerHost } from "./lib/hosts";
 
@@ -146,6 +146,7 @@ const agent = spawn(node, agentArgs, {
   stdio: "inherit",
   env: {
     ...process.env,
+    ...AGENT_ENV,
     PODHOST_API_URL: API_URL,
     PODHOST_AGENT_TOKEN: host.token,
     PODHOST_STATE_DIR: STATE_DIR,

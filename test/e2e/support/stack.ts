@@ -9,7 +9,7 @@ import {
   REPO_ROOT,
   startLocalWorker,
 } from "../../../bench/support/worker";
-import { agentCommand, buildAgent } from "../../../scripts/build-agent";
+import { AGENT_ENV, agentCommand, buildAgent } from "../../../scripts/build-agent";
 import { registerHost } from "../../../scripts/lib/hosts";
 import { removePodDisks } from "../../support/pod-disk";
 
@@ -81,7 +81,7 @@ export function spawnAgent(env: Record<string, string>): AgentProcess {
   const [node, args] = agentCommand();
   const child = spawn(node, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...AGENT_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
