@@ -47,6 +47,8 @@ export default defineConfig({
           name: "node",
           include: ["test/agent/**/*.test.ts", "test/e2e/**/*.test.ts", "test/layout.test.ts"],
           environment: "node",
+          // the agent's bundle (dist/agent/main.js), which e2e tests start as production does
+          globalSetup: ["./test/support/build-agent.global.ts"],
           testTimeout: 60_000,
           hookTimeout: 180_000,
           // One Docker engine, two cores: files run one after another.

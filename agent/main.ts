@@ -78,29 +78,18 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     url: connectUrl.toString(),
     token: config.agentToken,
     log,
-    onOpen: async (send) => {
-      // The inventory lets the control plane reconcile what it believes with what this host has.
-      const inventory = await handlers["host.inventory"](
-        {},
-        { signal: AbortSignal.timeout(30_000), log },
-      ).catch((error: unknown) => {
-        log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
-        return { pods: [] };
-      });
-      send({
-        type: "agent:hello",
-        protocol: PROTOCOL_VERSION,
-        agentVersion: AGENT_VERSION,
-        inventory: inventory.pods,
-        problem: hostProblem(),
-      });
-      // A new connection may face a control plane that remembers anything: say it all again.
-      health.resync();
+    onOpen: (send) => {
+      greeted = greet(send);
+      return greeted;
     },
     onMessage: (message, send) => {
       switch (message.type) {
         case "control:call":
-          void dispatcher.handle(message).then(send);
+          // after this connection's hello: the control plane learns the host's state before any answer
+          void greeted
+            .catch(() => undefined)
+            .then(() => dispatcher.handle(message))
+            .then(send);
           return;
         case "control:welcome":
           if (message.orphans.length > 0) {
@@ -114,6 +103,29 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       }
     },
   });
+
+  /** The hello of a new connection; it says whether this host can serve, so not before the start's checks are done. */
+  let greeted: Promise<void> = Promise.resolve();
+  const greet = async (send: (message: unknown) => void) => {
+    await startup;
+    // The inventory lets the control plane reconcile what it believes with what this host has.
+    const inventory = await handlers["host.inventory"](
+      {},
+      { signal: AbortSignal.timeout(30_000), log },
+    ).catch((error: unknown) => {
+      log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
+      return { pods: [] };
+    });
+    send({
+      type: "agent:hello",
+      protocol: PROTOCOL_VERSION,
+      agentVersion: AGENT_VERSION,
+      inventory: inventory.pods,
+      problem: hostProblem(),
+    });
+    // A new connection may face a control plane that remembers anything: say it all again.
+    health.resync();
+  };
 
   // Whatever keeps this host from taking pods: its ingress, its pods' egress rules.
   const hostProblem = () => [keeper.problem, egress.problem].filter(Boolean).join("; ") || null;
@@ -154,12 +166,15 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   );
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
-  await Promise.all([keeper.start(), egress.start()]);
-  // A deploy the previous run did not finish left its build or candidate container behind.
-  await removeGitLeftovers(deps).catch((error: unknown) =>
-    log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
-  );
+  // The socket is dialled while they run (the handshake overlaps them); the hello waits for them.
+  const startup = Promise.all([keeper.start(), egress.start()]).then(async () => {
+    // A deploy the previous run did not finish left its build or candidate container behind.
+    await removeGitLeftovers(deps).catch((error: unknown) =>
+      log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
+    );
+  });
   socket.start();
+  await startup;
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
   const watch = startPodWatch({
     config,

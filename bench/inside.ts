@@ -4,14 +4,16 @@
  * the same thing, measured in the same run.
  *
  *   tsx bench/inside.ts [--reps 25] [--warmup 3] [--copies 7] [--size-mb 32] [--files 1000] [--via direct|proxy]
+ *                       [--parts exec,transfer,list]
  *
  * The API calls and the agent's traffic go to the Worker's own workerd; `--via proxy` sends them
  * through wrangler's dev proxy in front of it instead (see bench/support/worker.ts), a Node hop
  * that production does not have.
  *
  * 1. exec of `true`: POST /api/pods/{name}/exec {"command": ["true"]} (auth, D1, the host's Durable
- *    Object, the agent, an exec under `timeout` in the pod) beside `docker exec <c> true` (the CLI).
- *    For context: a dockerode exec of `true` from this process. Target: p50 ≤ 1.3x.
+ *    Object, the agent, a `runc exec` under `timeout` in the pod) beside the in-process floors: a
+ *    dockerode exec of `true` from this process and a bare `runc exec <id> true`; `docker exec <c>
+ *    true` (the CLI) for context. Target (issue #17): p50 ≤ 1.1x the lower floor.
  * 2. a `--size-mb` MB file of random bytes uploaded with curl (multipart POST …/files/upload: the
  *    form read by the Worker as it arrives, the file part streamed through a TransferRelay to the
  *    agent's GET and into the pod as pod_user, then committed) and downloaded with curl (GET
@@ -36,13 +38,14 @@ import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { createDockerClient } from "../agent/docker/client";
 import { execInContainer } from "../agent/docker/exec";
+import { DOCKER_RUNC_ROOT } from "../agent/docker/runc";
 import { signUp } from "../test/e2e/support/api";
 import { createRunningPods, waitForHostOnline } from "../test/e2e/support/pods";
 import { type Stack, startStack } from "../test/e2e/support/stack";
 import { fmt, formatTable, median, summarize } from "./stats";
 import { interleaved, machineLoad } from "./support/sampling";
 
-const TARGET = { exec: 1.3, transfer: 2, list: 1.5 };
+const TARGET = { exec: 1.1, transfer: 2, list: 1.5 };
 
 const { values: args } = parseArgs({
   options: {
@@ -52,6 +55,7 @@ const { values: args } = parseArgs({
     "size-mb": { type: "string", default: "32" },
     files: { type: "string", default: "1000" },
     via: { type: "string", default: "direct" },
+    parts: { type: "string", default: "exec,transfer,list" },
   },
 });
 const positiveInt = (name: string, v: string) => {
@@ -66,6 +70,11 @@ const SIZE_MB = positiveInt("size-mb", args["size-mb"]);
 const FILES = positiveInt("files", args.files);
 if (args.via !== "proxy" && args.via !== "direct") throw new Error(`--via: proxy or direct, got ${args.via}`);
 const DIRECT = args.via === "direct";
+const PARTS = new Set(args.parts.split(","));
+for (const part of PARTS) {
+  if (!["exec", "transfer", "list"].includes(part))
+    throw new Error(`--parts: exec, transfer, list; got ${part}`);
+}
 
 const run = promisify(execFile);
 const docker = createDockerClient("/var/run/docker.sock");
@@ -136,120 +145,145 @@ async function main() {
     const verdicts: Verdict[] = [];
 
     // 1. exec of `true`
-    const execSamples = await interleaved(
-      {
-        "API exec true": async () => {
-          const res = await must(
-            "exec",
-            await fetch(api("/exec"), {
-              method: "POST",
-              headers: { ...auth, "content-type": "application/json" },
-              body: JSON.stringify({ command: ["true"] }),
-            }),
-          );
-          const body = (await res.json()) as { exit_code: number };
-          if (body.exit_code !== 0) throw new Error(`exec: exit ${body.exit_code}`);
+    if (PARTS.has("exec")) {
+      const id = (await docker.getContainer(container).inspect()).Id;
+      const execSamples = await interleaved(
+        {
+          "API exec true": async () => {
+            const res = await must(
+              "exec",
+              await fetch(api("/exec"), {
+                method: "POST",
+                headers: { ...auth, "content-type": "application/json" },
+                body: JSON.stringify({ command: ["true"] }),
+              }),
+            );
+            const body = (await res.json()) as { exit_code: number };
+            if (body.exit_code !== 0) throw new Error(`exec: exit ${body.exit_code}`);
+          },
+          "docker exec <c> true (CLI)": () => run("docker", ["exec", container, "true"]),
+          "dockerode exec true (in-process)": () => execInContainer(docker, container, ["true"]),
+          "runc exec <id> true (bare)": () =>
+            run("runc", ["--root", DOCKER_RUNC_ROOT, "exec", "--user", "1000:1000", id, "true"]),
         },
-        "docker exec <c> true (CLI)": () => run("docker", ["exec", container, "true"]),
-        "dockerode exec true (in-process)": () => execInContainer(docker, container, ["true"]),
-      },
-      REPS,
-      WARMUP,
-    );
-    verdicts.push(
-      report(
-        `1. exec of true, ${REPS} repetitions after ${WARMUP} warm-up`,
-        execSamples,
-        "API exec true",
-        "docker exec <c> true (CLI)",
-        TARGET.exec,
-      ),
-    );
+        REPS,
+        WARMUP,
+      );
+      // the floor is whichever in-process way is quicker in this run
+      const floor =
+        median(execSamples["runc exec <id> true (bare)"] ?? []) <
+        median(execSamples["dockerode exec true (in-process)"] ?? [])
+          ? "runc exec <id> true (bare)"
+          : "dockerode exec true (in-process)";
+      verdicts.push(
+        report(
+          `1. exec of true, ${REPS} repetitions after ${WARMUP} warm-up`,
+          execSamples,
+          "API exec true",
+          floor,
+          TARGET.exec,
+        ),
+      );
+      const cli = median(execSamples["docker exec <c> true (CLI)"] ?? []);
+      console.log(
+        `API exec true / docker exec CLI (medians): ${fmt(median(execSamples["API exec true"] ?? []) / cli, 2)}x`,
+      );
+    }
 
     // 2. upload and download
-    const size = SIZE_MB * 1024 * 1024;
-    const data = randomBytes(size);
-    const source = path.join(dir, "upload.bin");
-    const fromApi = path.join(dir, "from-api.bin");
-    const fromCp = path.join(dir, "from-cp.bin");
-    await writeFile(source, data);
-    // curl, as a user would run it (and as `docker cp` is the CLI): Node's own fetch spends ~0.3 s
-    // just sending a 32 MB form. `Expect:` off: curl would wait 1 s for a 100 Continue that wrangler
-    // dev's workerd never sends (Cloudflare's edge does).
-    const curl = (...argv: string[]) =>
-      run("curl", ["-sS", "--fail-with-body", "-H", `authorization: Bearer ${user.token}`, ...argv]);
-    const apiUpload = (name: string) =>
-      curl(
-        "-o",
-        "/dev/null",
-        "-H",
-        "Expect:",
-        "-F",
-        "path=/home/pod_user",
-        "-F",
-        `file=@${source};filename=${name}`,
-        api("/files/upload"),
-      );
-    const apiDownload = (name: string) =>
-      curl("-o", fromApi, `${api("/files/download")}?path=/home/pod_user/${name}`);
-    await apiUpload("api.bin");
-    await run("docker", ["cp", source, `${container}:/home/pod_user/cp.bin`]);
-    await apiDownload("api.bin");
-    const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
-    if (sha(await readFile(fromApi)) !== sha(data)) throw new Error("the API round trip changed the bytes");
+    if (PARTS.has("transfer")) {
+      const size = SIZE_MB * 1024 * 1024;
+      const data = randomBytes(size);
+      const source = path.join(dir, "upload.bin");
+      const fromApi = path.join(dir, "from-api.bin");
+      const fromCp = path.join(dir, "from-cp.bin");
+      await writeFile(source, data);
+      // curl, as a user would run it (and as `docker cp` is the CLI): Node's own fetch spends ~0.3 s
+      // just sending a 32 MB form. `Expect:` off: curl would wait 1 s for a 100 Continue that wrangler
+      // dev's workerd never sends (Cloudflare's edge does).
+      const curl = (...argv: string[]) =>
+        run("curl", ["-sS", "--fail-with-body", "-H", `authorization: Bearer ${user.token}`, ...argv]);
+      const apiUpload = (name: string) =>
+        curl(
+          "-o",
+          "/dev/null",
+          "-H",
+          "Expect:",
+          "-F",
+          "path=/home/pod_user",
+          "-F",
+          `file=@${source};filename=${name}`,
+          api("/files/upload"),
+        );
+      const apiDownload = (name: string) =>
+        curl("-o", fromApi, `${api("/files/download")}?path=/home/pod_user/${name}`);
+      await apiUpload("api.bin");
+      await run("docker", ["cp", source, `${container}:/home/pod_user/cp.bin`]);
+      await apiDownload("api.bin");
+      const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+      if (sha(await readFile(fromApi)) !== sha(data)) throw new Error("the API round trip changed the bytes");
 
-    const transfer = await interleaved(
-      {
-        "API upload": () => apiUpload("api.bin"),
-        "docker cp in": () => run("docker", ["cp", source, `${container}:/home/pod_user/cp.bin`]),
-        "API download": () => apiDownload("api.bin"),
-        "docker cp out": () => run("docker", ["cp", `${container}:/home/pod_user/cp.bin`, fromCp]),
-      },
-      COPIES,
-      1,
-    );
-    const mbps = (xs: number[]) => SIZE_MB / (median(xs) / 1000);
-    console.log(`\n2. ${SIZE_MB} MB transfers, ${COPIES} repetitions after 1 warm-up (MB/s from the p50)`);
-    for (const [name, xs] of Object.entries(transfer)) console.log(`   ${name}: ${fmt(mbps(xs), 1)} MB/s`);
-    const up = { "API upload": transfer["API upload"] ?? [], "docker cp in": transfer["docker cp in"] ?? [] };
-    const down = {
-      "API download": transfer["API download"] ?? [],
-      "docker cp out": transfer["docker cp out"] ?? [],
-    };
-    verdicts.push(report("2a. upload", up, "API upload", "docker cp in", TARGET.transfer));
-    verdicts.push(report("2b. download", down, "API download", "docker cp out", TARGET.transfer));
+      const transfer = await interleaved(
+        {
+          "API upload": () => apiUpload("api.bin"),
+          "docker cp in": () => run("docker", ["cp", source, `${container}:/home/pod_user/cp.bin`]),
+          "API download": () => apiDownload("api.bin"),
+          "docker cp out": () => run("docker", ["cp", `${container}:/home/pod_user/cp.bin`, fromCp]),
+        },
+        COPIES,
+        1,
+      );
+      const mbps = (xs: number[]) => SIZE_MB / (median(xs) / 1000);
+      console.log(`\n2. ${SIZE_MB} MB transfers, ${COPIES} repetitions after 1 warm-up (MB/s from the p50)`);
+      for (const [name, xs] of Object.entries(transfer)) console.log(`   ${name}: ${fmt(mbps(xs), 1)} MB/s`);
+      const up = {
+        "API upload": transfer["API upload"] ?? [],
+        "docker cp in": transfer["docker cp in"] ?? [],
+      };
+      const down = {
+        "API download": transfer["API download"] ?? [],
+        "docker cp out": transfer["docker cp out"] ?? [],
+      };
+      verdicts.push(report("2a. upload", up, "API upload", "docker cp in", TARGET.transfer));
+      verdicts.push(report("2b. download", down, "API download", "docker cp out", TARGET.transfer));
+    }
 
     // 3. listing a directory of FILES files
-    const listDir = "/home/pod_user/app/many";
-    await execInContainer(docker, container, [
-      "sh",
-      "-c",
-      'mkdir -p "$1" && cd "$1" && i=0; while [ $i -lt "$2" ]; do : > "file-$i.txt"; i=$((i+1)); done',
-      "sh",
-      listDir,
-      String(FILES),
-    ]);
-    const listing = await interleaved(
-      {
-        "API list": async () => {
-          const res = await must("list", await fetch(`${api("/files")}?path=${listDir}`, { headers: auth }));
-          const body = (await res.json()) as { files: unknown[] };
-          if (body.files.length !== FILES) throw new Error(`list: ${body.files.length} entries`);
+    if (PARTS.has("list")) {
+      const listDir = "/home/pod_user/app/many";
+      await execInContainer(docker, container, [
+        "sh",
+        "-c",
+        'mkdir -p "$1" && cd "$1" && i=0; while [ $i -lt "$2" ]; do : > "file-$i.txt"; i=$((i+1)); done',
+        "sh",
+        listDir,
+        String(FILES),
+      ]);
+      const listing = await interleaved(
+        {
+          "API list": async () => {
+            const res = await must(
+              "list",
+              await fetch(`${api("/files")}?path=${listDir}`, { headers: auth }),
+            );
+            const body = (await res.json()) as { files: unknown[] };
+            if (body.files.length !== FILES) throw new Error(`list: ${body.files.length} entries`);
+          },
+          "docker exec <c> ls -la": () => run("docker", ["exec", container, "ls", "-la", listDir]),
         },
-        "docker exec <c> ls -la": () => run("docker", ["exec", container, "ls", "-la", listDir]),
-      },
-      REPS,
-      WARMUP,
-    );
-    verdicts.push(
-      report(
-        `3. listing ${FILES} files, ${REPS} repetitions after ${WARMUP} warm-up`,
-        listing,
-        "API list",
-        "docker exec <c> ls -la",
-        TARGET.list,
-      ),
-    );
+        REPS,
+        WARMUP,
+      );
+      verdicts.push(
+        report(
+          `3. listing ${FILES} files, ${REPS} repetitions after ${WARMUP} warm-up`,
+          listing,
+          "API list",
+          "docker exec <c> ls -la",
+          TARGET.list,
+        ),
+      );
+    }
 
     console.log("\nsummary\n");
     console.log(
@@ -259,6 +293,7 @@ async function main() {
       ),
     );
     console.log(`\nat end: ${machineLoad()}`);
+    if (verdicts.some((v) => !v.met)) process.exitCode = 1;
   } finally {
     await cleanup();
   }

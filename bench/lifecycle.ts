@@ -839,7 +839,7 @@ async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory
   const memRow = (label: string, m: Memory) => [label, fmt(mb(m.rssKb), 1), fmt(mb(m.hwmKb), 1)];
   console.log(
     `\n${formatTable(
-      ["agent process (node --import tsx agent/main.ts)", "VmRSS MB", "VmHWM MB"],
+      ["agent process (node dist/agent/main.js)", "VmRSS MB", "VmHWM MB"],
       [
         memRow("idle: just connected", idle.connected),
         memRow("idle: before the first pod (after the pings)", idle.beforePods),

@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { AGENT_ENV, agentCommand, buildAgent } from "./build-agent";
 import { d1Migrate } from "./lib/d1";
 import { registerHost } from "./lib/hosts";
 
@@ -138,11 +139,15 @@ await waitForHealth(API_URL, 60_000);
 
 step(`Starting the agent (ingress on http://<pod>.pods.localhost:${INGRESS.split(":").pop()})`);
 mkdirSync(STATE_DIR, { recursive: true });
-const agent = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "agent/main.ts")], {
+// The agent runs compiled (dist/agent/main.js), as in production; rebuilt here when its sources changed.
+await buildAgent();
+const [node, agentArgs] = agentCommand();
+const agent = spawn(node, agentArgs, {
   cwd: ROOT,
   stdio: "inherit",
   env: {
     ...process.env,
+    ...AGENT_ENV,
     PODHOST_API_URL: API_URL,
     PODHOST_AGENT_TOKEN: host.token,
     PODHOST_STATE_DIR: STATE_DIR,

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import seccompDefault from "./seccomp-default.json" with { type: "json" };
 
 /**
  * The seccomp profile of every container the agent starts from a pod's image (the pod itself, its
@@ -68,9 +68,8 @@ export function podSeccompProfile(base: SeccompProfile): SeccompProfile {
   };
 }
 
-const base = JSON.parse(
-  readFileSync(new URL("./seccomp-default.json", import.meta.url), "utf8"),
-) as SeccompProfile;
+// Imported, not read next to this file: the agent runs as one bundle (scripts/build-agent.ts).
+const base = seccompDefault as SeccompProfile;
 
 /** `SecurityOpt` entries of a container made from a pod's image */
 export const POD_SECURITY_OPT = ["no-new-privileges", `seccomp=${JSON.stringify(podSeccompProfile(base))}`];

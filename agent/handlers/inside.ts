@@ -1,6 +1,7 @@
 import { ENV_FILE, ENV_NAME } from "../../shared/protocol/inside";
 import { podDiskOf } from "../disk/pod-disk";
 import { podNames } from "../docker/naming";
+import { RuncContainers } from "../docker/runc";
 import { AgentError } from "../errors";
 import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
@@ -33,6 +34,8 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   const { docker, log } = deps;
   const prefix = deps.config.namePrefix;
   const disk = podDiskOf(deps.config.podDiskRoot);
+  // commands through `runc exec` where the host has runc's state of the engine's containers
+  const runc = deps.config.runcRoot ? new RuncContainers(docker, deps.config.runcRoot) : null;
 
   const checkNames = (what: string, keys: string[]) => {
     for (const key of keys) {
@@ -42,7 +45,7 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   };
 
   return {
-    "pod.exec": guard("pod.exec", (q, ctx) => runCommand(docker, prefix, q.name, q, ctx.signal)),
+    "pod.exec": guard("pod.exec", (q, ctx) => runCommand(docker, runc, prefix, q.name, q, ctx.signal)),
 
     "pod.env.get": guard("pod.env.get", async ({ name }) => {
       const file = await readEnvFile(docker, prefix, name);

@@ -5,6 +5,7 @@ import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
 import { SH, TIMEOUT } from "../docker/pod-bin";
 import { inspectContainer } from "../docker/resources";
+import type { RuncContainers } from "../docker/runc";
 import { AgentError } from "../errors";
 import { fitPair } from "./budget";
 
@@ -14,13 +15,19 @@ import { fitPair } from "./budget";
  * The process runs under coreutils `timeout`, which makes itself a process-group leader and on
  * expiry sends TERM to the whole group (KILL 5 s later), so a `sh -c` with children dies entirely;
  * it exits 124 (137 after the KILL). A tiny fixed `sh` prologue changes into the workdir first and
- * then `exec`s timeout with the user's argv as positional arguments: it is never parsed by a shell.
+ * then runs timeout with the user's argv as positional arguments: it is never parsed by a shell.
  * The wrapper is absolute (`/bin/sh`, `/usr/bin/timeout`); the user's argv is looked up on the pod's
  * own PATH (`podPath`: `~/.npm-global/bin` first in Node.js pods), as in their SSH session.
  *
  * Output: each stream keeps its first EXEC_MAX_OUTPUT_BYTES; both together also stay within the
  * result's JSON budget (see ./budget.ts: binary output can grow sixfold as JSON). What is dropped
  * is counted in a marker at the end of the stream.
+ *
+ * The process starts with `runc exec` where runc knows the running container on this host (the
+ * engine's exec otherwise): one child process of the agent, no exec create/start/inspect round trips
+ * through the engine (../docker/runc.ts). Either way it is the container's own user namespace,
+ * cgroups, capabilities, no_new_privs, seccomp profile and environment; the user is pod_user
+ * (1000:1000) and PATH the pod's own, as the engine's exec gives it.
  */
 
 export const DEFAULT_WORKDIR = `${HOME}/app`;
@@ -28,9 +35,17 @@ const KILL_AFTER_S = 5;
 /** exit status of the prologue when the workdir cannot be entered; tagged on stderr to be sure */
 const NO_WORKDIR = 125;
 const NO_WORKDIR_TAG = "podhost-exec: workdir";
+/**
+ * timeout is not exec'd: the shell waits for it and writes its status on fd 3 where there is one (the
+ * `runc exec` path, see RuncContainers.run: a child left in the background then cannot hold the
+ * answer up); the command itself never sees fd 3.
+ */
 const PROLOGUE = `cd -- "$1" 2>/dev/null || { echo "${NO_WORKDIR_TAG}" >&2; exit ${NO_WORKDIR}; }
 shift
-exec ${TIMEOUT} -k ${KILL_AFTER_S} -- "$@"`;
+${TIMEOUT} -k ${KILL_AFTER_S} -- "$@" 3>&-
+s=$?
+{ echo "$s" >&3; } 2>/dev/null
+exit "$s"`;
 
 export interface CommandRun {
   exitCode: number | null;
@@ -58,6 +73,7 @@ export function checkCommand(command: string[], workdir: string | undefined): st
 
 export async function runCommand(
   docker: DockerClient,
+  runc: RuncContainers | null,
   prefix: string,
   pod: string,
   q: { command: string[]; workdir?: string; timeoutS: number },
@@ -65,27 +81,32 @@ export async function runCommand(
 ): Promise<CommandRun> {
   const workdir = checkCommand(q.command, q.workdir);
   const container = podNames(prefix, pod).container;
-  const info = await inspectContainer(docker, container);
-  if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
-  if (!info.State.Running) throw new AgentError("bad_request", "pod is not running; start it first");
+  // runc's id of the running container (cached: no engine call); null: ask the engine what is wrong
+  const id = runc ? await runc.idOf(container).catch(() => null) : null;
+  if (!id) await checkRunning(docker, pod, container);
 
   const argv = [SH, "-c", PROLOGUE, "sh", workdir, String(q.timeoutS), ...q.command];
   // The backstop if even KILL does not end it (a process stuck in the kernel): stop waiting.
   const backstop = AbortSignal.timeout((q.timeoutS + KILL_AFTER_S + 5) * 1000);
+  const options = {
+    maxOutputBytes: EXEC_MAX_OUTPUT_BYTES,
+    signal: AbortSignal.any([signal, backstop]),
+  };
   const started = Date.now();
   let r: Awaited<ReturnType<typeof execInContainer>>;
   try {
-    r = await execInContainer(docker, container, argv, {
-      workingDir: HOME,
-      podPath: true,
-      maxOutputBytes: EXEC_MAX_OUTPUT_BYTES,
-      signal: AbortSignal.any([signal, backstop]),
-    });
+    r =
+      id && runc
+        ? // no --env: the container's own environment, PATH included, as the engine's exec keeps it
+          await runc.run(id, argv, { ...options, user: "1000:1000", cwd: HOME, statusFd: true })
+        : await execInContainer(docker, container, argv, { ...options, workingDir: HOME, podPath: true });
   } catch (err) {
     if (!backstop.aborted) throw err;
     return { exitCode: null, stdout: "", stderr: "", durationMs: Date.now() - started, timedOut: true };
   }
   const durationMs = Date.now() - started;
+  // runc could not start the process because the container stopped meanwhile: as the engine says it
+  if (id && runc && r.exitCode !== 0 && !(await runc.has(id))) await checkRunning(docker, pod, container);
   if (r.exitCode === NO_WORKDIR && r.stderr.startsWith(NO_WORKDIR_TAG)) {
     throw new AgentError("bad_request", `workdir: ${workdir} is not a directory the pod user can enter`);
   }
@@ -105,4 +126,11 @@ export async function runCommand(
     durationMs,
     timedOut,
   };
+}
+
+/** 404 without a container, 400 when it is not running */
+async function checkRunning(docker: DockerClient, pod: string, container: string): Promise<void> {
+  const info = await inspectContainer(docker, container);
+  if (!info) throw new AgentError("not_found", `pod ${pod} has no container on this host`);
+  if (!info.State.Running) throw new AgentError("bad_request", "pod is not running; start it first");
 }

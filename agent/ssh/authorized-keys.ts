@@ -1,8 +1,6 @@
-import ssh2, { type ParsedKey } from "ssh2";
+import type { ParsedKey } from "ssh2";
 import { type KeyOptions, NO_OPTIONS, parseKeyOptions } from "./key-options";
-
-// ssh2 is CommonJS and Node sees only some of its exports by name: `utils` comes off the default.
-const { utils } = ssh2;
+import { ssh2 } from "./ssh2";
 
 /**
  * Reading `~/.ssh/authorized_keys` the way sshd does, as pure functions. A line is
@@ -34,7 +32,7 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 function keyAt(text: string): Omit<AuthorizedKey, "line" | "options"> | null {
   const [type, data] = text.split(/[ \t]+/, 2);
   if (!type || !data || !BASE64.test(data)) return null;
-  const parsed = utils.parseKey(`${type} ${data}`);
+  const parsed = ssh2().utils.parseKey(`${type} ${data}`);
   if (parsed instanceof Error || Array.isArray(parsed)) return null;
   const blob = parsed.getPublicSSH();
   // The type named on the line must be the one inside the blob (sshd refuses a mismatch too).

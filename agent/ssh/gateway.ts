@@ -1,5 +1,5 @@
 import { createServer, type Server as NetServer, type Socket } from "node:net";
-import ssh2, { type Connection } from "ssh2";
+import type { Connection, Server as SshServer } from "ssh2";
 import type { DockerClient } from "../docker/client";
 import { streamExecutor } from "../docker/exec-stream";
 import { LABEL_POD, LABEL_SSH_PORT, podNames, prefixFilter } from "../docker/naming";
@@ -17,6 +17,7 @@ import { readKeyFileIfChanged } from "./key-file";
 import { PodProcessLauncher } from "./pod-process";
 import { PodStates } from "./pod-states";
 import { serveSession } from "./session";
+import { ssh2 } from "./ssh2";
 
 export interface SshGatewayOptions {
   docker: DockerClient;
@@ -67,7 +68,8 @@ export const MAX_SESSIONS = 10;
 interface PodListener {
   port: number;
   server: NetServer;
-  ssh: ssh2.Server;
+  /** made when the first client connects (ssh2 is loaded then: ./ssh2.ts) */
+  ssh?: SshServer;
   sockets: Set<Socket>;
   clients: Set<Connection>;
   listening: boolean;
@@ -160,13 +162,9 @@ export class SshGateway implements PodSshListeners {
     if (existing?.port === port) return;
     if (existing) await this.close(pod);
 
-    const ssh = new ssh2.Server(
-      { hostKeys: [this.opts.hostKey.privateKey], ident: "podhost", algorithms: { cipher: [...CIPHERS] } },
-      (client, info) => this.serveClient(pod, l, client, info),
-    );
-    const server = createServer((socket) => this.accept(l, socket));
+    const server = createServer((socket) => this.accept(pod, l, socket));
     server.maxConnections = this.opts.maxConnections ?? 64;
-    const l: PodListener = { port, server, ssh, sockets: new Set(), clients: new Set(), listening: false };
+    const l: PodListener = { port, server, sockets: new Set(), clients: new Set(), listening: false };
     this.listeners.set(pod, l);
     await this.bind(pod, l, true);
   }
@@ -250,7 +248,7 @@ export class SshGateway implements PodSshListeners {
     await Promise.all(all.map((l) => this.shut(l)));
   }
 
-  private accept(l: PodListener, socket: Socket) {
+  private accept(pod: string, l: PodListener, socket: Socket) {
     const ip = socket.remoteAddress ?? "";
     if (this.stopped || this.limiter.blocked(ip)) {
       socket.destroy();
@@ -261,6 +259,10 @@ export class SshGateway implements PodSshListeners {
     socket.on("error", () => undefined); // resets are normal; ssh2 sees the close
     l.sockets.add(socket);
     socket.once("close", () => l.sockets.delete(socket));
+    l.ssh ??= new (ssh2().Server)(
+      { hostKeys: [this.opts.hostKey.privateKey], ident: "podhost", algorithms: { cipher: [...CIPHERS] } },
+      (client, info) => this.serveClient(pod, l, client, info),
+    );
     l.ssh.injectSocket(socket);
   }
 

@@ -102,6 +102,48 @@ describe("exec in a pod's container", () => {
     expect(out.text().split("\n")[0]).toBe(AGENT_PATH);
   });
 
+  it("runs a short command with runc exec: exit code, capped streams, the container's own env", async (t) => {
+    if (!runcKnown) t.skip();
+    const runc = new RuncContainers(docker, DOCKER_RUNC_ROOT);
+    const id = await runc.idOf(names.container);
+    expect(id).not.toBeNull();
+    const run = (argv: string[], maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES) =>
+      runc.run(id ?? "", argv, { user: "1000:1000", cwd: "/home/pod_user", maxOutputBytes });
+    const r = await run([
+      SH,
+      "-c",
+      "/usr/bin/head -c 3000000 /dev/zero; /usr/bin/head -c 2000000 /dev/zero >&2; exit 7",
+    ]);
+    expect(r.exitCode).toBe(7);
+    expect(r.stdoutBytes.length).toBe(DEFAULT_MAX_OUTPUT_BYTES);
+    expect(r.omitted).toEqual({
+      stdout: 3_000_000 - DEFAULT_MAX_OUTPUT_BYTES,
+      stderr: 2_000_000 - DEFAULT_MAX_OUTPUT_BYTES,
+    });
+    // the user's commands: pod_user, the image's PATH (the planted `sh` first), stdin closed
+    const who = await run([SH, "-c", 'id -u; echo "$HOME"; sh; /bin/cat; echo end']);
+    expect(who.stdout).toBe("1000\n/home/pod_user\nPLANTED\nend\n");
+    // a signal that ends the command is 128 + its number, as the engine reports it
+    expect((await run([SH, "-c", "kill -9 $$"])).exitCode).toBe(137);
+  });
+
+  it("answers soon after a runc exec's command exited, though a background child holds its output", async (t) => {
+    if (!runcKnown) t.skip();
+    const runc = new RuncContainers(docker, DOCKER_RUNC_ROOT);
+    const id = (await runc.idOf(names.container)) ?? "";
+    const started = Date.now();
+    // the command says its status on fd 3 as it ends (as the command runner's prologue does)
+    const r = await runc.run(id, [SH, "-c", "sleep 30 3>&- & echo started; echo 0 >&3"], {
+      user: "1000:1000",
+      cwd: "/home/pod_user",
+      maxOutputBytes: 4096,
+      statusFd: true,
+    });
+    expect(r).toMatchObject({ exitCode: 0, stdout: "started\n" });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await execInContainer(docker, names.container, ["pkill", "-f", "sleep 30"]);
+  });
+
   it("caps and fixes PATH in a stopped pod's helper container too", async () => {
     await docker.getContainer(names.container).stop({ t: 0 });
     const r = await runAsPodUser(

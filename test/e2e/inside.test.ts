@@ -125,6 +125,14 @@ describe("working inside a pod: exec, env, logs, preset, disk usage, Node versio
       expect(left.body.stdout.trim()).toBe("0");
     });
 
+    it("answers once the command exited, though a child it left in the background holds its output", async () => {
+      const started = Date.now();
+      const res = await exec(node, ["sh", "-c", "sleep 60 & echo started"], { timeout_s: 30 });
+      expect(res.body).toMatchObject({ exit_code: 0, stdout: "started\n", timed_out: false });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await exec(node, ["pkill", "-f", "sleep 60"]);
+    });
+
     it("caps each stream at 1 MiB with a truncation marker", async () => {
       const res = await exec(node, ["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; echo err >&2"]);
       expect(res.status).toBe(200);

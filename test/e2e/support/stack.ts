@@ -9,6 +9,7 @@ import {
   REPO_ROOT,
   startLocalWorker,
 } from "../../../bench/support/worker";
+import { AGENT_ENV, agentCommand, buildAgent } from "../../../scripts/build-agent";
 import { registerHost } from "../../../scripts/lib/hosts";
 import { removePodDisks } from "../../support/pod-disk";
 
@@ -72,10 +73,15 @@ export interface HostOptions {
   ingressPort?: number;
 }
 
+/**
+ * The agent as production runs it: the compiled bundle (scripts/build-agent.ts), built when missing or
+ * older than its sources (the node tests' global setup builds it once per run; benches build it here).
+ */
 export function spawnAgent(env: Record<string, string>): AgentProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "agent/main.ts")], {
+  const [node, args] = agentCommand();
+  const child = spawn(node, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...AGENT_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
@@ -121,6 +127,7 @@ export interface StackOptions {
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
   const prefix = `e2e${label}${Date.now().toString(36).slice(-4)}`;
+  await buildAgent();
   const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-e2e-"));
   await applyMigrations(persistDir);
   const port = options.publicUrl ? await freePort() : undefined;

@@ -1,0 +1,38 @@
+import path from "node:path";
+import type { Plugin } from "esbuild";
+
+/**
+ * CommonJS modules of the agent's dependencies that are required at load time but only called on
+ * paths the agent never takes; in the bundle each such `require` is answered by a function that loads
+ * the real module on its first call, so its code is in the file but not evaluated (nor what it
+ * requires in turn):
+ * - dockerode's `./session` (BuildKit sessions over gRPC: @grpc/grpc-js, @grpc/proto-loader,
+ *   protobufjs), used only by `buildImage` with a session;
+ * - docker-modem's `./ssh` (the ssh2 client), used only for an engine reached over `ssh://`; the
+ *   agent's SSH gateway loads ssh2 itself when its first client connects (agent/ssh/ssh2.ts).
+ * Both modules export one function, which the wrapper stands in for.
+ */
+const LAZY: { importer: RegExp; request: string; file: string }[] = [
+  { importer: /[\\/]dockerode[\\/]lib[\\/]docker\.js$/, request: "./session", file: "session.js" },
+  { importer: /[\\/]docker-modem[\\/]lib[\\/]modem\.js$/, request: "./ssh", file: "ssh.js" },
+];
+const REAL = "podhost-lazy-real:";
+
+export const lazyRequires: Plugin = {
+  name: "lazy-requires",
+  setup(b) {
+    b.onResolve({ filter: /^\.\/(session|ssh)$/ }, (args) => {
+      const lazy = LAZY.find((l) => l.request === args.path && l.importer.test(args.importer));
+      if (!lazy) return undefined;
+      return { path: path.join(path.dirname(args.importer), lazy.file), namespace: "lazy-require" };
+    });
+    b.onLoad({ filter: /.*/, namespace: "lazy-require" }, (args) => ({
+      contents: `module.exports = function () {
+  return require(${JSON.stringify(REAL + args.path)}).apply(this, arguments);
+};`,
+      resolveDir: path.dirname(args.path),
+      loader: "js",
+    }));
+    b.onResolve({ filter: new RegExp(`^${REAL}`) }, (args) => ({ path: args.path.slice(REAL.length) }));
+  },
+};
