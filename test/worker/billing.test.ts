@@ -5,7 +5,7 @@ import { createDb } from "../../worker/db/client";
 import { accrueTeamsPage } from "../../worker/services/billing/accrual";
 import { accrueDay } from "../../worker/services/billing/job";
 import { signPayload } from "../support/stripe";
-import { FakeAgent, insertHost, insertPod } from "./support/agent";
+import { FakeAgent, insertHost, insertPod, podRecord } from "./support/agent";
 import {
   addCard,
   billed,
@@ -150,16 +150,38 @@ describe("the daily accrual", () => {
   it("charges every live pod once a day: stopped pods too, a resize at the new rate, deletion ends it; re-runs charge nothing twice", async () => {
     const user = await registerUser();
     const teamId = user.user.active_team_id;
-    const a = await insertPod({ hostId: null, teamId, status: "running" });
-    const b = await insertPod({ hostId: null, teamId, status: "running" });
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const a = await insertPod({ hostId: host.id, teamId, status: "running" });
+    const b = await insertPod({ hostId: host.id, teamId, status: "running" });
     const base = Date.UTC(2100, 2, 10, 6);
+    // The pod changes go through the API, their host calls answered by the test's agent.
+    const through = async (method: string, path: string, body: unknown, op: string, data: unknown) => {
+      const pending = call(method, path, body, { token: user.token });
+      const c = await agent.next("control:call", 5_000);
+      expect(c.op).toBe(op);
+      agent.ok(c, data);
+      const res = await pending;
+      expect(res.status, `${method} ${path}`).toBe(200);
+    };
 
     await runBillingAt(base); // charges 2100-03-09
-    await env.DB.prepare("UPDATE pods SET status = 'stopped' WHERE id = ?").bind(a.id).run();
+    await through("POST", `/api/pods/${a.name}/stop`, undefined, "pod.stop", {
+      name: a.name,
+      state: "stopped",
+      ip: null,
+    });
     await runBillingAt(base + DAY); // 03-10: the stopped pod is charged
-    await env.DB.prepare("UPDATE pods SET plan_slug = 'build' WHERE id = ?").bind(b.id).run();
+    await through("POST", `/api/pods/${b.name}/resize`, { plan_slug: "build" }, "pod.resize", {
+      name: b.name,
+      state: "running",
+      ip: "10.0.0.2",
+    });
     await runBillingAt(base + 2 * DAY); // 03-11: b at the build rate
-    await env.DB.prepare("UPDATE pods SET status = 'deleted', deleted_at = ? WHERE id = ?")
+    await through("DELETE", `/api/pods/${a.name}`, undefined, "pod.delete", { deleted: true });
+    // The test's days are in 2100: the deletion's own time moves to 03-11 with it.
+    expect((await podRecord(a.id))?.status).toBe("deleted");
+    await env.DB.prepare("UPDATE pods SET deleted_at = ? WHERE id = ?")
       .bind(new Date(base + 2 * DAY + 3_600_000).toISOString(), a.id)
       .run();
     await runBillingAt(base + 3 * DAY); // 03-12: a was deleted during that day: still charged
