@@ -67,6 +67,9 @@ describe("backups", () => {
       "curl",
       [
         "-sS",
+        // a stalled upload fails with curl's message instead of holding the test to its timeout
+        "--max-time",
+        "300",
         "-H",
         `authorization: Bearer ${alice.token}`,
         "-H",
@@ -206,9 +209,14 @@ describe("backups", () => {
         peak.agent = Math.max(peak.agent, await rssMb(agentPid).catch(() => 0));
       }, 200);
       try {
+        const started = Date.now();
         const res = await importFile(second, file, `${bytes} bytes`);
         expect(res.status, JSON.stringify(res.body)).toBe(202);
+        const uploaded = Date.now();
         const done = await settled(second, res.body.id);
+        console.log(
+          `import of ${bytes} bytes: upload ${uploaded - started} ms, then settled in ${Date.now() - uploaded} ms`,
+        );
         expect(done, JSON.stringify(done)).toMatchObject({ status: "completed", size });
       } finally {
         clearInterval(sampler);

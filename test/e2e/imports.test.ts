@@ -74,10 +74,17 @@ describe("imports end to end", () => {
   async function rendered(pod: string, selector: string): Promise<{ text: string; origins: Set<string> }> {
     const page = await browser.newPage();
     const origins = new Set<string>();
+    const problems: string[] = [];
     page.on("request", (r) => origins.add(new URL(r.url()).origin));
+    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+    page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
     try {
       await page.goto(`http://${host(pod)}:${stack.ingressPort}/`);
-      const el = await page.waitForSelector(selector, { timeout: 60_000 });
+      const el = await page.waitForSelector(selector, { timeout: 60_000 }).catch((err: Error) => {
+        // what the page itself said is what explains a selector that never showed
+        throw new Error(`${err.message}\n${problems.join("\n") || "(no page errors)"}`);
+      });
       return { text: (await el.textContent()) ?? "", origins };
     } finally {
       await page.close();
