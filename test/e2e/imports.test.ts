@@ -1,5 +1,5 @@
 import { request } from "node:http";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ARTIFACT_SOURCES,
@@ -8,6 +8,7 @@ import {
   startImportSiteDouble,
 } from "../support/import-site";
 import { type ApiClient, signUp } from "./support/api";
+import { launchChromium } from "./support/browser";
 import { getThroughIngress } from "./support/ingress";
 import { waitForHostOnline, waitForPodStatus } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
@@ -93,21 +94,7 @@ describe("imports end to end", () => {
 
   beforeAll(async () => {
     site = await startImportSiteDouble();
-    [stack, browser] = await Promise.all([
-      startStack("imp"),
-      chromium.launch({
-        executablePath: "/usr/bin/chromium",
-        args: [
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      }),
-    ]);
+    [stack, browser] = await Promise.all([startStack("imp"), launchChromium()]);
     api = (await signUp(stack.api)).api;
     await waitForHostOnline(api);
   }, 300_000);
