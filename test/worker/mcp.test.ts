@@ -63,24 +63,32 @@ describe("the MCP server", () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
       [
+        "add_domain",
+        "connect_git",
         "create_backup",
         "create_pod",
         "delete_pod",
         "deploy_git",
         "get_env",
         "get_pod",
+        "install_service",
         "list_backups",
+        "list_domains",
         "list_events",
         "list_files",
         "list_pods",
+        "list_services",
         "read_file",
         "read_logs",
         "restart_pod",
+        "restore_backup",
         "run_command",
+        "service_credentials",
         "set_env",
         "start_pod",
         "stop_pod",
         "unset_env",
+        "verify_domain",
         "write_file",
       ].sort(),
     );
@@ -115,6 +123,14 @@ describe("the MCP server", () => {
       ["run_command", { command: ["id"] }],
       ["delete_pod", {}],
       ["set_env", { vars: { A: "b" } }],
+      ["connect_git", { repo_url: "https://git.example.com/a/b.git" }],
+      ["restore_backup", { id: "bkp_0000000000000000" }],
+      ["list_services", {}],
+      ["install_service", { service_type: "redis" }],
+      ["service_credentials", { service_type: "redis" }],
+      ["list_domains", {}],
+      ["add_domain", { domain: "owned.example.com" }],
+      ["verify_domain", { id: "dom_0000000000000000" }],
     ] as const) {
       const theirs = await client.callTool({ name, arguments: { name: row.name, ...args } });
       const missing = await client.callTool({ name, arguments: { name: "no-such-pod", ...args } });
@@ -125,6 +141,42 @@ describe("the MCP server", () => {
     // untouched: still the victim's, still there
     const after = (await call("GET", "/api/pods", undefined, { token: victim.token })).body.pods;
     expect(after).toEqual([expect.objectContaining({ id: victimPod, status: row.status })]);
+  });
+
+  it("domains and database services answer through MCP as through their REST routes", async () => {
+    const u = await registerUser();
+    await insertPod(u.user.active_team_id);
+    const [pod] = (await call("GET", "/api/pods", undefined, { token: u.token })).body.pods;
+    const c = await connect(u);
+    const client = await mcpClient(c.accessToken);
+    const domain = `mcp-${Date.now().toString(36)}.example.com`;
+    const added = (await client.callTool({
+      name: "add_domain",
+      arguments: { name: pod.name, domain: domain.toUpperCase() },
+    })) as CallToolResult;
+    expect(added.isError, text(added)).toBeFalsy();
+    expect(added.structuredContent).toMatchObject({ domain, status: "pending" });
+    const listed = (await client.callTool({
+      name: "list_domains",
+      arguments: { name: pod.name },
+    })) as CallToolResult;
+    const rest = await call("GET", `/api/pods/${pod.name}/domains`, undefined, { token: u.token });
+    expect(JSON.parse(text(listed))).toEqual(rest.body);
+    const again = await client.callTool({ name: "add_domain", arguments: { name: pod.name, domain } });
+    expect(text(again)).toMatch(/^409: /);
+    // the Launch plan has no database services: the tool is refused as the route is
+    const viaMcp = await client.callTool({
+      name: "install_service",
+      arguments: { name: pod.name, service_type: "postgresql" },
+    });
+    const viaRest = await call(
+      "POST",
+      `/api/pods/${pod.name}/services`,
+      { service_type: "postgresql" },
+      { token: u.token },
+    );
+    expect(viaRest.status).toBe(403);
+    expect(text(viaMcp)).toBe(`403: ${viaRest.body.error}`);
   });
 
   it("validates tool input with the REST route's schema and names the field", async () => {

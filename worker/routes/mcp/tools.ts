@@ -6,9 +6,14 @@ import type { FAIR_SHARE_LIMITS } from "../../http/rate-limit";
 import type { Caller } from "../../services/auth/caller";
 import { createBackup } from "../../services/backups/create";
 import { listBackups } from "../../services/backups/manage";
+import { restoreBackup } from "../../services/backups/restore";
 import type { ServiceContext } from "../../services/context";
+import { addDomain } from "../../services/domains/add";
+import { listDomains } from "../../services/domains/list";
+import { verifyDomain } from "../../services/domains/verify";
 import { listPodFiles } from "../../services/files/list";
 import { readPodFile, writePodFile } from "../../services/files/transfer";
+import { connectRepository } from "../../services/git/config";
 import { deployPod } from "../../services/git/deployments";
 import { getPodEnv, setPodEnv, unsetPodEnv } from "../../services/inside/env";
 import { execInPod } from "../../services/inside/exec";
@@ -19,13 +24,21 @@ import { listPodEvents } from "../../services/pods/events";
 import { listPods } from "../../services/pods/list";
 import { getPodLive, powerPod } from "../../services/pods/power";
 import { deletePod } from "../../services/pods/remove";
+import { getServiceCredentials } from "../../services/services/credentials";
+import { installService } from "../../services/services/install";
+import { listServices } from "../../services/services/list";
+import { BackupIdParams } from "../backups/schemas";
+import { AddDomainRequest } from "../domains/add";
+import { DomainParams } from "../domains/schemas";
 import { WriteRequest } from "../files/write";
+import { ConnectRequest } from "../git/connect";
 import { ExecRequest } from "../inside/exec";
 import { LogsQuery } from "../inside/logs";
 import { EnvName } from "../inside/schemas";
 import { SetEnvRequest } from "../inside/set-env";
 import { EventsQuery } from "../pods/events";
 import { CreatePodRequest, Paging, PodParams } from "../pods/schemas";
+import { ServiceType } from "../services/schemas";
 
 /** What a tool needs from its request: who calls, and the limits the REST routes apply. */
 export interface ToolContext {
@@ -184,8 +197,14 @@ export function registerTools(server: McpServer, t: ToolContext) {
     async (input) => toolResult(await unsetPodEnv({ ctx, teamId, input })),
   );
   tool(
+    "connect_git",
+    "Connect a git repository (HTTPS) to a running pod: branch (default main), an access token for a private one (kept encrypted, never shown again), build command, auto_deploy on push (default true). Then deploy_git.",
+    podInput.extend(ConnectRequest.shape),
+    async (input) => toolResult(await connectRepository({ ctx, teamId, input })),
+  );
+  tool(
     "deploy_git",
-    "Deploy the pod's connected git repository now (connect one with POST /api/pods/{name}/git). Answers the deployment; follow it with list_events.",
+    "Deploy the pod's connected git repository now (connect one with connect_git). Answers the deployment; follow it with list_events.",
     podInput,
     (input) =>
       limited(
@@ -209,5 +228,66 @@ export function registerTools(server: McpServer, t: ToolContext) {
     podInput,
     async (input) => toolResult(await listBackups({ ctx, teamId, input })),
     { readOnlyHint: true },
+  );
+  tool(
+    "restore_backup",
+    "Restore a completed backup into its pod: the app's files are replaced and its databases reloaded (answers at once; follow it with list_events: restore_completed or restore_failed).",
+    podInput.extend({ id: BackupIdParams.shape.id }),
+    (input) =>
+      limited(
+        () => t.limitFairShare("backup", input.name),
+        () => restoreBackup({ ctx, teamId, input }),
+      ),
+    { destructiveHint: true },
+  );
+  tool(
+    "list_services",
+    "The pod's database services (postgresql, mysql, redis) with their status, version and port on 127.0.0.1.",
+    podInput,
+    async (input) => toolResult(await listServices({ ctx, teamId, input })),
+    { readOnlyHint: true },
+  );
+  tool(
+    "install_service",
+    "Install a database service beside the pod's app (Build plan or higher), reachable by the app on 127.0.0.1 (answers at once with status installing; poll list_services).",
+    podInput.extend({ service_type: ServiceType }),
+    (input) =>
+      limited(
+        () => t.limitFairShare("services", input.name),
+        () => installService({ ctx, teamId, input }),
+      ),
+  );
+  tool(
+    "service_credentials",
+    "The connection details of a pod's database service: host, port, user, password, database and a URL.",
+    podInput.extend({ service_type: ServiceType }),
+    async (input) =>
+      toolResult(
+        await getServiceCredentials({
+          ctx,
+          teamId,
+          input: { name: input.name, serviceType: input.service_type },
+        }),
+      ),
+    { readOnlyHint: true },
+  );
+  tool(
+    "list_domains",
+    "The pod's custom domains and their verification status and TXT record.",
+    podInput,
+    async (input) => toolResult(await listDomains({ ctx, teamId, input })),
+    { readOnlyHint: true },
+  );
+  tool(
+    "add_domain",
+    "Add a custom domain to the pod; it is served once verified: publish the TXT record it answers, then verify_domain.",
+    podInput.extend(AddDomainRequest.shape),
+    async (input) => toolResult(await addDomain({ ctx, teamId, input })),
+  );
+  tool(
+    "verify_domain",
+    "Check a custom domain's TXT record; once it matches, the pod's web server answers the domain.",
+    podInput.extend({ id: DomainParams.shape.id.describe("the domain's id (list_domains)") }),
+    async (input) => toolResult(await verifyDomain({ ctx, teamId, input })),
   );
 }
