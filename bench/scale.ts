@@ -47,7 +47,7 @@
  * whether a request's own work grows with the fleet. The ingest is measured on its own (4.).
  */
 import { execFile } from "node:child_process";
-import { cp, mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -59,7 +59,6 @@ import { fmt, formatTable, median, summarize } from "./stats";
 import { FLEET_REGION, type FleetHost, fleetPod, podsOfHost, seedFleet, seedSessions } from "./support/fleet";
 import { keepAliveAgent, runLoad } from "./support/load";
 import {
-  cpuPercent,
   descendants,
   machineLoad,
   type ProcessReading,
@@ -199,6 +198,8 @@ async function countRows(persistDir: string, table: string): Promise<number> {
   if (!file) throw new Error(`no D1 database file in ${dir}`);
   const { stdout } = await run("sqlite3", [
     "-readonly",
+    "-cmd",
+    ".timeout 5000",
     path.join(dir, file),
     `SELECT count(*) FROM ${table}`,
   ]);
@@ -229,202 +230,282 @@ function inventoryOf(h: number, size: Size, hosts: readonly Host[]): PodState[] 
   });
 }
 
-async function phase(size: Size, seeded: Seeded, hosts: readonly Host[]): Promise<PhaseResult> {
-  const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-scale-run-"));
-  const removeDir = () => rm(persistDir, { recursive: true, force: true });
-  undo.add(removeDir);
-  await cp(seeded.dir, persistDir, { recursive: true });
-  const worker = await startLocalWorker({ persistDir });
+/** CPU seconds and wall seconds of a process over the windows of one part, summed. */
+class CpuTally {
+  cpuSeconds = 0;
+  wallSeconds = 0;
+  add(from: ProcessReading | undefined, to: ProcessReading | undefined) {
+    if (!from || !to) return;
+    this.cpuSeconds += to.cpuSeconds - from.cpuSeconds;
+    this.wallSeconds += (to.at - from.at) / 1000;
+  }
+  /** percent of one core */
+  get percent() {
+    return this.wallSeconds > 0 ? (this.cpuSeconds / this.wallSeconds) * 100 : Number.NaN;
+  }
+}
+
+/** The bench process's own CPU over the same windows. */
+class SelfTally {
+  private micros = 0;
+  private wallMs = 0;
+  async around<T>(fn: () => Promise<T>): Promise<T> {
+    const from = process.cpuUsage();
+    const t = now();
+    try {
+      return await fn();
+    } finally {
+      const used = process.cpuUsage(from);
+      this.micros += used.user + used.system;
+      this.wallMs += now() - t;
+    }
+  }
+  get percent() {
+    return this.wallMs > 0 ? (this.micros / 1000 / this.wallMs) * 100 : Number.NaN;
+  }
+}
+
+/** One size, up: its Worker, its agents connected and heartbeating, and what is measured on it. */
+interface Stand {
+  size: Size;
+  seeded: Seeded;
+  worker: LocalWorker;
+  base: string;
+  pid: number | undefined;
+  agents: SimAgent[];
+  timers: NodeJS.Timeout[];
+  commandAt: Map<string, number>;
+  http: ReturnType<typeof keepAliveAgent>;
+  creates: number;
+  recordCadence: boolean;
+  cpu: Record<"connect" | "api" | "heartbeat" | "metrics", CpuTally>;
+  self: Record<"api" | "heartbeat" | "metrics", SelfTally>;
+  result: PhaseResult;
+}
+
+const readWorkerd = async (stand: Pick<Stand, "pid">): Promise<ProcessReading | undefined> =>
+  stand.pid === undefined ? undefined : readProcess(stand.pid).catch(() => undefined);
+
+/** Runs `fn` as part `part` of `stand`: its workerd's CPU and the bench's own are counted for the part. */
+async function measured<T>(
+  stand: Stand,
+  part: "api" | "heartbeat" | "metrics",
+  fn: () => Promise<T>,
+): Promise<T> {
+  const from = await readWorkerd(stand);
+  try {
+    return await stand.self[part].around(fn);
+  } finally {
+    stand.cpu[part].add(from, await readWorkerd(stand));
+  }
+}
+
+async function bringUp(size: Size, seeded: Seeded, hosts: readonly Host[]): Promise<Stand> {
+  const worker = await startLocalWorker({ persistDir: seeded.dir });
   const stopWorker = () => worker.stop();
   undo.add(stopWorker);
-  const agents: SimAgent[] = [];
-  const timers: NodeJS.Timeout[] = [];
-  try {
-    const base = worker.directUrl;
-    const pid = await workerdPid(worker);
-    if (pid === undefined)
-      console.warn("  could not find the Worker's workerd process: no memory or CPU figures");
-    const readWorkerd = async (): Promise<ProcessReading | undefined> =>
-      pid === undefined ? undefined : readProcess(pid).catch(() => undefined);
-    const cpuBetween = (a: ProcessReading | undefined, b: ProcessReading | undefined) =>
-      a && b ? cpuPercent(a, b) : Number.NaN;
-    const benchCpu = () => ({ at: now(), usage: process.cpuUsage() });
-    const benchCpuSince = (from: ReturnType<typeof benchCpu>) => {
-      const used = process.cpuUsage(from.usage);
-      return ((used.user + used.system) / 1000 / (now() - from.at)) * 100;
-    };
-    console.log(
-      `  worker ${base} (workerd pid ${pid ?? "?"}): prepare ${fmt(worker.timings.prepareMs, 0)} ms, start ${fmt(worker.timings.startMs, 0)} ms`,
-    );
+  const base = worker.directUrl;
+  const pid = await workerdPid(worker);
+  if (pid === undefined)
+    console.warn("  could not find the Worker's workerd process: no memory or CPU figures");
+  console.log(
+    `  ${size.label}: worker ${base} (workerd pid ${pid ?? "?"}), start ${fmt(worker.timings.startMs, 0)} ms`,
+  );
+  const stand: Stand = {
+    size,
+    seeded,
+    worker,
+    base,
+    pid,
+    agents: [],
+    timers: [],
+    commandAt: new Map(),
+    http: keepAliveAgent(CONCURRENCY + 1),
+    creates: 0,
+    recordCadence: false,
+    cpu: { connect: new CpuTally(), api: new CpuTally(), heartbeat: new CpuTally(), metrics: new CpuTally() },
+    self: { api: new SelfTally(), heartbeat: new SelfTally(), metrics: new SelfTally() },
+    result: {
+      size,
+      connectMs: [],
+      connected: 0,
+      connectErrors: [],
+      connectWallMs: 0,
+      listP50: [],
+      listP99: [],
+      listRps: [],
+      admittedMs: [],
+      hostToldMs: [],
+      cadenceRttMs: [],
+      heartbeatsPerSecond: 0,
+      heartbeatRttMs: [],
+      metrics: { sent: 0, messages: 0, landed: 0, offeredPerSecond: 0, ingestPerSecond: 0, drainMs: 0 },
+      workerd: {
+        pid,
+        rssConnectedMb: Number.NaN,
+        rssEndMb: Number.NaN,
+        peakMb: Number.NaN,
+        cpu: { connect: Number.NaN, api: Number.NaN, heartbeat: Number.NaN, metrics: Number.NaN },
+      },
+      benchCpu: { api: Number.NaN, heartbeat: Number.NaN, metrics: Number.NaN },
+      droppedAgents: 0,
+    },
+  };
+  stands.add(stand);
 
-    // 1. connect ---------------------------------------------------------------------------------
-    const commandAt = new Map<string, number>();
-    const wsUrl = `${base.replace(/^http/, "ws")}/agent/connect`;
-    for (let h = 0; h < hosts.length; h++) {
-      const host = hosts[h] as Host;
-      agents.push(
-        new SimAgent({
-          url: wsUrl,
-          token: host.token,
-          inventory: inventoryOf(h, size, hosts),
-          onCall: (op, params) => {
-            const name = (params as { name?: unknown } | undefined)?.name;
-            if (op === "pod.create" && typeof name === "string") commandAt.set(name, now());
-          },
-        }),
-      );
-    }
-    const connectMs: number[] = [];
-    const connectErrors: string[] = [];
-    const c0 = await readWorkerd();
-    const connectStart = now();
-    await pool(agents, CONNECT_PARALLEL, async (agent) => {
-      try {
-        connectMs.push(await agent.connect());
-      } catch (err) {
-        connectErrors.push(err instanceof Error ? err.message : String(err));
-      }
-    });
-    const connectWallMs = now() - connectStart;
-    const c1 = await readWorkerd();
-    const live = agents.filter((a) => a.open);
-    console.log(
-      `  ${live.length} of ${agents.length} agents connected in ${fmt(connectWallMs / 1000, 1)} s` +
-        (connectErrors.length ? `; ${connectErrors.length} failed, e.g. ${connectErrors[0]}` : ""),
-    );
-
-    // heartbeats at the real agent's cadence from here on, each agent at its own phase
-    let recordCadence = false;
-    const cadenceRttMs: number[] = [];
-    for (const agent of live) {
-      const beat = () => {
-        void agent.ping().then((ms) => {
-          if (recordCadence && !Number.isNaN(ms)) cadenceRttMs.push(ms);
-        });
-      };
-      timers.push(
-        setTimeout(() => {
-          beat();
-          timers.push(setInterval(beat, HEARTBEAT_MS));
-        }, Math.random() * HEARTBEAT_MS),
-      );
-    }
-
-    // 2. API rounds ------------------------------------------------------------------------------
-    const http = keepAliveAgent(CONCURRENCY + 1);
-    const tokens = seeded.tokens;
-    const listLoad = (requests: number, offset: number) =>
-      runLoad({
-        url: `${base}/api/pods`,
-        headers: (i) => ({ authorization: `Bearer ${tokens[(offset + i) % tokens.length]}` }),
-        requests,
-        concurrency: CONCURRENCY,
-        agent: http,
-      });
-    let creates = 0;
-    let ip = 0;
-    const createOne = async (): Promise<{ admitted: number; told: number }> => {
-      const n = creates++;
-      const name = `new-${size.pods}-${n}`;
-      const token = tokens[(n * 7) % tokens.length];
-      ip++;
-      const started = now();
-      const res = await fetch(`${base}/api/pods`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          // one client address per create: the per-IP create limit (50 an hour) is not what is measured
-          "cf-connecting-ip": `198.18.${Math.floor(ip / 250)}.${(ip % 250) + 1}`,
+  // connect: every agent dials, says hello, and waits for the welcome
+  const wsUrl = `${base.replace(/^http/, "ws")}/agent/connect`;
+  for (let h = 0; h < hosts.length; h++) {
+    stand.agents.push(
+      new SimAgent({
+        url: wsUrl,
+        token: (hosts[h] as Host).token,
+        inventory: inventoryOf(h, size, hosts),
+        onCall: (op, params) => {
+          const name = (params as { name?: unknown } | undefined)?.name;
+          if (op === "pod.create" && typeof name === "string") stand.commandAt.set(name, now());
         },
-        body: JSON.stringify({ name, preset: "static", plan_slug: "launch", region: FLEET_REGION }),
-      });
-      const admitted = now() - started;
-      const body = await res.text();
-      if (res.status !== 202) throw new Error(`POST /api/pods: ${res.status} ${body}`);
-      for (const deadline = now() + 30_000; !commandAt.has(name); await sleep(2)) {
-        if (now() > deadline) throw new Error(`pod.create for ${name} never reached its host`);
-      }
-      return { admitted, told: (commandAt.get(name) ?? Number.NaN) - started };
-    };
-
-    // warm-up: isolate, statement caches, keep-alive connections, the Workflow's first instance
-    const warm = await listLoad(Math.min(200, REQUESTS), 0);
-    if (warm.failures > 0) throw new Error(`GET /api/pods failed: ${JSON.stringify(warm.firstFailure)}`);
-    await createOne();
-    await createOne();
-
-    const listP50: number[] = [];
-    const listP99: number[] = [];
-    const listRps: number[] = [];
-    const admittedMs: number[] = [];
-    const hostToldMs: number[] = [];
-    recordCadence = true;
-    const a0 = await readWorkerd();
-    const b0 = benchCpu();
-    for (let r = 0; r < ROUNDS; r++) {
-      const list = async () => {
-        const res = await listLoad(REQUESTS, r * REQUESTS);
-        if (res.failures > 0) throw new Error(`GET /api/pods failed: ${JSON.stringify(res.firstFailure)}`);
-        const s = summarize(res.latencies);
-        listP50.push(s.p50);
-        listP99.push(s.p99);
-        listRps.push(res.throughput);
-      };
-      const create = async () => {
-        for (let c = 0; c < CREATES; c++) {
-          const { admitted, told } = await createOne();
-          admittedMs.push(admitted);
-          hostToldMs.push(told);
-        }
-      };
-      // the order alternates, so drift within a round lands on both
-      if (r % 2 === 0) {
-        await list();
-        await create();
-      } else {
-        await create();
-        await list();
-      }
+      }),
+    );
+  }
+  const r = stand.result;
+  const c0 = await readWorkerd(stand);
+  const started = now();
+  await pool(stand.agents, CONNECT_PARALLEL, async (agent) => {
+    try {
+      r.connectMs.push(await agent.connect());
+    } catch (err) {
+      r.connectErrors.push(err instanceof Error ? err.message : String(err));
     }
-    const a1 = await readWorkerd();
-    const apiBench = benchCpuSince(b0);
-    recordCadence = false;
-    http.destroy();
+  });
+  r.connectWallMs = now() - started;
+  const c1 = await readWorkerd(stand);
+  stand.cpu.connect.add(c0, c1);
+  r.workerd.rssConnectedMb = (c1?.rssKb ?? Number.NaN) / 1024;
+  r.connected = stand.agents.filter((a) => a.open).length;
+  console.log(
+    `  ${size.label}: ${r.connected} of ${stand.agents.length} agents connected in ${fmt(r.connectWallMs / 1000, 1)} s` +
+      (r.connectErrors.length ? `; ${r.connectErrors.length} failed, e.g. ${r.connectErrors[0]}` : ""),
+  );
 
-    // 3. heartbeat ingest ------------------------------------------------------------------------
-    const heartbeatRttMs: number[] = [];
-    const h0 = await readWorkerd();
-    const hb0 = benchCpu();
-    const hbStart = now();
-    const hbEnd = hbStart + HEARTBEAT_SECONDS * 1000;
+  // heartbeats at the real agent's cadence from here on, each agent at its own phase
+  for (const agent of stand.agents.filter((a) => a.open)) {
+    const beat = () => {
+      void agent.ping().then((ms) => {
+        if (stand.recordCadence && !Number.isNaN(ms)) r.cadenceRttMs.push(ms);
+      });
+    };
+    stand.timers.push(
+      setTimeout(() => {
+        beat();
+        stand.timers.push(setInterval(beat, HEARTBEAT_MS));
+      }, Math.random() * HEARTBEAT_MS),
+    );
+  }
+  return stand;
+}
+
+const stands = new Set<Stand>();
+
+async function tearDown(stand: Stand) {
+  for (const t of stand.timers) clearTimeout(t);
+  stand.http.destroy();
+  stand.result.droppedAgents = stand.agents.filter((a) => a.dropped).length;
+  await Promise.all(stand.agents.map((a) => a.close()));
+  await stand.worker.stop();
+  stands.delete(stand);
+}
+
+/** One round of `GET /api/pods`: `--requests` by `--concurrency` clients, each as the next owner. */
+async function listRound(stand: Stand, round: number) {
+  const tokens = stand.seeded.tokens;
+  const res = await measured(stand, "api", () =>
+    runLoad({
+      url: `${stand.base}/api/pods`,
+      headers: (i) => ({ authorization: `Bearer ${tokens[(round * REQUESTS + i) % tokens.length]}` }),
+      requests: REQUESTS,
+      concurrency: CONCURRENCY,
+      agent: stand.http,
+    }),
+  );
+  if (res.failures > 0) throw new Error(`GET /api/pods failed: ${JSON.stringify(res.firstFailure)}`);
+  return res;
+}
+
+/** One create until its 202 (admitted), then until the Workflow's `pod.create` reached the host. */
+async function createOne(stand: Stand): Promise<{ admitted: number; told: number }> {
+  const n = stand.creates++;
+  const name = `new-${stand.size.pods}-${n}`;
+  const token = stand.seeded.tokens[(n * 7) % stand.seeded.tokens.length];
+  const started = now();
+  const res = await fetch(`${stand.base}/api/pods`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      // a new client address every 40 creates: the per-IP limit (50 an hour) is not what is measured
+      "cf-connecting-ip": `198.18.0.${Math.floor(n / 40) + 1}`,
+    },
+    body: JSON.stringify({ name, preset: "static", plan_slug: "launch", region: FLEET_REGION }),
+  });
+  const admitted = now() - started;
+  const body = await res.text();
+  if (res.status !== 202) throw new Error(`POST /api/pods: ${res.status} ${body}`);
+  for (const deadline = now() + 30_000; !stand.commandAt.has(name); await sleep(2)) {
+    if (now() > deadline) throw new Error(`pod.create for ${name} never reached its host`);
+  }
+  return { admitted, told: (stand.commandAt.get(name) ?? Number.NaN) - started };
+}
+
+async function createRound(stand: Stand) {
+  await measured(stand, "api", async () => {
+    for (let c = 0; c < CREATES; c++) {
+      const { admitted, told } = await createOne(stand);
+      stand.result.admittedMs.push(admitted);
+      stand.result.hostToldMs.push(told);
+    }
+  });
+}
+
+/** Every agent pings again as soon as its pong is back, for `seconds`. */
+async function heartbeatWindow(stand: Stand, seconds: number) {
+  const live = stand.agents.filter((a) => a.open);
+  let count = 0;
+  const elapsed = await measured(stand, "heartbeat", async () => {
+    const start = now();
+    const end = start + seconds * 1000;
     await Promise.all(
       live.map(async (agent) => {
-        while (now() < hbEnd && agent.open) {
+        while (now() < end && agent.open) {
           const ms = await agent.ping();
-          if (!Number.isNaN(ms)) heartbeatRttMs.push(ms);
+          if (Number.isNaN(ms)) continue;
+          stand.result.heartbeatRttMs.push(ms);
+          count++;
         }
       }),
     );
-    const hbElapsed = now() - hbStart;
-    const h1 = await readWorkerd();
-    const hbBench = benchCpuSince(hb0);
+    return now() - start;
+  });
+  return { count, elapsed };
+}
 
-    // 4. metrics ingest --------------------------------------------------------------------------
-    const rowsBefore = await countRows(persistDir, "pod_metrics");
+/**
+ * Every agent sends its running pods' samples every 60 s / `--metrics-speed` for `--metrics-seconds`;
+ * then the rows are counted until all have landed.
+ */
+async function metricsWindow(stand: Stand, hosts: readonly Host[]) {
+  const m = stand.result.metrics;
+  await measured(stand, "metrics", async () => {
+    const before = await countRows(stand.seeded.dir, "pod_metrics");
     const intervalMs = METRICS_MS / METRICS_SPEED;
-    let sent = 0;
-    let messages = 0;
-    const m0 = await readWorkerd();
-    const mb0 = benchCpu();
-    const mStart = now();
-    const mEnd = mStart + METRICS_SECONDS * 1000;
+    const start = now();
+    const end = start + METRICS_SECONDS * 1000;
     await Promise.all(
-      agents.map(async (agent, h) => {
-        if (!agent.open) return;
-        const running = inventoryOf(h, size, hosts).filter((p) => p.state === "running");
+      stand.agents.map(async (agent, h) => {
+        if (!agent.open || h >= hosts.length) return;
+        const running = inventoryOf(h, stand.size, hosts).filter((p) => p.state === "running");
         let tick = 0;
-        for (let at = mStart + Math.random() * intervalMs; at < mEnd; at += intervalMs) {
+        for (let at = start + Math.random() * intervalMs; at < end; at += intervalMs) {
           await sleep(Math.max(0, at - now()));
           if (!agent.open) return;
           const stamp = Date.now();
@@ -439,71 +520,38 @@ async function phase(size: Size, seeded: Seeded, hosts: readonly Host[]): Promis
           }));
           for (let i = 0; i < samples.length; i += METRICS_BATCH) {
             agent.sendMetrics(samples.slice(i, i + METRICS_BATCH));
-            messages++;
+            m.messages++;
           }
-          sent += samples.length;
+          m.sent += samples.length;
           tick++;
         }
       }),
     );
     const lastSent = now();
-    let landed = (await countRows(persistDir, "pod_metrics")) - rowsBefore;
+    let landed = (await countRows(stand.seeded.dir, "pod_metrics")) - before;
     let lastLanded = now();
-    for (const deadline = now() + 120_000; landed < sent && now() < deadline; ) {
+    for (const deadline = now() + 120_000; landed < m.sent && now() < deadline; ) {
       await sleep(250);
-      const rows = (await countRows(persistDir, "pod_metrics")) - rowsBefore;
+      const rows = (await countRows(stand.seeded.dir, "pod_metrics")) - before;
       if (rows !== landed) lastLanded = now();
       landed = rows;
     }
-    const m1 = await readWorkerd();
-    const metricsBench = benchCpuSince(mb0);
-    const end = await readWorkerd();
+    m.landed = landed;
+    m.offeredPerSecond = (m.sent / (lastSent - start)) * 1000;
+    m.ingestPerSecond = (landed / (Math.max(lastLanded, lastSent) - start)) * 1000;
+    m.drainMs = Math.max(0, lastLanded - lastSent);
+  });
+}
 
-    return {
-      size,
-      connectMs,
-      connected: live.length,
-      connectErrors,
-      connectWallMs,
-      listP50,
-      listP99,
-      listRps,
-      admittedMs,
-      hostToldMs,
-      cadenceRttMs,
-      heartbeatsPerSecond: (heartbeatRttMs.length / hbElapsed) * 1000,
-      heartbeatRttMs,
-      metrics: {
-        sent,
-        messages,
-        landed,
-        offeredPerSecond: (sent / (lastSent - mStart)) * 1000,
-        ingestPerSecond: (landed / (Math.max(lastLanded, lastSent) - mStart)) * 1000,
-        drainMs: Math.max(0, lastLanded - lastSent),
-      },
-      workerd: {
-        pid,
-        rssConnectedMb: (c1?.rssKb ?? Number.NaN) / 1024,
-        rssEndMb: (end?.rssKb ?? Number.NaN) / 1024,
-        peakMb: (end?.hwmKb ?? Number.NaN) / 1024,
-        cpu: {
-          connect: cpuBetween(c0, c1),
-          api: cpuBetween(a0, a1),
-          heartbeat: cpuBetween(h0, h1),
-          metrics: cpuBetween(m0, m1),
-        },
-      },
-      benchCpu: { api: apiBench, heartbeat: hbBench, metrics: metricsBench },
-      droppedAgents: agents.filter((a) => a.dropped).length,
-    };
-  } finally {
-    for (const t of timers) clearTimeout(t);
-    await Promise.all(agents.map((a) => a.close()));
-    await stopWorker();
-    await removeDir();
-    undo.delete(stopWorker);
-    undo.delete(removeDir);
-  }
+/** The figures of a stand that are read at the end. */
+async function finish(stand: Stand) {
+  const r = stand.result;
+  const end = await readWorkerd(stand);
+  r.workerd.rssEndMb = (end?.rssKb ?? Number.NaN) / 1024;
+  r.workerd.peakMb = (end?.hwmKb ?? Number.NaN) / 1024;
+  for (const part of ["connect", "api", "heartbeat", "metrics"] as const)
+    r.workerd.cpu[part] = stand.cpu[part].percent;
+  for (const part of ["api", "heartbeat", "metrics"] as const) r.benchCpu[part] = stand.self[part].percent;
 }
 
 // ------------------------------------------------------------------------------------------- report
@@ -747,16 +795,60 @@ async function main() {
         `seeded ${size.label} in ${size.teams.toLocaleString("en")} teams on ${AGENTS} hosts in ${fmt(s.seedMs / 1000, 1)} s`,
       );
     }
-    const results: PhaseResult[] = [];
-    for (const [i, size] of sizes.entries()) {
-      console.log(`\n${size.label}: ${machineLoad()}`);
-      results.push(await phase(size, seeded[i] as Seeded, hosts));
+    // Both sizes up at once, each on its own Worker with its own agents, so that every part below
+    // can take turns between them: drift on this shared machine lands on both alike.
+    console.log(`\nconnecting: ${machineLoad()}`);
+    const up: Stand[] = [];
+    for (const [i, size] of sizes.entries()) up.push(await bringUp(size, seeded[i] as Seeded, hosts));
+    const [a, b] = up as [Stand, Stand];
+    const turns = (r: number) => (r % 2 === 0 ? [a, b] : [b, a]);
+
+    // warm-up: isolates, statement caches, keep-alive connections, the Workflow's first instances
+    for (const stand of up) {
+      await listRound(stand, 0);
+      await createOne(stand);
+      await createOne(stand);
     }
+    console.log(`API rounds: ${machineLoad()}`);
+    for (const stand of up) stand.recordCadence = true;
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const stand of turns(r)) {
+        const res = await listRound(stand, r + 1);
+        const s = summarize(res.latencies);
+        stand.result.listP50.push(s.p50);
+        stand.result.listP99.push(s.p99);
+        stand.result.listRps.push(res.throughput);
+      }
+      for (const stand of turns(r + 1)) await createRound(stand);
+    }
+    for (const stand of up) stand.recordCadence = false;
+
+    console.log(`heartbeat ingest: ${machineLoad()}`);
+    const beats = new Map<Stand, { count: number; elapsed: number }>(
+      up.map((s) => [s, { count: 0, elapsed: 0 }]),
+    );
+    for (let r = 0; r < 2; r++) {
+      for (const stand of turns(r)) {
+        const w = await heartbeatWindow(stand, HEARTBEAT_SECONDS / 2);
+        const sum = beats.get(stand);
+        if (sum) {
+          sum.count += w.count;
+          sum.elapsed += w.elapsed;
+        }
+      }
+    }
+    for (const [stand, sum] of beats) stand.result.heartbeatsPerSecond = (sum.count / sum.elapsed) * 1000;
+
+    console.log(`metrics ingest: ${machineLoad()}`);
+    for (const stand of up) await metricsWindow(stand, hosts);
+    for (const stand of up) await finish(stand);
+    const results = up.map((s) => s.result);
     const [floor, fleet] = results as [PhaseResult, PhaseResult];
     const met = report(floor, fleet);
     console.log(`\n${machineLoad()}; total ${fmt((now() - t0) / 1000, 0)} s`);
     if (!met) process.exitCode = 1;
   } finally {
+    for (const stand of stands) await tearDown(stand);
     await Promise.all(seeded.map((s) => rm(s.dir, { recursive: true, force: true })));
   }
 }

@@ -1,7 +1,7 @@
 /**
  * A fleet in local D1 for the benches that need one at scale (bench/billing.ts, bench/scale.ts): `pods`
  * pods spread over `teams` teams, and optionally an owner account per team and the hosts the pods are
- * placed on. Rows go in through prepared statements in batches of 1,000 (one transaction each).
+ * placed on. Rows go in as multi-row INSERTs, 5,000 rows per batch (one transaction each).
  *
  * Pod `i` is `pod_<i>` named `pod-<i>`, in team `i % teams`, `stopped` when `i % 7 === 0` and `running`
  * otherwise, on plan launch/build/grow/scale/turbo in turn; with hosts it is placed on host
@@ -42,7 +42,9 @@ export const FLEET_REGION = "eu-west";
 export const FLEET_SSH_PORT_MIN = 2200;
 /** hosts are registered with room for far more than the fleet puts on them */
 export const FLEET_HOST_CAPACITY = { cpu: 100_000, memoryMb: 100_000_000, diskGb: 10_000_000 };
-const BATCH = 1000;
+/** rows per INSERT (well under D1's 100 KB statement) and INSERTs per batch (one transaction) */
+const ROWS_PER_INSERT = 200;
+const INSERTS_PER_BATCH = 25;
 
 const pad = (n: number) => String(n).padStart(8, "0");
 export const teamIdOf = (k: number) => `team_${pad(k)}`;
@@ -80,18 +82,37 @@ export function podsOfHost(h: number, options: Pick<FleetOptions, "pods" | "host
   return out;
 }
 
-async function inBatches(d1: LocalD1, count: number, statement: (i: number) => D1PreparedLike) {
-  let batch: D1PreparedLike[] = [];
-  for (let i = 0; i < count; i++) {
-    batch.push(statement(i));
-    if (batch.length === BATCH) {
-      await d1.batch(batch as Parameters<LocalD1["batch"]>[0]);
-      batch = [];
+type Value = string | number | null;
+const literal = (v: Value) =>
+  v === null ? "NULL" : typeof v === "number" ? String(v) : `'${v.replaceAll("'", "''")}'`;
+
+/**
+ * `count` rows into `table`, many rows per INSERT (as literals: D1 binds at most 100 parameters per
+ * statement) and many INSERTs per batch: one statement per row through Miniflare's proxy costs
+ * ~2 ms a row, which is minutes for a fleet.
+ */
+async function insertRows(
+  d1: LocalD1,
+  table: string,
+  columns: readonly string[],
+  count: number,
+  row: (i: number) => Value[],
+) {
+  let statements: ReturnType<LocalD1["prepare"]>[] = [];
+  const flush = async () => {
+    if (statements.length) await d1.batch(statements);
+    statements = [];
+  };
+  for (let from = 0; from < count; from += ROWS_PER_INSERT) {
+    const values: string[] = [];
+    for (let i = from; i < Math.min(count, from + ROWS_PER_INSERT); i++) {
+      values.push(`(${row(i).map(literal).join(", ")})`);
     }
+    statements.push(d1.prepare(`INSERT INTO ${table} (${columns.join(", ")}) VALUES ${values.join(", ")}`));
+    if (statements.length === INSERTS_PER_BATCH) await flush();
   }
-  if (batch.length) await d1.batch(batch as Parameters<LocalD1["batch"]>[0]);
+  await flush();
 }
-type D1PreparedLike = ReturnType<ReturnType<LocalD1["prepare"]>["bind"]>;
 
 export async function seedFleet(d1: LocalD1, options: FleetOptions): Promise<void> {
   const now = options.now ?? "2030-01-01T00:00:00.000Z";
@@ -100,22 +121,36 @@ export async function seedFleet(d1: LocalD1, options: FleetOptions): Promise<voi
 
   if (options.accounts) {
     // A user first (the team's owner), then the team (owner_id is a foreign key), then the membership.
-    const user = d1.prepare(
-      "INSERT INTO users (id, email, name, password_hash, email_verified_at, active_team_id, created_at, updated_at) VALUES (?, ?, ?, 'bench-no-login', ?, ?, ?, ?)",
+    await insertRows(
+      d1,
+      "users",
+      [
+        "id",
+        "email",
+        "name",
+        "password_hash",
+        "email_verified_at",
+        "active_team_id",
+        "created_at",
+        "updated_at",
+      ],
+      options.teams,
+      (k) => [userIdOf(k), `u${k}@bench.example`, `User ${k}`, "bench-no-login", now, teamIdOf(k), now, now],
     );
-    await inBatches(d1, options.teams, (k) =>
-      user.bind(userIdOf(k), `u${k}@bench.example`, `User ${k}`, now, teamIdOf(k), now, now),
+    await insertRows(
+      d1,
+      "teams",
+      ["id", "name", "slug", "owner_id", "account_type", "created_at", "updated_at"],
+      options.teams,
+      (k) => [teamIdOf(k), `Team ${k}`, `t-${k}`, userIdOf(k), "personal", now, now],
     );
-    const team = d1.prepare(
-      "INSERT INTO teams (id, name, slug, owner_id, account_type, created_at, updated_at) VALUES (?, ?, ?, ?, 'personal', ?, ?)",
+    await insertRows(
+      d1,
+      "team_members",
+      ["id", "team_id", "user_id", "role", "joined_at"],
+      options.teams,
+      (k) => [`tm_${pad(k)}`, teamIdOf(k), userIdOf(k), "owner", now],
     );
-    await inBatches(d1, options.teams, (k) =>
-      team.bind(teamIdOf(k), `Team ${k}`, `t-${k}`, userIdOf(k), now, now),
-    );
-    const member = d1.prepare(
-      "INSERT INTO team_members (id, team_id, user_id, role, joined_at) VALUES (?, ?, ?, 'owner', ?)",
-    );
-    await inBatches(d1, options.teams, (k) => member.bind(`tm_${pad(k)}`, teamIdOf(k), userIdOf(k), now));
   }
 
   if (hosts.length > 0) {
@@ -131,51 +166,85 @@ export async function seedFleet(d1: LocalD1, options: FleetOptions): Promise<voi
         sum.diskGb += plan.diskGb;
       }
     }
-    const host = d1.prepare(
-      `INSERT INTO hosts (id, name, region, ssh_host, ssh_port_min, ssh_port_max, cpu, memory_mb, disk_gb,
-        allocated_cpu, allocated_memory_mb, allocated_disk_gb, agent_token_hash, created_at)
-       VALUES (?, ?, ?, '127.0.0.1', ?, 65535, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
     const { cpu, memoryMb, diskGb } = FLEET_HOST_CAPACITY;
-    await inBatches(d1, hosts.length, (h) => {
-      const { id, name, tokenHash } = hosts[h] as FleetHost;
-      const a = allocated[h] ?? { cpu: 0, memoryMb: 0, diskGb: 0 };
-      return host.bind(
-        id,
-        name,
-        region,
-        FLEET_SSH_PORT_MIN,
-        cpu,
-        memoryMb,
-        diskGb,
-        a.cpu,
-        a.memoryMb,
-        a.diskGb,
-        tokenHash,
-        now,
-      );
-    });
+    await insertRows(
+      d1,
+      "hosts",
+      [
+        "id",
+        "name",
+        "region",
+        "ssh_host",
+        "ssh_port_min",
+        "ssh_port_max",
+        "cpu",
+        "memory_mb",
+        "disk_gb",
+        "allocated_cpu",
+        "allocated_memory_mb",
+        "allocated_disk_gb",
+        "agent_token_hash",
+        "created_at",
+      ],
+      hosts.length,
+      (h) => {
+        const { id, name, tokenHash } = hosts[h] as FleetHost;
+        const a = allocated[h] ?? { cpu: 0, memoryMb: 0, diskGb: 0 };
+        return [
+          id,
+          name,
+          region,
+          "127.0.0.1",
+          FLEET_SSH_PORT_MIN,
+          65535,
+          cpu,
+          memoryMb,
+          diskGb,
+          a.cpu,
+          a.memoryMb,
+          a.diskGb,
+          tokenHash,
+          now,
+        ];
+      },
+    );
   }
 
-  const insert = d1.prepare(
-    "INSERT INTO pods (id, name, team_id, preset, status, plan_slug, region, host_id, ssh_port, created_at, updated_at) VALUES (?, ?, ?, 'static', ?, ?, ?, ?, ?, ?, ?)",
+  await insertRows(
+    d1,
+    "pods",
+    [
+      "id",
+      "name",
+      "team_id",
+      "preset",
+      "status",
+      "plan_slug",
+      "region",
+      "host_id",
+      "ssh_port",
+      "created_at",
+      "updated_at",
+    ],
+    options.pods,
+    (i) => {
+      const pod = fleetPod(i, { ...options, hosts });
+      const hostId = pod.host === undefined ? null : (hosts[pod.host]?.id ?? null);
+      return [
+        pod.id,
+        pod.name,
+        pod.teamId,
+        "static",
+        pod.status,
+        pod.planSlug,
+        region,
+        hostId,
+        pod.sshPort,
+        now,
+        now,
+      ];
+    },
   );
-  await inBatches(d1, options.pods, (i) => {
-    const pod = fleetPod(i, { ...options, hosts });
-    const hostId = pod.host === undefined ? null : (hosts[pod.host]?.id ?? null);
-    return insert.bind(
-      pod.id,
-      pod.name,
-      pod.teamId,
-      pod.status,
-      pod.planSlug,
-      region,
-      hostId,
-      pod.sshPort,
-      now,
-      now,
-    );
-  });
 }
 
 /**
@@ -189,19 +258,21 @@ export async function seedSessions(
 ): Promise<string[]> {
   const tokens = owners.map(() => randomToken(40));
   const expires = new Date(now.getTime() + 30 * 24 * 3600_000).toISOString();
-  const session = d1.prepare(
-    "INSERT INTO sessions (id, token_hash, user_id, kind, expires_at, created_at) VALUES (?, ?, ?, 'session', ?, ?)",
-  );
-  await inBatches(d1, owners.length, (j) =>
-    session.bind(
+  await insertRows(
+    d1,
+    "sessions",
+    ["id", "token_hash", "user_id", "kind", "expires_at", "created_at"],
+    owners.length,
+    (j) => [
       `ses_bench${pad(j)}`,
       createHash("sha256")
         .update(tokens[j] as string)
         .digest("hex"),
       userIdOf(owners[j] as number),
+      "session",
       expires,
       now.toISOString(),
-    ),
+    ],
   );
   return tokens;
 }
