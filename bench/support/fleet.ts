@@ -59,6 +59,8 @@ export interface FleetPod {
   /** index into `hosts`, or undefined without hosts */
   host: number | undefined;
   sshPort: number | null;
+  /** a placed running pod's address, as its host reported it (what the simulated agents report too) */
+  ip: string | null;
 }
 
 export function fleetPod(i: number, options: Pick<FleetOptions, "teams" | "hosts">): FleetPod {
@@ -71,6 +73,7 @@ export function fleetPod(i: number, options: Pick<FleetOptions, "teams" | "hosts
     planSlug: PLAN_SLUGS[i % PLAN_SLUGS.length] as string,
     host: hostCount > 0 ? i % hostCount : undefined,
     sshPort: hostCount > 0 ? FLEET_SSH_PORT_MIN + Math.floor(i / hostCount) : null,
+    ip: hostCount > 0 && i % 7 !== 0 ? `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` : null,
   };
 }
 
@@ -223,6 +226,7 @@ export async function seedFleet(d1: LocalD1, options: FleetOptions): Promise<voi
       "region",
       "host_id",
       "ssh_port",
+      "ip",
       "created_at",
       "updated_at",
     ],
@@ -240,6 +244,7 @@ export async function seedFleet(d1: LocalD1, options: FleetOptions): Promise<voi
         region,
         hostId,
         pod.sshPort,
+        pod.ip,
         now,
         now,
       ];
