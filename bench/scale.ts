@@ -9,7 +9,7 @@
  * robin, 1 in 7 stopped), an owner account per team, `--users` of them signed in.
  *
  *   tsx bench/scale.ts [--agents 1000] [--pods 100000] [--floor-pods 1000] [--users 100] [--rounds 8]
- *     [--requests 300] [--concurrency 8] [--creates 4] [--heartbeat-seconds 8] [--metrics-seconds 20]
+ *     [--requests 300] [--concurrency 8] [--creates 6] [--heartbeat-seconds 8] [--metrics-seconds 20]
  *     [--metrics-speed 4] [--connect-parallel 50]
  *
  * Per size:
@@ -89,7 +89,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "8" },
     requests: { type: "string", default: "300" },
     concurrency: { type: "string", default: "8" },
-    creates: { type: "string", default: "4" },
+    creates: { type: "string", default: "6" },
     "heartbeat-seconds": { type: "string", default: "8" },
     "metrics-seconds": { type: "string", default: "20" },
     "metrics-speed": { type: "string", default: "4" },
