@@ -3,8 +3,8 @@
  * D1 + Durable Objects + Workflows), with no Docker: `--agents` simulated host agents
  * (bench/support/sim-agent.ts: WebSocket clients speaking the real protocol with real agent tokens)
  * connected at once, over a fleet seeded in D1 (bench/support/fleet.ts, the seeding bench/billing.ts
- * uses too). Two sizes, one after the other, each on its own Worker and its own copy of the seeded
- * database: the floor, `--floor-pods` pods (default 1,000), and the fleet, `--pods` (default 100,000);
+ * uses too). Two sizes, each on its own Worker and its own seeded database, both up at once (see
+ * below): the floor, `--floor-pods` pods (default 1,000), and the fleet, `--pods` (default 100,000);
  * 5 pods per team (1,000 pods in 200 teams, 100,000 in 20,000), every pod on one of the hosts (round
  * robin, 1 in 7 stopped), an owner account per team, `--users` of them signed in.
  *
@@ -12,8 +12,8 @@
  *     [--requests 300] [--concurrency 8] [--creates 6] [--heartbeat-seconds 8] [--metrics-seconds 20]
  *     [--metrics-speed 4] [--connect-parallel 50]
  *
- * Per size:
- * 1. connect: every agent dials `GET /agent/connect`, says hello with its inventory (its pods) and waits
+ * Per size (the sizes taking turns in 2.–4.):
+ * 1. connect (one size after the other): every agent dials `GET /agent/connect`, says hello with its inventory (its pods) and waits
  *    for `control:welcome`, which the host's Durable Object sends once the hello is handled (host
  *    online, inventory reconciled with D1): connect-to-welcome p50/p99 and how many made it.
  * 2. API, in `--rounds` rounds while the agents heartbeat at the real agent's cadence (every 15 s; no
@@ -25,9 +25,10 @@
  *    Workflow instance started — everything the API does before it hands over. Beside it, until the
  *    host is told: the Workflow's `pod.create` arriving at the simulated agent (which answers at once,
  *    as if the container had started, so every Workflow ends `running`).
- * 3. heartbeat ingest: for `--heartbeat-seconds` every agent sends its next `agent:ping` as soon as
- *    the `control:pong` of the last one came back: heartbeats handled per second, and their round trip.
- * 4. metrics ingest: for `--metrics-seconds` every agent sends `agent:metrics` with a sample for each
+ * 3. heartbeat ingest: for `--heartbeat-seconds` (two windows per size) every agent sends its next
+ *    `agent:ping` as soon as the `control:pong` of the last one came back: heartbeats handled per
+ *    second, and their round trip.
+ * 4. metrics ingest (one size after the other): for `--metrics-seconds` every agent sends `agent:metrics` with a sample for each
  *    of its running pods `--metrics-speed` times as often as the real agent (every 60 s / speed, at a
  *    random phase), in messages of at most 500 samples as the real agent does; then the rows written
  *    to `pod_metrics` are counted until all of them landed (read from the D1 file with the sqlite3 CLI,
