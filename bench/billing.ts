@@ -9,6 +9,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { Miniflare } from "miniflare";
+import { seedFleet } from "./support/fleet";
 
 /**
  * The accrual is the Worker's own code, typed against workers-types (D1Database), which this Node
@@ -46,23 +47,7 @@ async function fleet(pods: number, teams: number) {
     .sort()) {
     for (const stmt of statements(readFileSync(`migrations/${file}`, "utf8"))) await d1.prepare(stmt).run();
   }
-  const now = "2030-01-01T00:00:00.000Z";
-  const insert = d1.prepare(
-    "INSERT INTO pods (id, name, team_id, preset, status, plan_slug, region, created_at, updated_at) VALUES (?, ?, ?, 'static', ?, ?, 'eu-west', ?, ?)",
-  );
-  const plans = ["launch", "build", "grow", "scale", "turbo"];
-  let batch = [];
-  for (let i = 0; i < pods; i++) {
-    const team = `team_${String(i % teams).padStart(8, "0")}`;
-    batch.push(
-      insert.bind(`pod_${i}`, `p${i}`, team, i % 7 === 0 ? "stopped" : "running", plans[i % 5], now, now),
-    );
-    if (batch.length === 1000) {
-      await d1.batch(batch);
-      batch = [];
-    }
-  }
-  if (batch.length) await d1.batch(batch);
+  await seedFleet(d1, { pods, teams });
   return { mf, db: createDb(d1) };
 }
 

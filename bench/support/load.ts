@@ -10,7 +10,8 @@ export interface LoadOptions {
   /** Absolute URL to request. */
   url: string;
   method?: string;
-  headers?: Record<string, string>;
+  /** The same for every request, or per request (its index): e.g. a different caller each time. */
+  headers?: Record<string, string> | ((request: number) => Record<string, string>);
   body?: string;
   /** Total requests over all clients. */
   requests: number;
@@ -59,8 +60,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const { requests, concurrency } = options;
   const url = new URL(options.url);
   const method = options.method ?? "GET";
-  const headers = { ...options.headers };
-  if (options.body !== undefined) headers["content-length"] ??= String(Buffer.byteLength(options.body));
+  const headersOf = (request: number): Record<string, string> => {
+    const headers = {
+      ...(typeof options.headers === "function" ? options.headers(request) : options.headers),
+    };
+    if (options.body !== undefined) headers["content-length"] ??= String(Buffer.byteLength(options.body));
+    return headers;
+  };
   const ok = options.ok ?? ((s: number) => s >= 200 && s < 300);
   const agent = options.agent ?? keepAliveAgent(concurrency);
 
@@ -71,7 +77,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
   const client = async () => {
     while (issued < requests) {
-      issued++;
+      const headers = headersOf(issued++);
       const t = performance.now();
       const res = await once(agent, url, method, headers, options.body);
       latencies.push(performance.now() - t);

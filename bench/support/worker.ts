@@ -147,6 +147,32 @@ export async function applyMigrations(
   }
 }
 
+/**
+ * A D1 database of a persist directory, as the Worker started on that directory will see it: to seed
+ * rows before a start (or read them after a stop; never while a Worker runs on the directory).
+ */
+export async function openLocalD1(
+  persistDir: string,
+  binding = "DB",
+  configPath = path.join(REPO_ROOT, "wrangler.toml"),
+): Promise<{ d1: Awaited<ReturnType<Miniflare["getD1Database"]>>; dispose(): Promise<void> }> {
+  const target = d1Targets(path.resolve(REPO_ROOT, configPath)).find((t) => t.binding === binding);
+  if (!target) throw new Error(`no D1 binding ${binding} in ${configPath}`);
+  const mf = new Miniflare({
+    modules: true,
+    script: "",
+    cf: false,
+    d1Persist: path.join(persistDir, "v3", "d1"),
+    d1Databases: { [binding]: target.databaseId },
+  });
+  try {
+    return { d1: await mf.getD1Database(binding), dispose: () => mf.dispose() };
+  } catch (err) {
+    await mf.dispose();
+    throw err;
+  }
+}
+
 /** Hash of what decides the migrated database: each D1 binding's identity and its migration files. */
 async function schemaKey(configPath: string): Promise<string> {
   const hash = createHash("sha256");

@@ -15,6 +15,12 @@ export interface HostRegistration {
   diskGb: number;
 }
 
+/** A new agent token (`hat_…`) and the SHA-256 hex the Worker checks it against; only the hash is stored. */
+export function issueAgentToken(): { token: string; hash: string } {
+  const token = `${AGENT_TOKEN_PREFIX}${randomBytes(30).toString("base64url")}`;
+  return { token, hash: createHash("sha256").update(token).digest("hex") };
+}
+
 /**
  * Registers a host (or, with `rotate`, issues a new agent token for an existing one) and returns the
  * agent token. Only its SHA-256 is stored, exactly as the Worker checks it.
@@ -29,8 +35,7 @@ export async function registerHost(
   if (!(host.sshPortMin > 0 && host.sshPortMax >= host.sshPortMin && host.sshPortMax < 65536)) {
     throw new Error("the SSH port range must be within 1-65535, min ≤ max");
   }
-  const token = `${AGENT_TOKEN_PREFIX}${randomBytes(30).toString("base64url")}`;
-  const hash = createHash("sha256").update(token).digest("hex");
+  const { token, hash } = issueAgentToken();
   const existing = await d1Execute<{ id: string }>(
     `SELECT id FROM hosts WHERE name = ${sqlText(host.name)}`,
     options,

@@ -1,19 +1,24 @@
 import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { users } from "./users";
 
-export const teams = sqliteTable("teams", {
-  id: text("id").primaryKey(),
-  name: text("name").notNull(),
-  slug: text("slug").notNull().unique(),
-  ownerId: text("owner_id")
-    .notNull()
-    .references(() => users.id),
-  /** `personal` teams are made at registration and cannot be deleted: a user always has one team. */
-  accountType: text("account_type", { enum: ["personal", "team"] }).notNull(),
-  trustTier: text("trust_tier").notNull().default("standard"),
-  createdAt: text("created_at").notNull(),
-  updatedAt: text("updated_at").notNull(),
-});
+export const teams = sqliteTable(
+  "teams",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    slug: text("slug").notNull().unique(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id),
+    /** `personal` teams are made at registration and cannot be deleted: a user always has one team. */
+    accountType: text("account_type", { enum: ["personal", "team"] }).notNull(),
+    trustTier: text("trust_tier").notNull().default("standard"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  // A user's personal team, looked up by owner on every credential-cache miss (services/auth/credentials.ts).
+  (t) => [index("teams_owner_idx").on(t.ownerId, t.accountType)],
+);
 
 export const teamMembers = sqliteTable(
   "team_members",
