@@ -17,7 +17,18 @@ import { fileURLToPath } from "node:url";
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
 const NOT_BENCHES = new Set(["run", "stats"]);
 /** The usual order (cheap to expensive); any other bench file runs after these, alphabetically. */
-const ORDER = ["api", "lifecycle", "agent", "inside", "ssh", "deploy", "services", "backup", "imports"];
+const ORDER = [
+  "api",
+  "lifecycle",
+  "agent",
+  "inside",
+  "ssh",
+  "deploy",
+  "services",
+  "backup",
+  "imports",
+  "density",
+];
 
 function available(): string[] {
   const names = readdirSync(BENCH_DIR)
