@@ -45,7 +45,9 @@ import { parseArgs, promisify } from "node:util";
 import { loadConfig } from "../agent/config";
 import { createDockerClient, type DockerClient } from "../agent/docker/client";
 import { containerCreateOptions } from "../agent/docker/container-spec";
-import { podLabels, podNames, prefixFilter } from "../agent/docker/naming";
+import { HOME, podLabels, podNames, prefixFilter } from "../agent/docker/naming";
+import { specFileEntries } from "../agent/docker/spec-files";
+import { buildTar } from "../agent/docker/tar";
 import { readContainerCgroup } from "../agent/metrics/cgroup";
 import { AGENT_NODE_FLAGS } from "../scripts/build-agent";
 import { d1Execute } from "../scripts/lib/d1";
@@ -312,7 +314,6 @@ function httpStatus(host: string, port: number): Promise<number> {
 class Floor {
   readonly prefix: string;
   private made = 0;
-  readonly live: string[] = [];
   constructor(stackPrefix: string) {
     this.prefix = `${stackPrefix}fl`;
   }
@@ -330,11 +331,14 @@ class Floor {
       podDomain: "pods.localhost",
     });
     const labels = podLabels(this.prefix, pod, "pod_benchfloor");
-    this.live.push(pod);
     const t0 = now();
     await docker.createNetwork({ Name: n.network, Driver: "bridge", CheckDuplicate: true, Labels: labels });
     await docker.createVolume({ Name: n.volume, Driver: "local", Labels: labels });
     await docker.createContainer(containerCreateOptions(this.prefix, spec, IMAGE));
+    // the pod's files, as the agent writes them (untimed, as in bench/lifecycle: product work, not Docker's)
+    const t1 = now();
+    await docker.getContainer(n.container).putArchive(buildTar(specFileEntries(spec)), { path: HOME });
+    const files = now() - t1;
     await docker.getContainer(n.container).start();
     const info = await docker.getContainer(n.container).inspect();
     const ip = info.NetworkSettings.Networks[n.network]?.IPAddress ?? "";
@@ -342,7 +346,7 @@ class Floor {
       if (now() - t0 > 60_000) throw new Error(`floor pod ${pod} does not answer`);
       await sleep(10);
     }
-    return now() - t0;
+    return now() - t0 - files;
   }
 
   async removeAll(): Promise<void> {
@@ -357,7 +361,6 @@ class Floor {
     for (const net of await docker.listNetworks({ filters })) {
       await docker.getNetwork(net.Id).remove().catch(quiet);
     }
-    this.live.length = 0;
   }
 }
 
@@ -571,6 +574,18 @@ async function main() {
       return null;
     };
     let stop = `--max ${MAX} reached`;
+    let checkpointFailed = false;
+    /** A checkpoint, or null when it failed (what failed becomes the reason the filling stopped). */
+    const tryMeasure = async () => {
+      try {
+        return await measure(stack, api, floor, plan, next, availableAtStart);
+      } catch (error) {
+        stop = `a checkpoint failed: ${error instanceof Error ? error.message : String(error)}`;
+        checkpointFailed = true;
+        await floor.removeAll().catch(() => undefined);
+        return null;
+      }
+    };
     for (const target of [...CHECKPOINTS.filter((c) => c < MAX), MAX]) {
       const said = await fillTo(target - PROBES);
       if (said) {
@@ -578,14 +593,17 @@ async function main() {
         break;
       }
       console.log(`\n${made + PROBES} pods: measuring`);
-      checkpoints.push(await measure(stack, api, floor, plan, next, availableAtStart));
+      const c = await tryMeasure();
+      if (!c) break;
+      checkpoints.push(c);
     }
     const reached = (await api.get<PodList>("/api/pods?limit=1")).body.status_counts.running ?? 0;
     console.log(`\n${reached} static pods running; the filling stopped: ${stop}`);
-    if (checkpoints.at(-1)?.pods !== reached) {
+    if (!checkpointFailed && checkpoints.at(-1)?.pods !== reached) {
       // the largest count reached is measured too (the filling stopped between checkpoints)
       console.log(`${reached + PROBES} pods: measuring`);
-      checkpoints.push(await measure(stack, api, floor, plan, next, availableAtStart));
+      const c = await tryMeasure();
+      if (c) checkpoints.push(c);
     }
 
     report(checkpoints, emptyIdle, bareRss, { realCapacityPods, placementStop, stop, reached });
