@@ -527,14 +527,14 @@ async function main() {
     // 1. the machine's own capacity registered
     await setCapacity(stack, real.cpu, real.memoryMb, real.diskGb);
     let made = 0;
-    const next = () => `d${++made}`;
+    const next = () => `dens-${++made}`;
     let placementStop = `none before --max ${MAX}`;
     while (made < MAX) {
       const name = next();
       const res = await api.post("/api/pods", { name, preset: "static" });
       if (res.status === 503) {
         made--;
-        placementStop = `${res.body?.error?.message ?? JSON.stringify(res.body)}; out of: ${exhausted(await hostRow(stack), plan)}`;
+        placementStop = `"${typeof res.body?.error === "string" ? res.body.error : JSON.stringify(res.body)}"; out of: ${exhausted(await hostRow(stack), plan)}`;
         break;
       }
       if (res.status !== 202) throw new Error(`POST /api/pods: ${res.status} ${JSON.stringify(res.body)}`);
