@@ -80,12 +80,17 @@ export class MetricsSampler {
   private async readAll(pods: readonly RunningPod[]): Promise<(Reading | null)[]> {
     const readings = await mapLimit(pods, CGROUP_CONCURRENCY, (pod) =>
       readContainerCgroup(pod.pid, pod.info.Id).catch((error: unknown) => {
+        // said once: on a host whose cgroup layout this code does not know it would be every pod and tick
+        // (a pod that stopped since the list lands here too, and its stats read then says why)
         if (!this.cgroupsFailed) {
           this.cgroupsFailed = true;
-          this.options.log.warn("cgroup files unreadable: metrics from the engine's stats", {
-            pod: pod.name,
-            error: String(error),
-          });
+          this.options.log.warn(
+            "a pod's cgroup files could not be read: its metrics from the engine's stats",
+            {
+              pod: pod.name,
+              error: String(error),
+            },
+          );
         }
         return null;
       }),
