@@ -29,6 +29,7 @@ const ORDER = [
   "imports",
   "billing",
   "scale",
+  "density",
 ];
 
 function available(): string[] {

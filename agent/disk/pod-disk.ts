@@ -1,7 +1,7 @@
 import { lstat, readFile, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import type { PodLimits } from "../../shared/protocol";
-import { btrfs, parseQgroup, type Qgroup } from "./btrfs";
+import { BtrfsError, btrfs, parseQgroup, type Qgroup } from "./btrfs";
 
 /** statfs(2)'s f_type of btrfs */
 const BTRFS_SUPER_MAGIC = 0x9123683e;
@@ -156,7 +156,11 @@ export class PodDisk {
     const members = parseQgroup(await this.qgroups(), `1/${id}`);
     if (!members) return;
     for (const child of members.children) {
-      await btrfs(["qgroup", "remove", child, `1/${id}`, this.root]);
+      // A member's level-0 qgroup goes by itself once its extents are freed, which may happen
+      // between the listing and this call (seen deleting a few hundred pods' disks in a row).
+      await btrfs(["qgroup", "remove", child, `1/${id}`, this.root]).catch((err: unknown) => {
+        if (!(err instanceof BtrfsError && /No such file or directory/.test(err.stderr))) throw err;
+      });
     }
     await btrfs(["qgroup", "destroy", `1/${id}`, this.root]);
   }

@@ -5,23 +5,28 @@ import { execInContainer } from "../docker/exec";
 import { HOME } from "../docker/naming";
 import { DU, TIMEOUT } from "../docker/pod-bin";
 import type { Logger } from "../logger";
+import { type CgroupReading, readContainerCgroup } from "./cgroup";
 import { mapLimit } from "./map-limit";
 import type { RunningPod } from "./running-pods";
 
 /**
  * Resource use of running pods, one sample per pod and tick, each a share of the pod's OWN plan:
- * - CPU: the container's cumulative CPU time (`cpu_stats.cpu_usage.total_usage`, ns) from a
- *   one-shot stats read, as a delta against the previous tick's read over the wall time between
- *   them, divided by the plan's CPUs (`NanoCpus`). The engine's one-shot read carries no previous
- *   sample, so the delta is ours; a container seen for the first time (or restarted since) is
- *   averaged since its start instead.
+ * - CPU: the container's cumulative CPU time (its cgroup's counter, ns), as a delta against the
+ *   previous tick's read over the wall time between them, divided by the plan's CPUs (the cgroup's
+ *   CFS quota, which the engine sets from `NanoCpus`). A container seen for the first time (or
+ *   restarted since) is averaged since its start instead.
  * - memory: usage minus the inactive page cache (what `docker stats` shows), over the limit.
  * - network: bytes received/sent since the previous tick (counter deltas). A restart resets the
  *   counters: the bytes since the restart are this interval's, never a negative delta.
  * - storage: `du` of the home volume, as pod_user inside the pod (its own cgroup pays for it).
  *   It is costly, so each pod's figure is refreshed only every `storageEveryMs` (jittered so the
  *   pods of a host do not all walk their disks on the same tick), the cached figure in between.
- * Stats reads run a few at a time; a pod whose read fails is left out of this tick.
+ *
+ * The counters come from the kernel in one pass over the pods' cgroup files (./cgroup.ts), the
+ * files the engine itself reads for a stats call: no engine call per pod and tick, so an idle host's
+ * work does not grow with its pods. A pod whose files cannot be read (a cgroup layout this code does
+ * not know) is asked of the engine instead, with a one-shot stats read and an inspect for its
+ * plan, as before; a pod whose read fails both ways is left out of this tick.
  */
 
 export interface SamplerOptions {
@@ -39,6 +44,8 @@ interface Previous {
   tx: number;
 }
 
+/** cgroup reads are a few small files each: many at once cost nothing */
+const CGROUP_CONCURRENCY = 16;
 const STATS_CONCURRENCY = 4;
 const DU_CONCURRENCY = 2;
 const DU_TIMEOUT_S = 60;
@@ -46,6 +53,7 @@ const DU_TIMEOUT_S = 60;
 export class MetricsSampler {
   private readonly previous = new Map<string, Previous>();
   private readonly storage = new Map<string, { bytes: number; dueAt: number }>();
+  private cgroupsFailed = false;
 
   constructor(private readonly options: SamplerOptions) {}
 
@@ -55,30 +63,58 @@ export class MetricsSampler {
     for (const name of [...this.storage.keys()]) if (!live.has(name)) this.storage.delete(name);
 
     const due = pods.filter((p) => (this.storage.get(p.name)?.dueAt ?? 0) <= now);
-    const [samples] = await Promise.all([
-      mapLimit(pods, STATS_CONCURRENCY, (pod) => this.readStats(pod)),
+    const [readings] = await Promise.all([
+      this.readAll(pods),
       mapLimit(due, DU_CONCURRENCY, (pod) => this.measureStorage(pod, now)),
     ]);
-    return samples.flatMap((s, i) => {
+    return readings.flatMap((reading, i) => {
       const pod = pods[i];
-      if (!s || !pod) return [];
-      return [{ ...s, storage: this.storage.get(pod.name)?.bytes ?? 0 }];
+      if (!reading || !pod) return [];
+      const { sample, state } = sampleOf(this.previous.get(pod.name), reading, pod.startedAt);
+      this.previous.set(pod.name, state);
+      return [{ name: pod.name, ...sample, storage: this.storage.get(pod.name)?.bytes ?? 0 }];
     });
   }
 
-  private async readStats(pod: RunningPod): Promise<Omit<MetricSample, "storage"> | null> {
-    let stats: ContainerStats;
+  /** Every pod's counters from its cgroup files; the engine's stats for those that cannot be read. */
+  private async readAll(pods: readonly RunningPod[]): Promise<(Reading | null)[]> {
+    const readings = await mapLimit(pods, CGROUP_CONCURRENCY, (pod) =>
+      readContainerCgroup(pod.pid, pod.info.Id).catch((error: unknown) => {
+        // said once: on a host whose cgroup layout this code does not know it would be every pod and tick
+        // (a pod that stopped since the list lands here too, and its stats read then says why)
+        if (!this.cgroupsFailed) {
+          this.cgroupsFailed = true;
+          this.options.log.warn(
+            "a pod's cgroup files could not be read: its metrics from the engine's stats",
+            {
+              pod: pod.name,
+              error: String(error),
+            },
+          );
+        }
+        return null;
+      }),
+    );
+    const missing = pods.flatMap((pod, i) => (readings[i] ? [] : [{ pod, i }]));
+    await mapLimit(missing, STATS_CONCURRENCY, async ({ pod, i }) => {
+      readings[i] = await this.readStats(pod);
+    });
+    return readings;
+  }
+
+  private async readStats(pod: RunningPod): Promise<Reading | null> {
     try {
-      stats = await this.options.docker
-        .getContainer(pod.container)
-        .stats({ stream: false, "one-shot": true });
+      const container = this.options.docker.getContainer(pod.container);
+      // the inspect for the plan's CPUs and memory now: a resize changes them in place
+      const [stats, info] = await Promise.all([
+        container.stats({ stream: false, "one-shot": true }),
+        container.inspect(),
+      ]);
+      return readingOf(stats, info);
     } catch (error) {
       this.options.log.warn("stats read failed", { pod: pod.name, error: String(error) });
       return null;
     }
-    const { sample, state } = computeSample(this.previous.get(pod.name), stats, pod.info, pod.startedAt);
-    this.previous.set(pod.name, state);
-    return { name: pod.name, ...sample };
   }
 
   private async measureStorage(pod: RunningPod, now: number): Promise<void> {
@@ -117,25 +153,48 @@ export function allocatedCpus(info: ContainerInspectInfo, stats: ContainerStats)
   return stats.cpu_stats.online_cpus || 1;
 }
 
-/**
- * One sample from a one-shot stats read and the previous tick's state (pure: tested directly).
- * `startedAt` tells a restart apart (its counters start again at zero).
- */
-export function computeSample(
-  previous: Previous | undefined,
-  stats: ContainerStats,
-  info: ContainerInspectInfo,
-  startedAt: number,
-): { sample: Omit<MetricSample, "storage" | "name">; state: Previous } {
-  const readAt = Date.parse(stats.read) || Date.now();
-  const cpuNs = stats.cpu_stats?.cpu_usage?.total_usage ?? 0;
+/** What one sample is computed from, whichever way it was read (the cgroup files or the engine). */
+export type Reading = CgroupReading;
+
+/** A one-shot stats read and the container's inspect, as a Reading. */
+export function readingOf(stats: ContainerStats, info: ContainerInspectInfo): Reading {
   let rx = 0;
   let tx = 0;
   for (const n of Object.values(stats.networks ?? {})) {
     rx += n.rx_bytes ?? 0;
     tx += n.tx_bytes ?? 0;
   }
-  const cpus = allocatedCpus(info, stats);
+  const mem = stats.memory_stats ?? { usage: 0, limit: 0, stats: {} };
+  const cache = mem.stats?.total_inactive_file ?? mem.stats?.inactive_file ?? 0;
+  return {
+    readAt: Date.parse(stats.read) || Date.now(),
+    cpuNs: stats.cpu_stats?.cpu_usage?.total_usage ?? 0,
+    cpus: allocatedCpus(info, stats),
+    memoryUsed: Math.max(0, (mem.usage ?? 0) - cache),
+    memoryLimit: (info.HostConfig as { Memory?: number }).Memory || mem.limit || 0,
+    rx,
+    tx,
+  };
+}
+
+/**
+ * One sample from a one-shot stats read and the previous tick's state (pure: tested directly).
+ * `startedAt` tells a restart apart (its counters start again at zero).
+ */
+export const computeSample = (
+  previous: Previous | undefined,
+  stats: ContainerStats,
+  info: ContainerInspectInfo,
+  startedAt: number,
+) => sampleOf(previous, readingOf(stats, info), startedAt);
+
+/** One sample from a reading and the previous tick's state (pure). */
+export function sampleOf(
+  previous: Previous | undefined,
+  reading: Reading,
+  startedAt: number,
+): { sample: Omit<MetricSample, "storage" | "name">; state: Previous } {
+  const { readAt, cpuNs, rx, tx, cpus } = reading;
   // The same run of the container, and its counters moved forward: deltas. Otherwise the counters
   // restarted with the container, and everything in them belongs to this run.
   const sameRun =
@@ -156,16 +215,12 @@ export function computeSample(
     return now;
   };
 
-  const mem = stats.memory_stats ?? { usage: 0, limit: 0, stats: {} };
-  const cache = mem.stats?.total_inactive_file ?? mem.stats?.inactive_file ?? 0;
-  const used = Math.max(0, (mem.usage ?? 0) - cache);
-  const limit = (info.HostConfig as { Memory?: number }).Memory || mem.limit || 0;
-
+  const limit = reading.memoryLimit;
   return {
     sample: {
       at: readAt,
       cpu: clampPercent(cpu),
-      memory: limit > 0 ? clampPercent((used / limit) * 100) : 0,
+      memory: limit > 0 ? clampPercent((reading.memoryUsed / limit) * 100) : 0,
       netIn: net(rx, previous?.rx),
       netOut: net(tx, previous?.tx),
     },

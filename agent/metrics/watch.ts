@@ -3,7 +3,7 @@ import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
 import type { HealthMonitor } from "../health/monitor";
 import type { Logger } from "../logger";
-import { listPods } from "./running-pods";
+import { PodLister } from "./running-pods";
 import { MetricsSampler } from "./sampler";
 
 export interface PodWatchOptions {
@@ -29,21 +29,23 @@ const chunks = <T>(items: T[]): T[][] => {
 export const STORAGE_EVERY_TICKS = 10;
 
 /**
- * The agent's periodic look at its pods, every `config.metricsIntervalMs`: one container list,
- * one inspect per running pod, then the metrics sample (agent:metrics) and the app health check
- * (agent:health, changes only). It runs beside the command dispatcher and never holds a pod's
+ * The agent's periodic look at its pods, every `config.metricsIntervalMs`: one container list
+ * (an inspect only for a pod that started since the last look), one pass over the pods' cgroup files
+ * for the metrics sample (agent:metrics), and the app health check (agent:health, changes only): no
+ * engine call per pod and tick, so an idle host's work does not grow with its pods. It runs beside the command dispatcher and never holds a pod's
  * lock; a tick that overruns the interval makes the next one wait instead of piling up.
  */
 export function startPodWatch(options: PodWatchOptions) {
   const { config, docker, log, monitor } = options;
   const intervalMs = config.metricsIntervalMs;
+  const lister = new PodLister(docker, config);
   const sampler = new MetricsSampler({ docker, log, storageEveryMs: intervalMs * STORAGE_EVERY_TICKS });
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
 
   const tick = async () => {
-    const { running: pods, stopped: down } = await listPods(docker, config);
+    const { running: pods, stopped: down } = await lister.list();
     const samples = await sampler.sample(pods);
     for (const batch of chunks(samples)) options.send({ type: "agent:metrics", samples: batch });
     const reports = await monitor.check(pods, down, options.busy);

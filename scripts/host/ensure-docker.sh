@@ -30,15 +30,18 @@ if command -v update-alternatives >/dev/null 2>&1 && [ -x /usr/sbin/iptables-leg
 fi
 
 # Every pod gets its own bridge network; Docker's default address pools allow only ~30 of them.
-# Carve /24s out of one /16 instead (256 pod networks; widen the base for bigger hosts). Written
-# before the engine starts: an engine already running keeps its settings until its next start.
+# Carve /26s out of one /16 instead: 1,024 pod networks of 62 addresses each. A pod network holds
+# the pod, a deploy's build and candidate containers and the gateway (database sidecars share the
+# pod's own address); /24s (256 networks) capped an idle host of static pods below what its memory
+# holds (bench/density.ts: ~300 on 24 GiB). Written before the engine starts: an engine already
+# running keeps its settings until its next start, and an existing daemon.json is left alone.
 if [ ! -f /etc/docker/daemon.json ]; then
   mkdir -p /etc/docker
   cat >/etc/docker/daemon.json <<'JSON'
 {
   "default-address-pools": [
     { "base": "172.17.0.0/16", "size": 16 },
-    { "base": "10.201.0.0/16", "size": 24 }
+    { "base": "10.201.0.0/16", "size": 26 }
   ]
 }
 JSON

@@ -5,8 +5,15 @@ import { podNames } from "../../agent/docker/naming";
 import { classify } from "../../agent/health/classify";
 import { gatherHealthFacts, type HealthFacts, parseSvStatus } from "../../agent/health/facts";
 import { HealthMonitor, portAnswers } from "../../agent/health/monitor";
-import { listPods, type RunningPod } from "../../agent/metrics/running-pods";
-import { computeSample, MetricsSampler } from "../../agent/metrics/sampler";
+import {
+  parseCgroupMounts,
+  parseNetDev,
+  parseProcCgroup,
+  processStart,
+  readContainerCgroup,
+} from "../../agent/metrics/cgroup";
+import { listPods, PodLister, type RunningPod } from "../../agent/metrics/running-pods";
+import { computeSample, MetricsSampler, readingOf } from "../../agent/metrics/sampler";
 import type { Diagnosis } from "../../shared/protocol/health";
 import { type Agent, httpGet, podSpec, startAgent, until } from "./helpers";
 
@@ -49,6 +56,50 @@ describe("sample arithmetic (no Docker)", () => {
     const { sample } = computeSample(undefined, stats(t0, 1e9, 5e9, 7e9), info, started);
     expect(sample).toMatchObject({ netIn: 0, netOut: 0 });
     expect(sample.cpu).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("cgroup files (no Docker)", () => {
+  it("finds v1 controllers and the unified hierarchy in mountinfo, co-mounted controllers too", () => {
+    const { v1, v2 } = parseCgroupMounts(
+      [
+        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755",
+        "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct",
+        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory",
+        "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw",
+      ].join("\n"),
+    );
+    expect(v1.get("cpu")).toEqual(["/sys/fs/cgroup/cpu,cpuacct", "/"]);
+    expect(v1.get("cpuacct")).toEqual(["/sys/fs/cgroup/cpu,cpuacct", "/"]);
+    expect(v1.get("memory")).toEqual(["/sys/fs/cgroup/memory", "/"]);
+    expect(v2).toEqual(["/sys/fs/cgroup/unified", "/"]);
+  });
+
+  it("reads a process's cgroups, v1 and v2", () => {
+    const v1 = parseProcCgroup("4:memory:/docker/abc\n2:cpu,cpuacct:/docker/abc\n0::/\n");
+    expect(v1.get("memory")).toBe("/docker/abc");
+    expect(v1.get("cpuacct")).toBe("/docker/abc");
+    expect(v1.get("")).toBe("/");
+    expect(parseProcCgroup("0::/system.slice/docker-abc.scope\n").get("")).toBe(
+      "/system.slice/docker-abc.scope",
+    );
+  });
+
+  it("sums the interfaces' bytes without loopback", () => {
+    const netDev = `Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:     900      9    0    0    0     0          0         0      900       9    0    0    0     0       0          0
+  eth0:    1500     12    0    0    0     0          0         0     2600      14    0    0    0     0       0          0
+  eth1:     100      1    0    0    0     0          0         0       50       1    0    0    0     0       0          0
+`;
+    expect(parseNetDev(netDev)).toEqual({ rx: 1600, tx: 2650 });
+  });
+
+  it("tells this process's start apart from no process", async () => {
+    expect(await processStart(process.pid)).toMatch(/^\d+$/);
+    expect(await processStart(process.pid)).toBe(await processStart(process.pid));
+    expect(await processStart(0)).toBeNull();
+    expect(await processStart(2 ** 22 + 1)).toBeNull();
   });
 });
 
@@ -283,6 +334,67 @@ describe("metrics and app health on real pods", () => {
       for (const n of [fresh?.cpu, fresh?.memory, fresh?.netIn, fresh?.netOut])
         expect(n).toBeGreaterThanOrEqual(0);
       expect(fresh?.cpu).toBeLessThanOrEqual(100);
+    });
+
+    it("reads from the cgroup files what the engine's stats say", async () => {
+      // the app answering (it restarted in the case before): some traffic to count
+      expect(await appAnswers(metricsPod)).toBe(true);
+      const pod = await runningPod(metricsPod);
+      const container = agent.docker.getContainer(pod.container);
+      const ours = await readContainerCgroup(pod.pid, pod.info.Id);
+      const engine = readingOf(
+        await container.stats({ stream: false, "one-shot": true }),
+        await container.inspect(),
+      );
+      expect(ours.cpus).toBe(0.5);
+      expect(ours.memoryLimit).toBe(256 * MB);
+      expect(engine.memoryLimit).toBe(256 * MB);
+      // read a moment apart: the engine's read is the later one
+      expect(engine.cpuNs).toBeGreaterThanOrEqual(ours.cpuNs);
+      expect(engine.cpuNs - ours.cpuNs).toBeLessThan(1e9);
+      expect(Math.abs(ours.memoryUsed - engine.memoryUsed)).toBeLessThan(8 * MB);
+      expect(ours.rx).toBeGreaterThan(0);
+      expect(Math.abs(ours.rx - engine.rx)).toBeLessThan(4096);
+      expect(Math.abs(ours.tx - engine.tx)).toBeLessThan(4096);
+      // a pid that is not the container's is refused, not read
+      await expect(readContainerCgroup(process.pid, pod.info.Id)).rejects.toThrow(/cgroup/);
+    });
+
+    it("lists running pods with one container list per look: inspected once per run, again after a restart", async () => {
+      let inspects = 0;
+      const counting = new Proxy(agent.docker, {
+        get(target, prop, receiver) {
+          if (prop !== "getContainer") return Reflect.get(target, prop, receiver);
+          return (id: string) => {
+            const c = target.getContainer(id);
+            return new Proxy(c, {
+              get(t, p, r) {
+                if (p === "inspect") inspects++;
+                const v = Reflect.get(t, p, r);
+                return typeof v === "function" ? v.bind(t) : v;
+              },
+            });
+          };
+        },
+      });
+      const lister = new PodLister(counting, agent.config);
+      const first = (await lister.list()).running.find((p) => p.name === metricsPod);
+      const afterFirst = inspects;
+      expect(afterFirst).toBeGreaterThan(0);
+      const again = (await lister.list()).running.find((p) => p.name === metricsPod);
+      expect(inspects).toBe(afterFirst);
+      expect(again?.startedAt).toBe(first?.startedAt);
+      expect(again?.ip).toBe(first?.ip);
+
+      await agent.docker.getContainer(container(metricsPod)).restart({ t: 2 });
+      const restarted = await until(async () => {
+        const p = (await lister.list()).running.find((x) => x.name === metricsPod);
+        return p && p.startedAt !== first?.startedAt ? p : undefined;
+      });
+      expect(restarted?.pid).not.toBe(first?.pid);
+      expect(inspects).toBeGreaterThan(afterFirst);
+      // the pod's new run is read from its new cgroup
+      expect((await readContainerCgroup(restarted?.pid ?? 0, restarted?.info.Id ?? "")).cpus).toBe(0.5);
     });
 
     it("measures the home volume's bytes on disk", async () => {
