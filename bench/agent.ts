@@ -28,6 +28,7 @@ import { signUp } from "../test/e2e/support/api";
 import { createRunningPods, waitForHostOnline } from "../test/e2e/support/pods";
 import { type Stack, sleep, startStack } from "../test/e2e/support/stack";
 import { fmt, formatTable, median, summarize } from "./stats";
+import { positiveInt } from "./support/args";
 import { machineLoad } from "./support/sampling";
 import { REPO_ROOT } from "./support/worker";
 
@@ -40,11 +41,6 @@ const { values: args } = parseArgs({
     reps: { type: "string", default: "5" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const PODS = positiveInt("pods", args.pods);
 const BATCH = positiveInt("batch", args.batch);
 const REPS = positiveInt("reps", args.reps);

@@ -13,6 +13,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { fmt, formatTable, summarize } from "./stats";
+import { positiveInt } from "./support/args";
 import { keepAliveAgent, runLoad } from "./support/load";
 import { startLocalWorker } from "./support/worker";
 
@@ -27,11 +28,6 @@ const { values: args } = parseArgs({
     "max-seconds": { type: "string", default: "75" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const REQUESTS = positiveInt("requests", args.requests);
 const CONCURRENCY = positiveInt("concurrency", args.concurrency);
 const ROUNDS = positiveInt("rounds", args.rounds);

@@ -38,6 +38,7 @@ import type { HandlerTable } from "../agent/handlers/types";
 import { type Agent, podSpec, startAgent } from "../test/agent/helpers";
 import { type BackupServer, startBackupServer } from "../test/support/backup-server";
 import { fmt, formatTable, median } from "./stats";
+import { positiveInt } from "./support/args";
 import { machineLoad } from "./support/sampling";
 
 const TARGET = { backupRatio: 1.2, restoreRatio: 1.3 };
@@ -49,11 +50,6 @@ const { values: args } = parseArgs({
     "db-mb": { type: "string", default: "100" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const REPS = positiveInt("reps", args.reps);
 const FILES_MB = positiveInt("files-mb", args["files-mb"]);
 const DB_MB = positiveInt("db-mb", args["db-mb"]);

@@ -57,6 +57,8 @@ import { waitForHostOnline } from "../test/e2e/support/pods";
 import { type Stack, sleep, startStack } from "../test/e2e/support/stack";
 import { podSpec } from "../worker/services/pods/spec";
 import { fmt, formatTable, median } from "./stats";
+import { positiveInt } from "./support/args";
+import { removePrefixed } from "./support/floor-cleanup";
 import { machineLoad } from "./support/sampling";
 
 const TARGET = { pods: 300, agentCpuPercent: 2 };
@@ -78,11 +80,6 @@ const { values: args } = parseArgs({
     "keep-networks": { type: "string", default: "16" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const MAX = positiveInt("max", args.max);
 const BATCH = positiveInt("batch", args.batch);
 const PROBES = positiveInt("probes", args.probes);
@@ -349,18 +346,8 @@ class Floor {
     return now() - t0 - files;
   }
 
-  async removeAll(): Promise<void> {
-    const filters = prefixFilter(this.prefix);
-    const quiet = () => undefined;
-    for (const c of await docker.listContainers({ all: true, filters })) {
-      await docker.getContainer(c.Id).remove({ force: true }).catch(quiet);
-    }
-    for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) {
-      await docker.getVolume(v.Name).remove().catch(quiet);
-    }
-    for (const net of await docker.listNetworks({ filters })) {
-      await docker.getNetwork(net.Id).remove().catch(quiet);
-    }
+  removeAll(): Promise<void> {
+    return removePrefixed(docker, this.prefix);
   }
 }
 

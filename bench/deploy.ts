@@ -47,6 +47,7 @@ import type { DeployOutcome } from "../shared/protocol/git";
 import { type Agent, freePort, podSpec, startAgent } from "../test/agent/helpers";
 import { type Files, type GitServer, git, startGitServer } from "../test/support/git-server";
 import { fmt, formatTable, median } from "./stats";
+import { positiveInt } from "./support/args";
 import { machineLoad } from "./support/sampling";
 
 const TARGET = { firstRatio: 1.3, warmMs: 2000, failed: 0 };
@@ -58,11 +59,6 @@ const { values: args } = parseArgs({
     "poll-ms": { type: "string", default: "20" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const REPS = positiveInt("reps", args.reps);
 const POLL_MS = positiveInt("poll-ms", args["poll-ms"]);
 

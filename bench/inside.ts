@@ -43,6 +43,7 @@ import { signUp } from "../test/e2e/support/api";
 import { createRunningPods, waitForHostOnline } from "../test/e2e/support/pods";
 import { type Stack, startStack } from "../test/e2e/support/stack";
 import { fmt, formatTable, median, summarize } from "./stats";
+import { positiveInt } from "./support/args";
 import { interleaved, machineLoad } from "./support/sampling";
 
 const TARGET = { exec: 1.1, transfer: 2, list: 1.5 };
@@ -58,11 +59,6 @@ const { values: args } = parseArgs({
     parts: { type: "string", default: "exec,transfer,list" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const REPS = positiveInt("reps", args.reps);
 const WARMUP = positiveInt("warmup", args.warmup);
 const COPIES = positiveInt("copies", args.copies);

@@ -59,6 +59,8 @@ import { getThroughIngress } from "../test/e2e/support/ingress";
 import { freePort, type Stack, sleep, startStack, waitFor } from "../test/e2e/support/stack";
 import { podSpec } from "../worker/services/pods/spec";
 import { fmt, formatTable, median, percentile, summarize } from "./stats";
+import { positiveInt } from "./support/args";
+import { removePrefixed } from "./support/floor-cleanup";
 import { keepAliveAgent, runLoad } from "./support/load";
 import { machineLoad } from "./support/sampling";
 
@@ -76,11 +78,6 @@ const { values: args } = parseArgs({
     parallel: { type: "string", default: "4" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const REPS = positiveInt("reps", args.reps);
 const PINGS = positiveInt("pings", args.pings);
 const PODS = positiveInt("pods", args.pods);
@@ -350,18 +347,8 @@ class Floor {
   }
 
   /** Everything left under the floor prefix (after a failure half-way). */
-  async removeAll() {
-    const filters = { label: [`podhost.prefix=${this.prefix}`] };
-    const quiet = () => undefined;
-    for (const c of await docker.listContainers({ all: true, filters })) {
-      await docker.getContainer(c.Id).remove({ force: true }).catch(quiet);
-    }
-    for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) {
-      await docker.getVolume(v.Name).remove().catch(quiet);
-    }
-    for (const net of await docker.listNetworks({ filters })) {
-      await docker.getNetwork(net.Id).remove().catch(quiet);
-    }
+  removeAll() {
+    return removePrefixed(docker, this.prefix);
   }
 }
 

@@ -61,6 +61,7 @@ import { issueAgentToken } from "../scripts/lib/hosts";
 import { newId } from "../shared/ids";
 import type { MetricSample, PodState } from "../shared/protocol";
 import { fmt, formatTable, median, summarize } from "./stats";
+import { positiveInt } from "./support/args";
 import { FLEET_REGION, type FleetHost, fleetPod, podsOfHost, seedFleet, seedSessions } from "./support/fleet";
 import { keepAliveAgent, runLoad } from "./support/load";
 import {
@@ -97,11 +98,6 @@ const { values: args } = parseArgs({
     "connect-parallel": { type: "string", default: "50" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const AGENTS = positiveInt("agents", args.agents);
 const FLEET_PODS = positiveInt("pods", args.pods);
 const FLOOR_PODS = positiveInt("floor-pods", args["floor-pods"]);

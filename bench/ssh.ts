@@ -35,6 +35,7 @@ import { podNames } from "../agent/docker/naming";
 import { type Agent, freePort, podSpec, startAgent } from "../test/agent/helpers";
 import { clientOptions, makeKey, type Run, run, tempDir } from "../test/agent/ssh-support";
 import { fmt, formatTable, median, summarize } from "./stats";
+import { positiveInt } from "./support/args";
 import { interleaved, machineLoad } from "./support/sampling";
 
 const TARGET = { connectRatio: 3, copyShare: 0.5 };
@@ -47,11 +48,6 @@ const { values: args } = parseArgs({
     copies: { type: "string", default: "3" },
   },
 });
-const positiveInt = (name: string, v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name}: expected a positive integer, got ${v}`);
-  return n;
-};
 const REPS = positiveInt("reps", args.reps);
 const WARMUP = positiveInt("warmup", args.warmup);
 const SIZE_MB = positiveInt("size-mb", args["size-mb"]);
