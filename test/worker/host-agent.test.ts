@@ -84,9 +84,14 @@ describe("GET /agent/connect", () => {
     expect(Date.parse(online?.last_seen_at ?? "")).toBeGreaterThanOrEqual(before);
     expect(await availability()).toBe(true);
 
-    // Heartbeats are answered (and keep last_seen_at fresh, at most every 30 s).
+    // Heartbeats are answered and keep last_seen_at fresh, writing it at most every 30 s.
     agent.send({ type: "agent:ping", at: 42 });
     expect(await agent.next("control:pong")).toEqual({ type: "control:pong", at: 42 });
+    const touched = (await hostRecord(host.id))?.last_seen_at;
+    expect(Date.parse(touched ?? "")).toBeGreaterThanOrEqual(Date.parse(online?.last_seen_at ?? ""));
+    agent.send({ type: "agent:ping", at: 43 });
+    expect(await agent.next("control:pong")).toEqual({ type: "control:pong", at: 43 });
+    expect((await hostRecord(host.id))?.last_seen_at).toBe(touched);
 
     agent.close();
     const offline = await until(async () => {

@@ -30,6 +30,12 @@ interface Pending {
 interface Attachment {
   hostId: string;
   connectedAt: number;
+  /**
+   * When a heartbeat last wrote the host's last_seen_at. Kept on the socket, not in the object: a
+   * hibernating object is evicted between two heartbeats (~10 s idle, pings every 15 s), so a field
+   * of the object would start at 0 on every wake and each heartbeat would write D1.
+   */
+  lastSeenAt?: number;
 }
 
 /** What `dispatch` did: answered from the journal, sent (the outcome comes as an event), or not sent. */
@@ -80,7 +86,6 @@ export class HostAgent extends DurableObject<Bindings> {
   /** in-flight read-only calls (not journaled) and their op */
   private readonly unjournaled = new Map<string, Op>();
   private cleanupScheduled = false;
-  private lastSeenWrite = 0;
 
   private readonly journal: Journal;
   /** commands in progress per pod and per team */
@@ -290,8 +295,8 @@ export class HostAgent extends DurableObject<Bindings> {
         return;
       case "agent:ping":
         this.send(ws, { type: "control:pong", at: message.at });
-        if (Date.now() - this.lastSeenWrite > LAST_SEEN_EVERY_MS) {
-          this.lastSeenWrite = Date.now();
+        if (Date.now() - (attachment.lastSeenAt ?? 0) > LAST_SEEN_EVERY_MS) {
+          ws.serializeAttachment({ ...attachment, lastSeenAt: Date.now() } satisfies Attachment);
           await touchHost(db, attachment.hostId);
         }
         return;
