@@ -127,6 +127,10 @@ http {
   fastcgi_temp_path ${c.dir}/tmp/fastcgi;
   uwsgi_temp_path ${c.dir}/tmp/uwsgi;
   scgi_temp_path ${c.dir}/tmp/scgi;
+  # A pod's response is passed on as the client reads it, never spilled to a temp file: a tenant's
+  # large responses to slow readers must not fill the host's disk, and the workers (nobody) may not
+  # reach a temp dir under a private state dir (a 0700 one truncated every large response).
+  proxy_max_temp_file_size 0;
   server_tokens off;
   server_names_hash_bucket_size 128;
   server_names_hash_max_size 65536;

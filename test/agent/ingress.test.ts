@@ -1,6 +1,9 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ingress } from "../../agent/ingress/nginx";
 import { renderVhost } from "../../agent/ingress/vhost";
@@ -89,6 +92,39 @@ describe("Ingress", () => {
     await ingress.upsert(vhost("delta"));
     expect(await ingress.masterPid()).not.toBe(pid);
     expect((await httpGet(port, "delta.pods.test")).status).toBe(502);
+  });
+
+  it("hands a slow client a large response whole, streaming it without temp files", async () => {
+    // A response larger than nginx's memory buffers, read slowly: nginx must not spill it to its
+    // temp dir (its workers, as nobody, may not reach it, and a tenant's slow readers could fill
+    // the host's disk), only pass it on as the client reads.
+    const size = 24 * 1024 * 1024;
+    const body = Buffer.alloc(size, 97);
+    const upstream = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/javascript", "content-length": size });
+      res.end(body);
+    });
+    const upstreamPort = await freePort();
+    await new Promise<void>((resolve) => upstream.listen(upstreamPort, "127.0.0.1", resolve));
+    try {
+      await ingress.upsert(vhost("big", "127.0.0.1", upstreamPort));
+      const { stdout } = await promisify(execFile)("curl", [
+        "-sS",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code} %{size_download}",
+        "--limit-rate",
+        "8M",
+        "-H",
+        "Host: big.pods.test",
+        `http://127.0.0.1:${port}/`,
+      ]);
+      expect(stdout).toBe(`200 ${size}`);
+    } finally {
+      await ingress.remove("big");
+      upstream.close();
+    }
   });
 
   it("refuses values that would inject nginx directives", () => {
