@@ -93,10 +93,15 @@ const int = (text: string, what: string): number => {
   if (!Number.isFinite(n)) throw new Error(`${what}: not a number: ${text.slice(0, 40)}`);
   return n;
 };
-/** `key value` lines (memory.stat, cpu.stat) */
+/** `key value` lines (memory.stat, cpu.stat): a plain line scan, no pattern built per call */
 const statValue = (text: string, key: string): number | undefined => {
-  const m = new RegExp(`^${key} (\\d+)$`, "m").exec(text);
-  return m?.[1] === undefined ? undefined : Number(m[1]);
+  const prefix = `${key} `;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(prefix)) continue;
+    const n = Number(line.slice(prefix.length));
+    return Number.isInteger(n) && n >= 0 ? n : undefined;
+  }
+  return undefined;
 };
 
 /** `/proc/<pid>/net/dev`: rx bytes is the first column after the name, tx bytes the ninth. */
