@@ -20,6 +20,7 @@ const NOT_BENCHES = new Set(["run", "stats"]);
 const ORDER = [
   "api",
   "lifecycle",
+  "boot",
   "agent",
   "inside",
   "ssh",

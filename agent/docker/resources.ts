@@ -24,6 +24,27 @@ export function containerIp(info: ContainerInspectInfo, network: string): string
   return ip ? ip : null;
 }
 
+/**
+ * The address the engine gives the first container on a network it just made: the one after the
+ * gateway, when the gateway is the subnet's first host (the default pools' layout; addresses are
+ * taken lowest first). Null when the network says otherwise: the caller waits for the real one.
+ */
+export async function firstContainerAddress(docker: DockerClient, network: string): Promise<string | null> {
+  const info = await docker.getNetwork(network).inspect();
+  const config = (info.IPAM?.Config ?? [])[0] as { Subnet?: string; Gateway?: string } | undefined;
+  const subnet = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(config?.Subnet ?? "");
+  const gateway = config?.Gateway ?? "";
+  if (!subnet || Number(subnet[5]) > 29) return null;
+  const base = subnet.slice(1, 5).map(Number);
+  const host = (n: number) => {
+    const v =
+      ((base[0] ?? 0) * 2 ** 24 + (base[1] ?? 0) * 2 ** 16 + (base[2] ?? 0) * 2 ** 8 + (base[3] ?? 0) + n) >>>
+      0;
+    return [v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255].join(".");
+  };
+  return gateway === host(1) ? host(2) : null;
+}
+
 export function podStateOf(pod: string, info: ContainerInspectInfo | null, network: string): PodState {
   if (!info) return { name: pod, state: "missing", ip: null };
   const running = info.State.Running && !info.State.Restarting;

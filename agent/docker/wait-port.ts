@@ -23,10 +23,13 @@ export async function waitForPort(
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const start = Date.now();
+  const deadline = start + timeoutMs;
   while (Date.now() < deadline && !signal?.aborted) {
     if (await tryConnect(host, port)) return true;
-    await new Promise((r) => setTimeout(r, 50));
+    // A preset boots in tens of milliseconds: look often at first (a refused connect to the pod's
+    // own bridge costs microseconds), then back off for apps that take their time.
+    await new Promise((r) => setTimeout(r, Date.now() - start < 2_000 ? 5 : 50));
   }
   return false;
 }

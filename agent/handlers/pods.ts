@@ -19,6 +19,7 @@ import {
   assertOwned,
   ensureNetwork,
   ensureVolume,
+  firstContainerAddress,
   inspectContainer,
   podStateOf,
   removeContainer,
@@ -91,9 +92,14 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       deps.log.warn("container lacks ingress labels; vhost not rendered", { pod });
       return;
     }
-    await ingress.upsert({ pod, podId, domains: [domain], ip, port });
-    // "running" should mean the page answers: wait (bounded) for the pod's web server to listen.
-    if (!(await waitForPort(ip, port, WEB_READY_TIMEOUT_MS, signal))) {
+    // "running" should mean the page answers: wait (bounded) for the pod's web server to listen,
+    // while the ingress takes the route (the two are independent; a reload takes longer than a
+    // preset's boot).
+    const [, listening] = await Promise.all([
+      ingress.upsert({ pod, podId, domains: [domain], ip, port }),
+      waitForPort(ip, port, WEB_READY_TIMEOUT_MS, signal),
+    ]);
+    if (!listening) {
       deps.log.warn("pod is running but nothing listens on its web port yet", { pod, port });
     }
   };
@@ -132,20 +138,28 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     const cloneFrom = from.clone;
     const copied = Boolean(cloneFrom || from.home);
     const image = config.images[spec.preset];
-    await ensureImage(image);
     const n = names(spec.name);
     const labels = podLabels(prefix, spec.name, spec.podId);
     const made = { network: false, volume: false, container: false, vhost: false };
     try {
-      let info = await inspectContainer(docker, n.container);
+      // Independent engine calls at once (each is a round trip, the volume's disk a few btrfs
+      // calls): a create waits for the slowest of them, not for their sum.
+      const [imageCheck, existing, network, volume] = await Promise.allSettled([
+        ensureImage(image),
+        inspectContainer(docker, n.container),
+        ensureNetwork(docker, n.network, labels),
+        ensureVolume(
+          docker,
+          n.volume,
+          labels,
+          disk ? () => disk.create(n.volume, diskBytes(spec.limits)) : undefined,
+        ),
+      ]);
+      made.network = network.status === "fulfilled" && network.value;
+      made.volume = volume.status === "fulfilled" && volume.value;
+      for (const r of [imageCheck, existing, network, volume]) if (r.status === "rejected") throw r.reason;
+      let info = existing.status === "fulfilled" ? existing.value : null;
       if (info) assertOwned("container", n.container, info.Config.Labels, spec.podId);
-      made.network = await ensureNetwork(docker, n.network, labels);
-      made.volume = await ensureVolume(
-        docker,
-        n.volume,
-        labels,
-        disk ? () => disk.create(n.volume, diskBytes(spec.limits)) : undefined,
-      );
       const fresh = !info || info.State.Status === "created";
       // A clone's home is filled before the pod container exists, so the engine does not seed the
       // volume from the image: the copy is exact (files deleted in the source stay deleted).
@@ -165,10 +179,10 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
           await docker.createContainer(containerCreateOptions(prefix, spec, image));
           made.container = true;
         } catch (err) {
-          if (!isConflict(err)) throw err; // a concurrent retry created it: adopt below
+          if (!isConflict(err)) throw err; // a concurrent retry created it: adopt it
+          info = await mustExist(spec.name);
+          assertOwned("container", n.container, info.Config.Labels, spec.podId);
         }
-        info = await mustExist(spec.name);
-        assertOwned("container", n.container, info.Config.Labels, spec.podId);
       }
       // Files go in only before the first start: a running pod adopted by a retry already has them,
       // and its user may have changed them since.
@@ -177,8 +191,24 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         if (entries.length > 0)
           await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
       }
+      made.vhost = !(await ingress.hasVhost(spec.name));
+      // The vhost is rendered while the container starts (a reload takes as long as a preset's
+      // boot, the start far longer): on the network this call made, the container's address is
+      // known before it has it. The start confirms it; another address is routed again below. Not
+      // for a from-zip pod, whose vhost waits for its archive (below).
+      const early = made.network && !from.seed ? await firstContainerAddress(docker, n.network) : null;
+      const earlyRoute = early
+        ? ingress
+            .upsert({ pod: spec.name, podId: spec.podId, domains: [spec.domain], ip: early, port: spec.port })
+            .then(
+              () => null,
+              (e: unknown) => e,
+            )
+        : null;
       await startContainer(docker, n.container);
       const running = await waitRunning(docker, n.container, n.network, ctx.signal);
+      const routeError = await earlyRoute;
+      if (routeError) throw routeError;
       // A from-zip archive replaces the default app once the pod runs, and is reloaded (its
       // dependencies installed, its services restarted on it) before its vhost exists, so "running"
       // already serves the archive: no request meets the default app or a restarting server. A
@@ -195,8 +225,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         );
         reload = await reloadApp(docker, prefix, spec.name, spec.preset, ctx.log);
       }
-      made.vhost = !(await ingress.hasVhost(spec.name));
-      await routeTo(spec.name, running.info, running.ip, ctx.signal);
+      await routeTo(spec.name, running.info, running.ip, ctx.signal); // a no-op render when early was right
       return { name: spec.name, state: "running", ip: running.ip, ...(reload ? { reload } : {}) };
     } catch (err) {
       await undo(spec, made, ctx);

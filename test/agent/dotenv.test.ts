@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../../agent/inside/dotenv";
 
 const run = promisify(execFile);
-const LOADER = join(import.meta.dirname, "../../images/base/rootfs/opt/podhost/bin/pod-env-exec");
+const LOADER = join(import.meta.dirname, "../../images/base/rootfs/opt/podhost/lib/dotenv-exec.py");
 
 let dir: string;
 beforeAll(async () => {
@@ -17,7 +17,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** What the pod's own loader (the image's pod-env-exec, run with python3) puts into a process's env. */
+/** What the pod's own loader (the image's dotenv-exec.py behind pod-env-exec, run with python3) puts into a process's env. */
 async function loaderSees(text: string, keys: string[]): Promise<Record<string, string | null>> {
   const file = join(dir, `env-${Math.random().toString(36).slice(2)}`);
   await writeFile(file, text);

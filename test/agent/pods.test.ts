@@ -3,6 +3,7 @@ import type { ContainerInspectInfo } from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
+import { firstContainerAddress } from "../../agent/docker/resources";
 import { type Agent, httpGet, ms, podSpec, startAgent, until } from "./helpers";
 
 /** The lifecycle of real pods on the real engine, shared across the tests of this file. */
@@ -51,6 +52,9 @@ describe("pod.create", () => {
     const state = await agent.handlers["pod.inspect"]({ name: "web" }, agent.ctx);
     expect(state.state).toBe("running");
     expect(state.ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    // the vhost was rendered during the start for the address the engine was expected to give
+    // (the one after the gateway of the pod's new network): the engine did give that one
+    expect(await firstContainerAddress(agent.docker, names.network)).toBe(state.ip);
     const inv = await agent.handlers["host.inventory"]({}, agent.ctx);
     expect(inv.pods).toContainEqual(state);
     expect(await agent.handlers["host.ping"]({}, agent.ctx)).toEqual({ pong: true });
