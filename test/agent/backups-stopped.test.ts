@@ -33,21 +33,45 @@ const sha256Of = async (file: string) =>
     .update(await readFile(file))
     .digest("hex");
 
+let agent: Agent;
+let server: BackupServer;
+let handlers: HandlerTable;
+
+beforeAll(async () => {
+  server = await startBackupServer();
+  agent = await startAgent();
+  handlers = createHandlers({ ...agent, backups: createBackupStore(server.url, server.token) });
+}, 120_000);
+
+afterAll(async () => {
+  await agent?.cleanup();
+  await server?.close();
+});
+
+const running = async (name: string) => (await agent.docker.getContainer(name).inspect()).State.Running;
+const helpersOf = async (pod: string) =>
+  agent.docker.listContainers({
+    all: true,
+    filters: { label: [`podhost.prefix=${agent.config.namePrefix}`, `${LABEL_BACKUP_POD}=${pod}`] },
+  });
+const expected = async (backupId: string) => {
+  const file = server.fileOf(backupId);
+  return { backupId, bytes: (await stat(file)).size, sha256: await sha256Of(file) };
+};
+/** a script in a running container as uid 1000 with the image's PATH; its stdout */
+const inside = async (container: string, script: string) => {
+  const r = await execInContainer(agent.docker, container, ["/bin/bash", "-c", script], { podPath: true });
+  if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}: ${r.stderr}`);
+  return r.stdout.trim();
+};
+
 describe("backups of a stopped pod on the host", () => {
-  let agent: Agent;
-  let server: BackupServer;
-  let handlers: HandlerTable;
   const pod = "bkstopped";
   const spec = podSpec(pod, { preset: "nodejs", port: 3000 });
   let container: string;
   let sidecar: string;
 
-  const running = async (name: string) => (await agent.docker.getContainer(name).inspect()).State.Running;
-  const helpers = async () =>
-    agent.docker.listContainers({
-      all: true,
-      filters: { label: [`podhost.prefix=${agent.config.namePrefix}`, `${LABEL_BACKUP_POD}=${pod}`] },
-    });
+  const helpers = () => helpersOf(pod);
   /** a script as pod_user against the pod's home, running or not (a helper of its own when stopped) */
   const sh = async (script: string, ...args: string[]) => {
     const r = await runAsPodUser(agent.docker, agent.config.namePrefix, pod, [
@@ -92,10 +116,6 @@ describe("backups of a stopped pod on the host", () => {
         `/usr/bin/python3 -c 'import sqlite3; print(sqlite3.connect("app/data/app.db").execute("select count(*) from t").fetchone()[0])'`,
       )
     ).trim();
-  const expected = async (backupId: string) => {
-    const file = server.fileOf(backupId);
-    return { backupId, bytes: (await stat(file)).size, sha256: await sha256Of(file) };
-  };
   const stop = async () => {
     await handlers["pod.stop"]({ name: pod }, agent.ctx);
     expect(await running(container)).toBe(false);
@@ -115,9 +135,6 @@ describe("backups of a stopped pod on the host", () => {
   };
 
   beforeAll(async () => {
-    server = await startBackupServer();
-    agent = await startAgent();
-    handlers = createHandlers({ ...agent, backups: createBackupStore(server.url, server.token) });
     await handlers["pod.create"](spec, agent.ctx);
     container = podNames(agent.config.namePrefix, pod).container;
     sidecar = serviceNames(agent.config.namePrefix, pod, "postgresql").container;
@@ -136,11 +153,6 @@ echo dep > node_modules/dep/index.js
 /usr/bin/python3 -c 'import sqlite3; c=sqlite3.connect("data/app.db"); c.execute("create table t(v text)"); c.executemany("insert into t values (?)", [("row%d" % i,) for i in range(100)]); c.commit()'`);
     await stop();
   }, 180_000);
-
-  afterAll(async () => {
-    await agent?.cleanup();
-    await server?.close();
-  });
 
   let good = "";
 
@@ -342,4 +354,77 @@ out.close()
     expect(await running(sidecar)).toBe(true);
     expect(await psql("select count(*) from items")).toBe("500");
   }, 120_000);
+});
+
+describe("a stopped pod's MariaDB and Redis", () => {
+  const pod = "bkstopped2";
+  const spec = podSpec(pod, { preset: "static" });
+  const side = (type: string) => serviceNames(agent.config.namePrefix, pod, type).container;
+  const my = (sql: string) =>
+    inside(
+      side("mysql"),
+      `mariadb --defaults-file=/opt/podhost/etc/mariadb.cnf -usvc -N pod_user -e "${sql}"`,
+    );
+  // the image's own admin client: the password read from its config, sent on stdin
+  const redis = (...command: string[]) =>
+    inside(side("redis"), `. /opt/podhost/lib/svc.sh; redis_cmd "${command.join(" ")}"`);
+  const startAndWait = async () => {
+    await handlers["pod.start"]({ name: pod }, agent.ctx);
+    await until(() => my("select 1").catch(() => ""), 60_000, 200);
+    await until(() => redis("PING").catch(() => ""), 60_000, 200);
+  };
+  const stop = async () => {
+    await handlers["pod.stop"]({ name: pod }, agent.ctx);
+    for (const type of ["mysql", "redis"]) expect(await running(side(type))).toBe(false);
+  };
+  const leftAsItWas = async () => {
+    expect(await running(podNames(agent.config.namePrefix, pod).container)).toBe(false);
+    for (const type of ["mysql", "redis"]) expect(await running(side(type))).toBe(false);
+    expect(await helpersOf(pod)).toEqual([]);
+  };
+
+  beforeAll(async () => {
+    await handlers["pod.create"](spec, agent.ctx);
+    for (const type of ["mysql", "redis"] as const)
+      await handlers["service.install"](
+        { name: pod, type, password: "Abcdefghijklmnop1234", limits: spec.limits },
+        agent.ctx,
+      );
+    await my("create table notes(v text); insert into notes values ('hello maria')");
+    expect(await redis("SET", "greeting", "hello-redis")).toBe("OK");
+    await runAsPodUser(agent.docker, agent.config.namePrefix, pod, [
+      "/bin/sh",
+      "-c",
+      "mkdir -p ~/app && echo static > ~/app/index.html",
+    ]);
+    await stop();
+  }, 240_000);
+
+  it("dumps both in helpers while stopped, and loads them back into the stopped pod", async () => {
+    const backupId = id();
+    const made = await handlers["backup.create"](
+      { name: pod, backupId, preset: "static", whenStopped: "helper" },
+      agent.ctx,
+    );
+    expect(made, JSON.stringify(made)).toMatchObject({ ok: true });
+    if (!made.ok) return;
+    expect(made.databases.map((d) => d.kind).sort()).toEqual(["mysql", "redis"]);
+    const dump = (await run("tar", ["-xzOf", server.fileOf(backupId), "databases/mysql.sql"])).stdout;
+    expect(dump).toContain("hello maria");
+    await leftAsItWas();
+
+    await startAndWait();
+    await my("delete from notes; insert into notes values ('changed')");
+    expect(await redis("SET", "greeting", "changed")).toBe("OK");
+    await stop();
+    const restored = await handlers["backup.restore"](
+      { ...(await expected(backupId)), name: pod, preset: "static" },
+      agent.ctx,
+    );
+    expect(restored, JSON.stringify(restored)).toMatchObject({ ok: true });
+    await leftAsItWas();
+    await startAndWait();
+    expect(await my("select v from notes")).toBe("hello maria");
+    expect(await redis("GET", "greeting")).toBe("hello-redis");
+  }, 240_000);
 });
