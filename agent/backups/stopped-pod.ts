@@ -224,8 +224,10 @@ export async function startServiceHelper(
     },
   ).catch(async (err: unknown) => {
     // the server exited (the helper with it): its own last words say why
-    if (dockerStatus(err) !== 409) throw err;
-    return { exitCode: -1, stderr: `it exited: ${await containerLogTail(docker, helper.name)}` };
+    if (dockerStatus(err) === 409)
+      return { exitCode: -1, stderr: `it exited: ${await containerLogTail(docker, helper.name)}` };
+    await helper.remove();
+    throw err;
   });
   if (ready.exitCode === 0) return { ok: true, helper };
   await helper.remove();
