@@ -3,6 +3,7 @@
  * nginx, and reports what it sees. Run with PODHOST_API_URL and PODHOST_AGENT_TOKEN (`npm run agent`).
  */
 import { PROTOCOL_VERSION } from "../shared/protocol";
+import { removeBackupLeftovers } from "./backups/stopped-pod";
 import { createBackupStore } from "./backups/store";
 import { loadConfig, requireConnection } from "./config";
 import { Dispatcher } from "./connection/dispatch";
@@ -171,6 +172,10 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     // A deploy the previous run did not finish left its build or candidate container behind.
     await removeGitLeftovers(deps).catch((error: unknown) =>
       log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
+    );
+    // ...and a stopped pod's backup or restore its helper containers (agent/backups/stopped-pod.ts).
+    await removeBackupLeftovers(docker, config.namePrefix, log).catch((error: unknown) =>
+      log.warn("could not remove leftovers of unfinished backups", { error: String(error) }),
     );
   });
   socket.start();

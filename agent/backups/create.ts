@@ -11,28 +11,28 @@ import { HOME } from "../docker/naming";
 import { BASH, TIMEOUT } from "../docker/pod-bin";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
-import { runningContainer, runScript, tail } from "./pod-run";
-import { dumpServices, type ServiceSidecar } from "./services";
+import { runScript, tail } from "./pod-run";
+import { dumpServices } from "./services";
 import { parseSqliteCopies, SQLITE_LIMITS, sqliteArgv } from "./sqlite";
 import type { BackupStore } from "./store";
 import { Tally } from "./tally";
+import { openWorkspace, type WhenStopped, type WorkspaceDeps } from "./workspace";
 
 /**
- * `backup.create` in a running pod (docs/backups.md "On the host"): databases dumped first into a spool in
- * the pod's own home (`~/.pod/backup/<id>/`, so it counts against the pod's disk, never the
- * host's), then one `tar | gzip -1` run as pod_user in the pod streams `podhost-backup.json`,
- * `databases/…` and `app/…` straight into `PUT /agent/backups/{id}`, counted and hashed on the way.
- * The spool goes afterwards, whatever happened. A retry with the same id makes everything again.
+ * `backup.create` (docs/backups.md "On the host"): databases dumped first into a spool in the pod's
+ * own home (`~/.pod/backup/<id>/`, so it counts against the pod's disk, never the host's), then one
+ * `tar | gzip -1` run as pod_user streams `podhost-backup.json`, `databases/…` and `app/…` straight
+ * into `PUT /agent/backups/{id}`, counted and hashed on the way. The spool goes afterwards, whatever
+ * happened. A retry with the same id makes everything again. In the pod when it runs; for a stopped
+ * pod (a manual backup) in helper containers made like it (./workspace.ts), the pod left stopped.
  */
 
-export interface BackupDeps {
+export interface BackupDeps extends WorkspaceDeps {
   docker: DockerClient;
   exec: StreamExecutor;
   store?: BackupStore;
   prefix: string;
   log: Logger;
-  /** the pod's managed service sidecars (./services.ts) */
-  sidecars(pod: string): Promise<ServiceSidecar[]>;
 }
 
 /** making and sending one archive, at most (a 2 GB archive at tens of MB/s, with room) */
@@ -84,15 +84,26 @@ const failed = (reason: string): Made => ({ ok: false, reason: reason.slice(0, 2
 
 export async function createBackup(
   deps: BackupDeps,
-  params: { name: string; backupId: string; preset: keyof typeof EXCLUDED_DIRS },
+  params: {
+    name: string;
+    backupId: string;
+    preset: keyof typeof EXCLUDED_DIRS;
+    whenStopped?: WhenStopped;
+  },
   signal: AbortSignal,
 ): Promise<Made> {
   const { docker, log } = deps;
   const { name, backupId, preset } = params;
   const store = deps.store;
   if (!store) throw new AgentError("unavailable", "this agent has no connection to store backups");
-  const container = await runningContainer(docker, deps.prefix, name);
-  if (!container) return failed("pod is not running; start it first");
+  const opened = await openWorkspace(deps, name, {
+    whenStopped: params.whenStopped ?? "refuse",
+    job: "backed up",
+    signal,
+  });
+  if (!opened.ok) return failed(opened.reason);
+  const ws = opened.workspace;
+  const container = ws.container;
 
   const spool = spoolOf(backupId);
   const excluded = EXCLUDED_DIRS[preset];
@@ -107,10 +118,17 @@ export async function createBackup(
 
     // 1. databases, before any file is read
     const databases: DumpEntry[] = [];
-    const sidecars = await deps.sidecars(name);
-    for (const sidecar of sidecars) {
-      log.info("backup: dumping service", { pod: name, backupId, kind: sidecar.kind });
-      const dumped = await dumpServices(deps, container, sidecar, `${spool}/databases`, signal);
+    for (const kind of ws.services) {
+      log.info("backup: dumping service", { pod: name, backupId, kind });
+      const service = await ws.serverOf(kind);
+      if (!service.ok) return failed(service.reason);
+      const dumped = await dumpServices(
+        deps,
+        container,
+        service.sidecar,
+        `${spool}/databases`,
+        signal,
+      ).finally(service.release);
       if (!dumped.ok) return failed(dumped.reason);
       databases.push(dumped.entry);
     }
@@ -175,6 +193,7 @@ export async function createBackup(
     await runScript(docker, container, CLEAN, [spool], short).catch((err: unknown) =>
       log.warn("backup: the spool could not be removed", { pod: name, backupId, error: String(err) }),
     );
+    await ws.close();
   }
 }
 

@@ -12,27 +12,28 @@ import { AgentError } from "../errors";
 import { RELOAD_SERVICES } from "../inside/reload";
 import type { Logger } from "../logger";
 import { type Expected, mismatch, streamChecked } from "./fetch";
-import { runningContainer, runScript, tail } from "./pod-run";
-import { loadService, type ServiceSidecar } from "./services";
+import { runScript, tail } from "./pod-run";
+import { loadService } from "./services";
 import type { BackupStore } from "./store";
+import { openWorkspace, type Workspace, type WorkspaceDeps } from "./workspace";
 
 /**
- * `backup.restore` into a running pod (docs/backups.md "On the host"). The archive is read back and
- * unpacked by the pod's own tar, as pod_user, into a staging directory in its home
- * (`~/.pod/restore/<id>/`: a hostile member can only land where the tenant could write anyway, and
- * it counts against the pod's disk), counted and hashed on the way; nothing else is touched unless
- * the bytes are the recorded ones. Then: the app's services stopped, ~/app swapped for the
- * archive's app/ (two renames, the old app removed), SQLite dumps copied over their files, service
- * dumps loaded with `svc-load` into the pod's running sidecars, the services started again.
+ * `backup.restore` (docs/backups.md "On the host"). The archive is read back and unpacked by the
+ * pod's own tar, as pod_user, into a staging directory in its home (`~/.pod/restore/<id>/`: a
+ * hostile member can only land where the tenant could write anyway, and it counts against the
+ * pod's disk), counted and hashed on the way; nothing else is touched unless the bytes are the
+ * recorded ones. Then: the app's services stopped, ~/app swapped for the archive's app/ (two
+ * renames, the old app removed), SQLite dumps copied over their files, service dumps loaded with
+ * `svc-load` into the pod's running sidecars, the services started again. A stopped pod is restored
+ * the same way in helper containers made like it (./workspace.ts) and left stopped.
  */
 
-export interface RestoreDeps {
+export interface RestoreDeps extends WorkspaceDeps {
   docker: DockerClient;
   exec: StreamExecutor;
   store?: BackupStore;
   prefix: string;
   log: Logger;
-  sidecars(pod: string): Promise<ServiceSidecar[]>;
 }
 
 /** reading and unpacking the archive, at most */
@@ -89,13 +90,16 @@ d="${HOME}/app/$2"
 /bin/mv -f -- "$d.podhost-restore" "$d" || exit 5
 /bin/rm -f -- "$d-wal" "$d-shm" "$d-journal"`;
 
-// $1 the dump in staging, $2 a name for it, $3 where it goes if /tmp has no room. The path it is at.
+// $1 the dump in staging, $2 a name for it, $3 where it goes if /tmp has no room (or is the
+// helper's, gone with it: $4 is not "tmp"). The path it is at.
 const KEEP = `set -u
 f=$1; t=/tmp/$2
-size=$(/usr/bin/stat -c %s -- "$f") || exit 3
-avail=$(/bin/df --output=avail -B1 /tmp | /usr/bin/tail -n 1 | /usr/bin/tr -d ' ')
-if [ "$size" -lt $((avail - 16777216)) ] && /bin/cp -- "$f" "$t"; then echo "$t"; exit 0; fi
-/bin/rm -f -- "$t"
+if [ "$4" = tmp ]; then
+  size=$(/usr/bin/stat -c %s -- "$f") || exit 3
+  avail=$(/bin/df --output=avail -B1 /tmp | /usr/bin/tail -n 1 | /usr/bin/tr -d ' ')
+  if [ "$size" -lt $((avail - 16777216)) ] && /bin/cp -- "$f" "$t"; then echo "$t"; exit 0; fi
+  /bin/rm -f -- "$t"
+fi
 /bin/mkdir -p -- "$3" && /bin/mv -f -- "$f" "$3/$2" && echo "$3/$2"`;
 
 // The staging dir (the old app inside it) moves out of the way at once and is removed after the
@@ -131,12 +135,15 @@ export async function restoreBackup(
   const { name, backupId, preset } = params;
   const store = deps.store;
   if (!store) throw new AgentError("unavailable", "this agent has no connection to read backups");
-  const container = await runningContainer(docker, deps.prefix, name);
-  if (!container) return failed("pod is not running; start it first");
+  const opened = await openWorkspace(deps, name, { whenStopped: "helper", job: "restored", signal });
+  if (!opened.ok) return failed(opened.reason);
+  const ws = opened.workspace;
+  const container = ws.container;
   const staging = stagingOf(backupId);
   const short = { timeoutS: 120, signal };
-  const services = RELOAD_SERVICES[preset] ?? [];
-  let stopped = false;
+  // a stopped pod's app services are not running: nothing to stop or start again
+  const services = ws.stopped ? [] : (RELOAD_SERVICES[preset] ?? []);
+  let servicesDown = false;
   let keepStaging = false;
   try {
     // 1. read back and unpack into staging, checking the bytes before anything else is touched
@@ -195,16 +202,17 @@ export async function restoreBackup(
       short,
     );
     if (look.stdout.split("\n")[0] !== "ok") return failed(look.stdout.split("\n")[0] || tail(look.stderr));
-    const sidecars = new Map((await deps.sidecars(name)).map((s) => [s.kind, s]));
     for (const db of manifest.databases) {
-      if (db.kind !== "sqlite" && !sidecars.has(db.kind))
+      if (db.kind !== "sqlite" && !ws.services.includes(db.kind))
         return failed(`the backup holds a ${db.kind} dump but the pod has no ${db.kind} service`);
     }
 
     // 3. services down, files swapped
     log.info("backup restore: stopping services and swapping ~/app", { pod: name, backupId });
-    await runScript(docker, container, SV, ["stop", ...services], short);
-    stopped = true;
+    if (services.length > 0) {
+      await runScript(docker, container, SV, ["stop", ...services], short);
+      servicesDown = true;
+    }
     const swap = await runScript(docker, container, SWAP, [staging, ...EXCLUDED_DIRS[preset]], short);
     if (swap.exitCode !== 0 || !swap.stdout.includes("swapped"))
       return failed(`replacing ~/app failed (exit ${swap.exitCode}): ${tail(swap.stderr)}`);
@@ -214,7 +222,7 @@ export async function restoreBackup(
     for (const db of manifest.databases) {
       log.info("backup restore: re-importing", { pod: name, backupId, kind: db.kind, file: db.file });
       const dump = `${staging}/x/${db.file}`;
-      const failure = await reimport(deps, container, db, dump, sidecars, signal);
+      const failure = await reimport(deps, ws, db, dump, signal);
       if (failure) {
         const keep = await runScript(
           docker,
@@ -224,6 +232,7 @@ export async function restoreBackup(
             dump,
             `podhost-restore-${backupId}-${db.file.slice("databases/".length)}`,
             `${HOME}/.pod/restore-failed`,
+            ws.stopped ? "home" : "tmp",
           ],
           short,
         );
@@ -235,7 +244,7 @@ export async function restoreBackup(
     log.info("backup restore: done", { pod: name, backupId });
     return { ok: true, databases: manifest.databases, dependencies_dropped: dropped };
   } finally {
-    if (stopped) {
+    if (servicesDown) {
       await runScript(docker, container, SV, ["start", ...services], short).catch((err: unknown) =>
         log.warn("backup restore: services could not be started", { pod: name, error: String(err) }),
       );
@@ -243,25 +252,30 @@ export async function restoreBackup(
     if (!keepStaging) {
       const retired = await runScript(docker, container, RETIRE, [staging], short).catch(() => null);
       const gone = retired?.exitCode === 0 ? retired.stdout.trim() : "";
-      if (gone)
-        void runScript(docker, container, CLEAN, [gone], { timeoutS: 600 }).catch((err: unknown) =>
-          log.warn("backup restore: staging could not be removed", { pod: name, error: String(err) }),
-        );
+      const clean = async () => {
+        if (gone)
+          await runScript(docker, container, CLEAN, [gone], { timeoutS: 600 }).catch((err: unknown) =>
+            log.warn("backup restore: staging could not be removed", { pod: name, error: String(err) }),
+          );
+      };
+      // a stopped pod's helper goes with the answer: its clean-up cannot be left running behind it
+      if (ws.stopped) await clean();
+      else void clean();
     }
+    await ws.close();
   }
 }
 
 /** one database back from its dump; the failure's reason, or null */
 async function reimport(
   deps: RestoreDeps,
-  container: string,
+  ws: Workspace,
   db: DumpEntry,
   dump: string,
-  sidecars: Map<string, ServiceSidecar>,
   signal: AbortSignal,
 ): Promise<string | null> {
   if (db.kind === "sqlite") {
-    const r = await runScript(deps.docker, container, SQLITE_PUT, [dump, db.source ?? ""], {
+    const r = await runScript(deps.docker, ws.container, SQLITE_PUT, [dump, db.source ?? ""], {
       timeoutS: 600,
       signal,
     });
@@ -269,7 +283,11 @@ async function reimport(
       ? null
       : `putting back the sqlite database ${db.source} failed: ${tail(r.stderr)}`;
   }
-  const sidecar = sidecars.get(db.kind);
-  if (!sidecar) return `the pod has no ${db.kind} service`;
-  return loadService(deps, container, sidecar, dump, signal);
+  const service = await ws.serverOf(db.kind);
+  if (!service.ok) return service.reason;
+  try {
+    return await loadService(deps, ws.container, service.sidecar, dump, signal);
+  } finally {
+    await service.release();
+  }
 }

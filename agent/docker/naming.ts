@@ -56,6 +56,15 @@ export interface ServiceNames {
   volume: string;
 }
 
+/**
+ * The short-lived helpers a backup or restore of a stopped pod runs in (agent/backups/stopped-pod.ts):
+ * the pod's container name or a sidecar's, plus `_backup`. No pod or sidecar container can be named
+ * so (a pod name has no `_`), so removing a helper by its name never hits a tenant's container.
+ */
+export const backupHelperName = (container: string) => `${container}_backup`;
+/** the pod a backup helper works for (beside the prefix and LABEL_HELPER), for leftovers */
+export const LABEL_BACKUP_POD = "podhost.backup.pod";
+
 export function serviceNames(prefix: string, pod: string, type: string): ServiceNames {
   return { container: `${prefix}-${pod}-svc-${type}`, volume: `${prefix}-${pod}-svc-${type}` };
 }

@@ -192,7 +192,7 @@ export async function waitRunning(
   }
 }
 
-async function containerLogTail(docker: DockerClient, name: string): Promise<string> {
+export async function containerLogTail(docker: DockerClient, name: string): Promise<string> {
   try {
     const buf = (await docker
       .getContainer(name)

@@ -9,7 +9,8 @@ import type { HandlerTable } from "./types";
 
 /**
  * Backups on the host (agent/backups/, docs/backups.md "On the host"). Create and restore run under the
- * pod's lock, so a deploy, a reload or a stop waits until the archive is made or the restore done;
+ * pod's lock, so a deploy, a reload or a stop waits until the archive is made or the restore done
+ * (and a start of a stopped pod being backed up or restored in helpers is refused at once: `hold`);
  * verify touches no pod (it runs in a throwaway container of its own) and is serialised per backup.
  */
 export function backupHandlers(
@@ -25,21 +26,28 @@ export function backupHandlers(
     log: deps.log,
     image: deps.config.images.static,
     serviceImages: deps.config.serviceImages,
-    // the pod's running sidecars (a stopped one is not dumped or loaded into)
+    // the pod's sidecars, any state (agent/backups/workspace.ts picks the ones it can use)
     sidecars: async (pod: string) =>
-      (await serviceContainersOf(deps.docker, prefix, pod))
-        .filter((s) => s.running)
-        .map((s) => ({ kind: s.type, container: s.container })),
+      (await serviceContainersOf(deps.docker, prefix, pod)).map((s) => ({
+        kind: s.type,
+        container: s.container,
+        running: s.running,
+      })),
   };
+  const hold = (pod: string) => (note: string) => locks.hold(pod, note);
   return {
     "backup.create": guard("backup.create", (params, ctx) =>
-      locks.run(params.name, () => createBackup({ ...b, log: ctx.log }, params, ctx.signal)),
+      locks.run(params.name, () =>
+        createBackup({ ...b, log: ctx.log, hold: hold(params.name) }, params, ctx.signal),
+      ),
     ),
     "backup.verify": guard("backup.verify", (params, ctx) =>
       locks.run(`backup:${params.backupId}`, () => verifyBackup({ ...b, log: ctx.log }, params, ctx.signal)),
     ),
     "backup.restore": guard("backup.restore", (params, ctx) =>
-      locks.run(params.name, () => restoreBackup({ ...b, log: ctx.log }, params, ctx.signal)),
+      locks.run(params.name, () =>
+        restoreBackup({ ...b, log: ctx.log, hold: hold(params.name) }, params, ctx.signal),
+      ),
     ),
   };
 }

@@ -342,7 +342,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       return { bytes };
     }),
 
-    "pod.start": guard("pod.start", ({ name }, ctx) => locks.run(name, () => startPod(name, ctx))),
+    // a stopped pod being backed up or restored in helper containers: 409 at once (keyed-lock.ts)
+    "pod.start": guard("pod.start", ({ name }, ctx) => locks.runOrRefuse(name, () => startPod(name, ctx))),
 
     "pod.stop": guard("pod.stop", ({ name }) =>
       locks.run(name, async () => {
@@ -354,7 +355,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ),
 
     "pod.restart": guard("pod.restart", ({ name }, ctx) =>
-      locks.run(name, async () => {
+      locks.runOrRefuse(name, async () => {
         await mustExist(name);
         await docker.getContainer(names(name).container).restart({ t: 10 });
         const { info, ip } = await waitRunning(

@@ -7,6 +7,7 @@ import { type DockerClient, isConflict, isNotFound } from "../docker/client";
 import { resourcesOf } from "../docker/container-spec";
 import { execInContainer } from "../docker/exec";
 import {
+  backupHelperName,
   LABEL_POD_ID,
   LABEL_PREFIX,
   LABEL_SERVICE,
@@ -206,8 +207,12 @@ async function syncOne(docker: DockerClient, podInfo: ContainerInspectInfo | nul
   const info = await inspectContainer(docker, container);
   if (!info) return;
   if (running(podInfo) && podInfo) {
-    if (!running(info)) await startContainer(docker, container);
-    else if (Date.parse(info.State.StartedAt) < Date.parse(podInfo.State.StartedAt))
+    if (!running(info)) {
+      // A stopped pod's backup helper on this data (../backups/stopped-pod.ts) left by an agent
+      // that died mid-job: two servers must never share a data directory.
+      await removeContainer(docker, backupHelperName(container));
+      await startContainer(docker, container);
+    } else if (Date.parse(info.State.StartedAt) < Date.parse(podInfo.State.StartedAt))
       await docker.getContainer(container).restart({ t: 20 });
   } else if (running(info)) {
     await stopContainer(docker, container);

@@ -101,9 +101,17 @@ export const backupOps = {
    * Dump every database found, then stream the archive to `PUT /agent/backups/{backupId}` while it
    * is made. Fails (ok: false) when it captures nothing, a dump is empty, or ~/app is missing; the
    * same backupId again (a retried step) makes and sends the archive again, replacing the upload.
+   * A stopped pod: `whenStopped` `helper` (a manual backup) makes it in helper containers made like
+   * the pod, leaving it stopped; `refuse` or absent (a scheduled one: stopped pods are skipped)
+   * fails with "pod is not running".
    */
   "backup.create": {
-    params: z.object({ name: PodName, backupId: BackupId, preset: Preset }),
+    params: z.object({
+      name: PodName,
+      backupId: BackupId,
+      preset: Preset,
+      whenStopped: z.enum(["refuse", "helper"]).optional(),
+    }),
     result: BackupMade,
   },
   /**
@@ -118,7 +126,9 @@ export const backupOps = {
   /**
    * Restore into the pod: the archive read back and checked (bytes, hash) before anything is
    * touched, the app's services stopped, ~/app replaced by the archive's app/, every dump
-   * re-imported into the pod's running service of its kind, the services started again.
+   * re-imported into the pod's running service of its kind, the services started again. A stopped
+   * pod is restored in helper containers made like it (each database served by a helper for its
+   * load) and left stopped.
    */
   "backup.restore": {
     params: Expected.extend({ name: PodName, preset: Preset }),

@@ -149,7 +149,12 @@ describe("create, list, get, download, delete", () => {
     expect(res.body.error).toBeUndefined();
 
     const c = await nextCall(s.agent, "backup.create");
-    expect(c.params).toEqual({ name: s.pod.name, backupId: res.body.id, preset: "nodejs" });
+    expect(c.params).toEqual({
+      name: s.pod.name,
+      backupId: res.body.id,
+      preset: "nodejs",
+      whenStopped: "helper",
+    });
     const bytes = await archive();
     const put = await putBackupArchive(s.host, res.body.id, bytes);
     expect(put.status).toBe(201);
@@ -195,7 +200,7 @@ describe("create, list, get, download, delete", () => {
     );
   });
 
-  it("403 at the plan's limit (launch keeps 1); 400 for a stopped pod, a bad note; 409 while one runs", async () => {
+  it("403 at the plan's limit (launch keeps 1); 400 for a bad note or a pod neither running nor stopped; 409 while one runs", async () => {
     const s = await setup();
     const first = await call("POST", `/api/pods/${s.pod.name}/backups`, undefined, s.as);
     expect(first.status).toBe(202);
@@ -223,10 +228,35 @@ describe("create, list, get, download, delete", () => {
     await nextCall(t.agent, "backup.create");
 
     const u = await setup("build");
-    await env.DB.prepare("UPDATE pods SET status = 'stopped' WHERE id = ?").bind(u.pod.id).run();
-    const stopped = await call("POST", `/api/pods/${u.pod.name}/backups`, undefined, u.as);
-    expect(stopped.status).toBe(400);
-    expect(stopped.body.error).toContain("not running");
+    for (const status of ["suspended", "error", "creating"]) {
+      await env.DB.prepare("UPDATE pods SET status = ? WHERE id = ?").bind(status, u.pod.id).run();
+      const refused = await call("POST", `/api/pods/${u.pod.name}/backups`, undefined, u.as);
+      expect(refused.status, status).toBe(400);
+      expect(refused.body.error).toContain(`is ${status}`);
+    }
+  });
+
+  it("a stopped pod's manual backup is made by its host in helpers (whenStopped: helper) and completes", async () => {
+    const s = await setup("build");
+    await env.DB.prepare("UPDATE pods SET status = 'stopped' WHERE id = ?").bind(s.pod.id).run();
+    const res = await call("POST", `/api/pods/${s.pod.name}/backups`, { note: "while stopped" }, s.as);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const c = await nextCall(s.agent, "backup.create");
+    expect(c.params).toEqual({
+      name: s.pod.name,
+      backupId: res.body.id,
+      preset: "static",
+      whenStopped: "helper",
+    });
+    const bytes = await archive();
+    expect((await putBackupArchive(s.host, res.body.id, bytes)).status).toBe(201);
+    s.agent.ok(c, await facts(bytes));
+    await answerVerify(s);
+    expect(await settled(s.as, s.pod.name, res.body.id)).toMatchObject({
+      status: "completed",
+      trigger: "manual",
+      note: "while stopped",
+    });
   });
 
   it("an archive whose stored size differs from the host's claim ends failed, with no object", async () => {
@@ -446,7 +476,7 @@ describe("restore", () => {
     await nextCall(s.agent, "backup.restore");
   });
 
-  it("a failed restore names the dump left in the pod; only completed backups of running pods restore", async () => {
+  it("a failed restore names the dump left in the pod; only completed backups of running or stopped pods restore", async () => {
     const s = await setup();
     const { backup } = await backUp(s);
     const res = await call("POST", `/api/pods/${s.pod.name}/backups/${backup.id}/restore`, undefined, s.as);
@@ -480,9 +510,34 @@ describe("restore", () => {
     expect(notDone.status).toBe(409);
     await nextCall(t.agent, "backup.create");
     const old = await insertCompleted(t.pod.id, new Date(Date.now() - 60_000).toISOString());
-    await env.DB.prepare("UPDATE pods SET status = 'stopped' WHERE id = ?").bind(t.pod.id).run();
-    const stopped = await call("POST", `/api/pods/${t.pod.name}/backups/${old.id}/restore`, undefined, t.as);
-    expect(stopped.status).toBe(400);
+    await env.DB.prepare("UPDATE pods SET status = 'suspended' WHERE id = ?").bind(t.pod.id).run();
+    const suspended = await call(
+      "POST",
+      `/api/pods/${t.pod.name}/backups/${old.id}/restore`,
+      undefined,
+      t.as,
+    );
+    expect(suspended.status).toBe(400);
+    expect(suspended.body.error).toContain("is suspended");
+  });
+
+  it("a stopped pod is restored by its host (backup.restore as for a running one) and stays stopped", async () => {
+    const s = await setup("build");
+    const old = await insertCompleted(s.pod.id, new Date(Date.now() - 60_000).toISOString());
+    await env.DB.prepare("UPDATE pods SET status = 'stopped' WHERE id = ?").bind(s.pod.id).run();
+    const res = await call("POST", `/api/pods/${s.pod.name}/backups/${old.id}/restore`, undefined, s.as);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const r = await nextCall(s.agent, "backup.restore");
+    expect(r.params).toMatchObject({ name: s.pod.name, backupId: old.id, bytes: old.bytes.byteLength });
+    s.agent.ok(r, { ok: true, databases: [], dependencies_dropped: [] });
+    await until(async () => {
+      const e = await podEventRecords(s.pod.id);
+      return e.some((x) => x.type === "restore_completed") ? e : undefined;
+    }, "restore_completed");
+    const pod = await env.DB.prepare("SELECT status FROM pods WHERE id = ?")
+      .bind(s.pod.id)
+      .first<{ status: string }>();
+    expect(pod?.status).toBe("stopped");
   });
 });
 
@@ -557,6 +612,8 @@ describe("the cron", () => {
       scheduledJobs.filter((j) => j.name === "backup-schedules"),
     );
     const c = await nextCall(s.agent, "backup.create");
+    // a pod stopped between the schedule and its host is refused there, not backed up in helpers
+    expect(c.params).toMatchObject({ whenStopped: "refuse" });
     const id = (c.params as { backupId: string }).backupId;
     const list0 = await call("GET", `/api/pods/${s.pod.name}/backups`, undefined, s.as);
     expect(list0.body.backups[0]).toMatchObject({ id, trigger: "scheduled", status: "in_progress" });

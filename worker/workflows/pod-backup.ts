@@ -55,7 +55,7 @@ export class PodBackupWorkflow extends WorkflowEntrypoint<Bindings, PodBackupPar
           name: "make the archive",
           hostId: job.hostId,
           op: "backup.create",
-          params: { name: job.podName, backupId, preset: job.preset },
+          params: { name: job.podName, backupId, preset: job.preset, whenStopped: job.whenStopped },
           timeoutMs: CREATE_TIMEOUT_MS,
         });
         facts = await step.do("check the upload", async () => checkUpload(this.env, db(), backupId, made));

@@ -17,6 +17,8 @@ const route = createRoute({
   path: "/pods/{name}/backups",
   summary:
     "Back up the pod's files and databases now (202, `in_progress`; `completed` once the archive is stored and a test-restore passed)",
+  description:
+    "A running pod is read live. A stopped pod is backed up where it lies and stays stopped: on its host, in a short-lived container made like the pod (no network), each database started apart for its dump; a start of the pod meanwhile is 409. 400 for a pod in any other state.",
   request: {
     params: PodParams,
     body: {

@@ -16,6 +16,8 @@ const route = createRoute({
   path: "/pods/{name}/backups/{id}/restore",
   summary:
     "Restore the pod from a completed backup (202; runs in the background, reported by the restore_* pod events)",
+  description:
+    "A running pod is restored live (its app's services stopped and started again). A stopped pod is restored where it lies and stays stopped: on its host, in a short-lived container made like the pod (no network), each database started apart to load its dump; a start of the pod meanwhile is 409. 400 for a pod in any other state.",
   request: { params: BackupIdParams },
   responses: {
     202: jsonResponse(

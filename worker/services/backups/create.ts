@@ -7,9 +7,17 @@ import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
 import { findTeamPod } from "../pods/lookup";
-import { NOT_RUNNING } from "../pods/target";
 import { isUniqueViolation } from "../teams/slug";
-import { BUSY, busyWith, countedBackups, failBackup, objectKeyOf, planLimit } from "./records";
+import {
+  BUSY,
+  backupable,
+  busyWith,
+  countedBackups,
+  failBackup,
+  notBackupable,
+  objectKeyOf,
+  planLimit,
+} from "./records";
 import { type BackupView, toBackupView } from "./views";
 
 /**
@@ -58,7 +66,7 @@ export async function startBackupWorkflow(
   }
 }
 
-/** A backup of a running pod made on its host: the row, then its workflow. */
+/** A backup made on the pod's host: the row, then its workflow. */
 export async function startBackup(
   env: Bindings,
   db: Db,
@@ -70,9 +78,10 @@ export async function startBackup(
 }
 
 /**
- * `POST /api/pods/{name}/backups`: 202 with the record `in_progress`. 400 when the pod is not
- * running (its files and databases are read live), 403 at the plan's limit, 409 while another
- * backup, import or restore of the pod runs.
+ * `POST /api/pods/{name}/backups`: 202 with the record `in_progress`. A running pod is read live; a
+ * stopped one in helper containers on its host, left stopped (docs/backups.md "A stopped pod").
+ * 400 for a pod in any other state, 403 at the plan's limit, 409 while another backup, import or
+ * restore of the pod runs.
  */
 export async function createBackup({
   ctx,
@@ -82,7 +91,7 @@ export async function createBackup({
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
   const { pod } = found.value;
-  if (pod.status !== "running" || !pod.hostId) return fail("bad_request", NOT_RUNNING);
+  if (!backupable(pod)) return fail("bad_request", notBackupable(pod));
   const limit = planLimit(pod);
   if ((await countedBackups(ctx.db, pod.id)) >= limit)
     return fail(

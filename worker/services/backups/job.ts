@@ -5,7 +5,7 @@ import type { Db } from "../../db/client";
 import { type BackupTrigger, backupSchedules, backups, pods } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
-import { failBackup, planLimit, removeBackups } from "./records";
+import { backupable, failBackup, notBackupable, planLimit, removeBackups } from "./records";
 
 /** The steps of a backup's workflow (worker/workflows/pod-backup.ts), each a plain function of D1 and R2. */
 
@@ -17,11 +17,25 @@ export type Done = { ok: true } | { ok: false; reason: string };
 const no = (reason: string) => ({ ok: false as const, reason });
 
 export type BackupJob =
-  | { kind: "run"; trigger: BackupTrigger; podId: string; podName: string; preset: Preset; hostId: string }
+  | {
+      kind: "run";
+      trigger: BackupTrigger;
+      podId: string;
+      podName: string;
+      preset: Preset;
+      hostId: string;
+      /** what the host does if it finds the pod stopped (`backup.create`'s `whenStopped`) */
+      whenStopped: "refuse" | "helper";
+    }
   | { kind: "over" }
   | { kind: "fail"; reason: string };
 
-/** What the workflow needs, read once; a backup no longer in progress (swept, pod deleted) is over. */
+/**
+ * What the workflow needs, read once; a backup no longer in progress (swept, pod deleted) is over.
+ * A manual backup takes a running or a stopped pod (a stopped one is backed up in helper containers
+ * on its host and left stopped); a scheduled one only a running pod, as the spec says stopped pods
+ * are skipped (also when one was stopped after its backup was started: it fails, saying so).
+ */
 export async function loadBackupJob(db: Db, backupId: string): Promise<BackupJob> {
   const [row] = await db
     .select({ backup: backups, pod: pods })
@@ -31,9 +45,13 @@ export async function loadBackupJob(db: Db, backupId: string): Promise<BackupJob
   if (row?.backup.status !== "in_progress") return { kind: "over" };
   const { backup, pod } = row;
   if (!pod.hostId) return { kind: "fail", reason: `pod ${pod.name} is on no host` };
-  // an import needs only the host (a test-restore needs no pod); a backup reads the live pod
-  if (backup.trigger !== "import" && pod.status !== "running")
-    return { kind: "fail", reason: `pod ${pod.name} is ${pod.status}, not running` };
+  // an import needs only the host (a test-restore needs no pod)
+  const manual = backup.trigger === "manual";
+  if (backup.trigger !== "import" && !(manual ? backupable(pod) : pod.status === "running"))
+    return {
+      kind: "fail",
+      reason: manual ? notBackupable(pod) : `pod ${pod.name} is ${pod.status}, not running`,
+    };
   return {
     kind: "run",
     trigger: backup.trigger,
@@ -41,6 +59,7 @@ export async function loadBackupJob(db: Db, backupId: string): Promise<BackupJob
     podName: pod.name,
     preset: pod.preset as Preset,
     hostId: pod.hostId,
+    whenStopped: manual ? "helper" : "refuse",
   };
 }
 

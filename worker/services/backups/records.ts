@@ -31,6 +31,20 @@ export async function countedBackups(db: Db, podId: string): Promise<number> {
 export const BUSY = (name: string) =>
   `a backup, import or restore of pod ${name} is running; one at a time per pod, try again when it has ended`;
 
+/**
+ * Whether a manual backup or a restore can run on the pod: a running pod is read and written live, a
+ * stopped one in helper containers on its host and left stopped (docs/backups.md "A stopped pod").
+ * Any other state (creating, error, suspended) and a pod on no host cannot.
+ */
+export const backupable = (pod: Pick<PodRow, "status" | "hostId">): boolean =>
+  (pod.status === "running" || pod.status === "stopped") && Boolean(pod.hostId);
+
+/** why `backupable` said no, for the 400 */
+export const notBackupable = (pod: Pick<PodRow, "name" | "status" | "hostId">): string =>
+  pod.hostId
+    ? `pod ${pod.name} is ${pod.status}; backups and restores need a running or stopped pod`
+    : `pod ${pod.name} is on no host yet`;
+
 /** Whether a backup (or import) or a restore of the pod is running: they go one at a time. */
 export async function busyWith(db: Db, podId: string): Promise<boolean> {
   const [backup] = await db

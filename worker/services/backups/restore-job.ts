@@ -5,6 +5,7 @@ import type { Db } from "../../db/client";
 import { backupRestores, backups, pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { recordEventStatement } from "../pods/events";
+import { backupable, notBackupable } from "./records";
 
 /** The steps of a restore's workflow (worker/workflows/pod-restore.ts). */
 
@@ -24,7 +25,7 @@ export type RestoreJob =
   | { kind: "over" }
   | { kind: "fail"; podId: string; backupId: string; reason: string };
 
-/** What the restore needs, read once: the backup must still be completed and the pod running. */
+/** What the restore needs, read once: the backup must still be completed, the pod running or stopped. */
 export async function loadRestoreJob(db: Db, restoreId: string): Promise<RestoreJob> {
   const [row] = await db
     .select({ restore: backupRestores, pod: pods, backup: backups })
@@ -42,7 +43,7 @@ export async function loadRestoreJob(db: Db, restoreId: string): Promise<Restore
   });
   if (backup?.status !== "completed" || backup.size === null || backup.sha256 === null)
     return failed(`backup ${restore.backupId} is no longer a completed backup`);
-  if (pod.status !== "running" || !pod.hostId) return failed(`pod ${pod.name} is ${pod.status}, not running`);
+  if (!backupable(pod) || !pod.hostId) return failed(notBackupable(pod));
   return {
     kind: "run",
     podId: pod.id,

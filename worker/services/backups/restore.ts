@@ -4,15 +4,15 @@ import { newId } from "../../../shared/ids";
 import { backupRestores } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
-import { NOT_RUNNING } from "../pods/target";
 import { isUniqueViolation } from "../teams/slug";
-import { BUSY, busyWith, findTeamBackup } from "./records";
+import { BUSY, backupable, busyWith, findTeamBackup, notBackupable } from "./records";
 
 /**
  * `POST /api/pods/{name}/backups/{id}/restore`: 202 `{status: "restoring", backup_id}`; the restore
  * runs in the pod-restore workflow, which reports `restore_started`, then `restore_completed` or
- * `restore_failed` as pod events. A completed backup of a running pod only; one backup, import or
- * restore of a pod at a time (409). A `restoring` row is the lock (a unique index per pod).
+ * `restore_failed` as pod events. A completed backup of a running or stopped pod (a stopped one is
+ * restored in helper containers and left stopped); one backup, import or restore of a pod at a time
+ * (409). A `restoring` row is the lock (a unique index per pod).
  */
 export async function restoreBackup({
   ctx,
@@ -27,7 +27,7 @@ export async function restoreBackup({
       "conflict",
       `backup ${backup.id} is ${backup.status}; only a completed backup can be restored`,
     );
-  if (pod.status !== "running" || !pod.hostId) return fail("bad_request", NOT_RUNNING);
+  if (!backupable(pod)) return fail("bad_request", notBackupable(pod));
   if (await busyWith(ctx.db, pod.id)) return fail("conflict", BUSY(pod.name));
   const id = newId("rst");
   try {
