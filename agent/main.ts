@@ -21,7 +21,7 @@ import { IngressKeeper } from "./ingress/keeper";
 import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
-import { podsWithServices, syncSidecars } from "./services/sidecars";
+import { podsWithServices, renameLegacySidecars, syncSidecars } from "./services/sidecars";
 import { startSshGateway } from "./ssh/gateway";
 import { createBlobStore } from "./transfer/blobs";
 import { createRelayClient } from "./transfer/relay";
@@ -169,6 +169,9 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
   // The socket is dialled while they run (the handshake overlaps them); the hello waits for them.
   const startup = Promise.all([keeper.start(), egress.start()]).then(async () => {
+    await renameLegacySidecars(docker, config.namePrefix, log).catch((error: unknown) =>
+      log.warn("could not rename sidecars to their helper names", { error: String(error) }),
+    );
     // A deploy the previous run did not finish left its build or candidate container behind.
     await removeGitLeftovers(deps).catch((error: unknown) =>
       log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),

@@ -1,6 +1,6 @@
 import type { ContainerCreateOptions } from "dockerode";
 import type { PodLimits, PodSpec } from "../../shared/protocol";
-import { HOME, LABEL_DOMAIN, LABEL_PORT, LABEL_SSH_PORT, podLabels, podNames } from "./naming";
+import { HOME, helperName, LABEL_DOMAIN, LABEL_PORT, LABEL_SSH_PORT, podLabels, podNames } from "./naming";
 import { POD_SECURITY_OPT } from "./seccomp";
 
 /**
@@ -94,7 +94,7 @@ export function containerCreateOptions(prefix: string, spec: PodSpec, image: str
 export function cloneHelperOptions(prefix: string, spec: PodSpec, image: string): ContainerCreateOptions {
   const names = podNames(prefix, spec.name);
   return {
-    name: `${names.container}-clone`,
+    name: helperName(names.container, "clone"),
     Image: image,
     User: "1000:1000",
     Cmd: ["true"],

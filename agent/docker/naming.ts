@@ -28,6 +28,14 @@ export function podNames(prefix: string, pod: string): PodNames {
 }
 
 /**
+ * A container the agent makes for a pod beside the pod's own (git build and candidate, clone,
+ * one-off runs, database sidecars, backup helpers): the pod's container name, `_`, a role. A pod
+ * name has no `_`, so no such name is ever another pod's container — with `-build` it was: pod
+ * `shop`'s deploy removed the container of a stranger's pod `shop-build` on the same host.
+ */
+export const helperName = (podContainer: string, role: string) => `${podContainer}_${role}`;
+
+/**
  * Every pod bridge's interface is named `phb` + 12 hex of its network's name (15 characters, the
  * kernel's limit), so the host's egress rules match all pods with one `-i phb+`
  * (scripts/host/ensure-egress.sh). Networks made before this keep Docker's `br-<id>`.
@@ -61,12 +69,17 @@ export interface ServiceNames {
  * the pod's container name or a sidecar's, plus `_backup`. No pod or sidecar container can be named
  * so (a pod name has no `_`), so removing a helper by its name never hits a tenant's container.
  */
-export const backupHelperName = (container: string) => `${container}_backup`;
+export const backupHelperName = (container: string) => helperName(container, "backup");
 /** the pod a backup helper works for (beside the prefix and LABEL_HELPER), for leftovers */
 export const LABEL_BACKUP_POD = "podhost.backup.pod";
 
 export function serviceNames(prefix: string, pod: string, type: string): ServiceNames {
-  return { container: `${prefix}-${pod}-svc-${type}`, volume: `${prefix}-${pod}-svc-${type}` };
+  // The volume keeps its `-svc-` name (volumes and containers are apart: no pod's volume is named
+  // so); the container is a helper name.
+  return {
+    container: helperName(podNames(prefix, pod).container, `svc-${type}`),
+    volume: `${prefix}-${pod}-svc-${type}`,
+  };
 }
 
 export function serviceLabels(

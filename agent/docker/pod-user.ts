@@ -7,7 +7,7 @@ import { type DockerClient, dockerStatus, isNotFound } from "./client";
 import { DEFAULT_MAX_OUTPUT_BYTES, type ExecResult, execInContainer } from "./exec";
 import type { StreamExecutor } from "./exec-stream";
 import { demuxStream } from "./frames";
-import { HOME, LABEL_PREFIX, podNames } from "./naming";
+import { HOME, helperName, LABEL_PREFIX, podNames } from "./naming";
 import { AGENT_PATH_ENV, SH } from "./pod-bin";
 import { inspectContainer, removeContainer } from "./resources";
 import { POD_SECURITY_OPT } from "./seccomp";
@@ -121,7 +121,7 @@ async function runInHelper(
 ): Promise<ExecResult> {
   const { stdin, timeoutMs } = opts;
   const names = podNames(prefix, pod);
-  const name = `${names.container}-run-${randomBytes(4).toString("hex")}`;
+  const name = helperName(names.container, `run-${randomBytes(4).toString("hex")}`);
   const withStdin = stdin !== undefined;
   const container = await docker.createContainer({
     name,

@@ -3,7 +3,7 @@ import type { ContainerCreateOptions } from "dockerode";
 import type { GitConfig } from "../config";
 import { type DockerClient, isConflict } from "../docker/client";
 import { FrameParser, STDERR } from "../docker/frames";
-import { HOME, LABEL_PREFIX, podNames } from "../docker/naming";
+import { HOME, helperName, LABEL_PREFIX, podNames } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { inspectContainer, removeContainer, startContainer } from "../docker/resources";
 import { POD_SECURITY_OPT } from "../docker/seccomp";
@@ -24,8 +24,10 @@ export const LABEL_GIT_POD = "podhost.git.pod";
 export const HELPER_BUILD = "git-build";
 export const HELPER_CANDIDATE = "git-candidate";
 
-export const buildName = (prefix: string, pod: string) => `${podNames(prefix, pod).container}-build`;
-export const candidateName = (prefix: string, pod: string) => `${podNames(prefix, pod).container}-candidate`;
+export const buildName = (prefix: string, pod: string) =>
+  helperName(podNames(prefix, pod).container, "build");
+export const candidateName = (prefix: string, pod: string) =>
+  helperName(podNames(prefix, pod).container, "candidate");
 
 /**
  * Remove a container by name and wait until the name is free: a removal already under way (a

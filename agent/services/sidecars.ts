@@ -69,6 +69,29 @@ export async function serviceContainersOf(
   });
 }
 
+/**
+ * Sidecars made before their containers got helper names (`<pod container>-svc-<type>`, which a
+ * pod named `<pod>-svc-<type>` could have had) take the new name at the agent's start, so they are
+ * found, stopped and removed with their pod, and never run twice on one data volume. Only a
+ * container whose labels make it this prefix's sidecar of that pod and type is renamed.
+ */
+export async function renameLegacySidecars(docker: DockerClient, prefix: string, log: Logger): Promise<void> {
+  const list = await docker.listContainers({
+    all: true,
+    filters: { label: [`${LABEL_PREFIX}=${prefix}`, LABEL_SERVICE, LABEL_SERVICE_POD] },
+  });
+  for (const c of list) {
+    const pod = c.Labels[LABEL_SERVICE_POD] ?? "";
+    const type = ServiceType.safeParse(c.Labels[LABEL_SERVICE]);
+    if (!type.success) continue;
+    const name = c.Names[0]?.replace(/^\//, "");
+    if (name !== `${podNames(prefix, pod).container}-svc-${type.data}`) continue;
+    const to = serviceNames(prefix, pod, type.data).container;
+    await docker.getContainer(c.Id).rename({ name: to });
+    log.info("sidecar renamed to its helper name", { pod, from: name, to });
+  }
+}
+
 /** The app container's memory with these services beside it: the plan's, less their shares. */
 export function appMemoryMb(limits: PodLimits, services: number): number {
   return Math.max(MIN_APP_MEMORY_MB, limits.memoryMb - services * serviceMemoryMb(limits));

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
-import { HELPER_CANDIDATE, LABEL_GIT_POD } from "../../agent/git/build";
+import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD } from "../../agent/git/build";
 import type { DeployLogMessage } from "../../agent/git/log";
 import { DeployLog } from "../../agent/git/log";
 import { Redactor } from "../../agent/git/redact";
@@ -595,7 +595,7 @@ HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
         ),
     );
     await agent.docker.createContainer({
-      name: `${container}-candidate`,
+      name: candidateName(prefix, pod),
       Image: agent.config.images.nodejs,
       Cmd: ["true"],
       Labels: { [LABEL_PREFIX]: prefix, "podhost.helper": HELPER_CANDIDATE, [LABEL_GIT_POD]: pod },

@@ -2,8 +2,16 @@ import { access, readFile } from "node:fs/promises";
 import type { ContainerInspectInfo } from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
-import { podNames } from "../../agent/docker/naming";
+import {
+  LABEL_POD,
+  LABEL_PREFIX,
+  LABEL_SERVICE,
+  LABEL_SERVICE_POD,
+  podNames,
+  serviceNames,
+} from "../../agent/docker/naming";
 import { firstContainerAddress } from "../../agent/docker/resources";
+import { renameLegacySidecars } from "../../agent/services/sidecars";
 import { type Agent, httpGet, ms, podSpec, startAgent, until } from "./helpers";
 
 /** The lifecycle of real pods on the real engine, shared across the tests of this file. */
@@ -289,5 +297,47 @@ describe("pod.delete", () => {
       state: "missing",
       ip: null,
     });
+  });
+});
+
+describe("helper names (attacker: a stranger's pod named like another pod's helpers)", () => {
+  it("survives that pod's clone, deploy clean-up and delete: helpers are `<pod>_<role>`, never a pod's name", async () => {
+    const victims = ["mine-build", "mine-candidate", "mine-clone", "mine-svc-redis"];
+    await Promise.all(victims.map((v) => agent.handlers["pod.create"](podSpec(v), agent.ctx)));
+    await agent.handlers["pod.clone"]({ source: "web", spec: podSpec("mine") }, agent.ctx);
+    expect(await agent.handlers["pod.delete"]({ name: "mine" }, agent.ctx)).toEqual({ deleted: true });
+    for (const v of victims) {
+      expect((await agent.handlers["pod.inspect"]({ name: v }, agent.ctx)).state, v).toBe("running");
+    }
+    await Promise.all(victims.map((v) => agent.handlers["pod.delete"]({ name: v }, agent.ctx)));
+  });
+
+  it("renames a sidecar made under the old `-svc-` name at the agent's start, and nothing else", async () => {
+    const prefix = agent.config.namePrefix;
+    const make = (name: string, labels: Record<string, string>) =>
+      agent.docker.createContainer({
+        name,
+        Image: agent.config.images.static,
+        Cmd: ["true"],
+        Labels: labels,
+      });
+    const legacy = await make(`${prefix}-old-svc-redis`, {
+      [LABEL_PREFIX]: prefix,
+      [LABEL_SERVICE]: "redis",
+      [LABEL_SERVICE_POD]: "old",
+    });
+    // a pod container of a pod named `other-svc-redis`: no sidecar labels, never renamed
+    const pod = await make(`${prefix}-other-svc-redis`, {
+      [LABEL_PREFIX]: prefix,
+      [LABEL_POD]: "other-svc-redis",
+    });
+    try {
+      await renameLegacySidecars(agent.docker, prefix, agent.ctx.log);
+      expect((await legacy.inspect()).Name).toBe(`/${serviceNames(prefix, "old", "redis").container}`);
+      expect((await pod.inspect()).Name).toBe(`/${prefix}-other-svc-redis`);
+    } finally {
+      await legacy.remove({ force: true });
+      await pod.remove({ force: true });
+    }
   });
 });

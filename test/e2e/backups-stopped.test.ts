@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serviceNames } from "../../agent/docker/naming";
 import { type ApiClient, signUp } from "./support/api";
 import { dockerInspect } from "./support/docker";
 import { waitForHostOnline, waitForPodStatus } from "./support/pods";
@@ -30,7 +31,7 @@ describe("backups of a stopped pod", () => {
   let backupId = "";
 
   const container = () => `${stack.prefix}-${POD}`;
-  const sidecar = () => `${stack.prefix}-${POD}-svc-postgresql`;
+  const sidecar = () => serviceNames(stack.prefix, POD, "postgresql").container;
   const sh = async (script: string) => {
     const res = await api.post(`/api/pods/${POD}/exec`, { command: ["bash", "-c", script], timeout_s: 60 });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
