@@ -5,6 +5,7 @@ import type { ZipSeed } from "../../shared/protocol/zip";
 import { diskBytes, podDiskOf } from "../disk/pod-disk";
 import { isConflict, isNotFound } from "../docker/client";
 import { cloneHelperOptions, containerCreateOptions } from "../docker/container-spec";
+import { writeFreshHome } from "../docker/fresh-home";
 import {
   HOME,
   LABEL_DOMAIN,
@@ -15,6 +16,7 @@ import {
   podNames,
   prefixFilter,
 } from "../docker/naming";
+import { forgetFailedNeighbour } from "../docker/neighbour";
 import {
   assertOwned,
   ensureNetwork,
@@ -188,7 +190,10 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       // and its user may have changed them since.
       if (fresh) {
         const entries = specFileEntries(spec, { onlyNonEmpty: copied });
-        if (entries.length > 0)
+        // A home this call made and the engine just seeded from the image: written on the host.
+        const direct = disk && made.volume && made.container && !copied ? disk.dirOf(n.volume) : null;
+        if (direct) await writeFreshHome(direct, entries);
+        else if (entries.length > 0)
           await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
       }
       made.vhost = !(await ingress.hasVhost(spec.name));
@@ -209,6 +214,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       const running = await waitRunning(docker, n.container, n.network, ctx.signal);
       const routeError = await earlyRoute;
       if (routeError) throw routeError;
+      if (early) await forgetFailedNeighbour(running.ip);
       // A from-zip archive replaces the default app once the pod runs, and is reloaded (its
       // dependencies installed, its services restarted on it) before its vhost exists, so "running"
       // already serves the archive: no request meets the default app or a restarting server. A
