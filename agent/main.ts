@@ -108,15 +108,15 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   /** The hello of a new connection; it says whether this host can serve, so not before the start's checks are done. */
   let greeted: Promise<void> = Promise.resolve();
   const greet = async (send: (message: unknown) => void) => {
-    await startup;
-    // The inventory lets the control plane reconcile what it believes with what this host has.
-    const inventory = await handlers["host.inventory"](
-      {},
-      { signal: AbortSignal.timeout(30_000), log },
-    ).catch((error: unknown) => {
-      log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
-      return { pods: [] };
-    });
+    // The inventory lets the control plane reconcile what it believes with what this host has
+    // (pod containers only: the start's clean-ups touch none, so it is read beside them).
+    const [, inventory] = await Promise.all([
+      startup,
+      handlers["host.inventory"]({}, { signal: AbortSignal.timeout(30_000), log }).catch((error: unknown) => {
+        log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
+        return { pods: [] };
+      }),
+    ]);
     send({
       type: "agent:hello",
       protocol: PROTOCOL_VERSION,
@@ -146,9 +146,14 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     onChange: onHostHealth,
   });
 
+  // Sidecars made under their earlier names take the new ones before anything looks them up.
+  const renamed = renameLegacySidecars(docker, config.namePrefix, log).catch((error: unknown) =>
+    log.warn("could not rename sidecars to their helper names", { error: String(error) }),
+  );
   // Database sidecars in step with their pods: the engine may have restarted pods (new network
   // namespaces) while this agent was down. Events after this are handled by the watcher.
-  void podsWithServices(docker, config.namePrefix)
+  void renamed
+    .then(() => podsWithServices(docker, config.namePrefix))
     .then(async (pods) => {
       for (const pod of pods) await syncSidecars(deps, pod);
     })
@@ -167,20 +172,25 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   );
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
-  // The socket is dialled while they run (the handshake overlaps them); the hello waits for them.
-  const startup = Promise.all([keeper.start(), egress.start()]).then(async () => {
-    await renameLegacySidecars(docker, config.namePrefix, log).catch((error: unknown) =>
-      log.warn("could not rename sidecars to their helper names", { error: String(error) }),
-    );
-    // A deploy the previous run did not finish left its build or candidate container behind.
-    await removeGitLeftovers(deps).catch((error: unknown) =>
-      log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
-    );
+  // The checks and clean-ups run at once, and the socket is dialled meanwhile (the handshake
+  // overlaps them); the hello waits for them.
+  const startup = Promise.all([
+    egress.start(),
+    renamed,
+    // A deploy the previous run did not finish left its build or candidate container behind (a
+    // candidate's pod is routed back to its own container: after the ingress is up).
+    keeper
+      .start()
+      .then(() =>
+        removeGitLeftovers(deps).catch((error: unknown) =>
+          log.warn("could not remove leftovers of unfinished deploys", { error: String(error) }),
+        ),
+      ),
     // ...and a stopped pod's backup or restore its helper containers (agent/backups/stopped-pod.ts).
-    await removeBackupLeftovers(docker, config.namePrefix, log).catch((error: unknown) =>
+    removeBackupLeftovers(docker, config.namePrefix, log).catch((error: unknown) =>
       log.warn("could not remove leftovers of unfinished backups", { error: String(error) }),
-    );
-  });
+    ),
+  ]);
   socket.start();
   await startup;
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
