@@ -1,5 +1,5 @@
 import { constants } from "node:os";
-import type { Duplex, Readable } from "node:stream";
+import type { Duplex, Readable, Writable } from "node:stream";
 import { Transform, type TransformCallback } from "node:stream";
 import { CappedBytes } from "./capped";
 import type { DockerClient } from "./client";
@@ -22,6 +22,12 @@ export interface StreamExecOptions {
   workingDir?: string;
   /** piped to the process's stdin, which is closed when it ends (destroyed if it fails) */
   stdin?: Readable;
+  /**
+   * Hand the process's stdin back as `StreamedExec.stdin` for the caller to write and end (instead
+   * of `stdin`): a source that is only known once the process runs is piped in without a stream in
+   * between.
+   */
+  openStdin?: boolean;
   signal?: AbortSignal;
   /** keep at most this many bytes of stderr (default 64 KiB) */
   maxStderrBytes?: number;
@@ -30,6 +36,8 @@ export interface StreamExecOptions {
 export interface StreamedExec {
   /** the process's stdout; the caller must consume it (or `resume()` it) or the process stalls */
   stdout: Readable;
+  /** with `openStdin`: the process's stdin, ended by the caller (a failed source must `abort` instead) */
+  stdin?: Writable;
   /** the exit code and the head of stderr, once the engine's stream ended */
   done: Promise<{ exitCode: number; stderr: string }>;
   /** tear the connection down (the process sees EOF and broken pipes, then exits) */
@@ -63,7 +71,7 @@ async function engineExecStream(
   argv: string[],
   opts: StreamExecOptions = {},
 ): Promise<StreamedExec> {
-  const withStdin = opts.stdin !== undefined;
+  const withStdin = opts.stdin !== undefined || opts.openStdin === true;
   const exec = await docker.getContainer(containerName).exec({
     Cmd: argv,
     Env: [AGENT_PATH_ENV],
@@ -116,7 +124,12 @@ async function engineExecStream(
   })();
   // The caller may learn of a failure from `stdout` first; `done` must not then be unhandled.
   done.catch(() => undefined);
-  return { stdout: demux, done, abort: (reason) => socket.destroy(reason) };
+  return {
+    stdout: demux,
+    ...(opts.openStdin ? { stdin: socket } : {}),
+    done,
+    abort: (reason) => socket.destroy(reason),
+  };
 }
 
 /** `runc exec`: the process's stdio are this agent's pipes. */
@@ -148,7 +161,7 @@ function runcExecStream(
     // A failed source must not look like an end (EOF): the process is stopped instead.
     stdin.once("error", (err) => abort(err));
     stdin.pipe(child.stdin as NodeJS.WritableStream);
-  } else {
+  } else if (!opts.openStdin) {
     child.stdin?.end();
   }
   const onAbort = () => {
@@ -169,7 +182,7 @@ function runcExecStream(
     });
   });
   done.catch(() => undefined);
-  return { stdout, done, abort };
+  return { stdout, ...(opts.openStdin ? { stdin: child.stdin as Writable } : {}), done, abort };
 }
 
 /** The engine's multiplexed stream (./frames.ts) split into stdout, passed on as it comes, and stderr, kept up to a cap. */

@@ -1,4 +1,4 @@
-import { PassThrough, type Readable, Transform } from "node:stream";
+import { PassThrough, type Readable } from "node:stream";
 import { CappedBytes } from "../docker/capped";
 import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
 import { AgentError } from "../errors";
@@ -23,15 +23,15 @@ const COLLECTED_BYTES = 16 * 1024;
 
 /**
  * A new temp file in `d` (created if missing), filled from stdin. Its name is printed first, so
- * whatever happens next the agent can remove it; its size last.
+ * whatever happens next the agent can remove it. `cat` succeeds only once every byte up to the end
+ * of its input is in the file; the size is checked again when the file is committed.
  */
 const RECEIVE = `d=$1
 if [ -e "$d" ] && [ ! -d "$d" ]; then exit ${EXIT.notDir}; fi
-mkdir -p -- "$d" || exit 1
+[ -d "$d" ] || mkdir -p -- "$d" || exit 1
 t=$(mktemp -- "$d/${TEMP_PREFIX}XXXXXX") || exit 1
 printf '%s\\n' "$t"
-cat >"$t" || exit 1
-stat -c %s -- "$t"`;
+exec cat >"$t"`;
 
 /**
  * With $t $f $d $n set: the temp file, checked for the expected size, moved beside the target when
@@ -45,7 +45,7 @@ trap 'rm -f -- "$t"' EXIT
 [ "$(stat -c %s -- "$t")" = "$n" ] || exit ${EXIT.shortWrite}
 if [ -d "$f" ] && [ ! -L "$f" ]; then exit ${EXIT.isDir}; fi
 if [ -e "$d" ] && [ ! -d "$d" ]; then exit ${EXIT.notDir}; fi
-mkdir -p -- "$d" || exit 1
+[ -d "$d" ] || mkdir -p -- "$d" || exit 1
 if [ "\${t%/*}" != "$d" ]; then
   u=$(mktemp -- "$d/${TEMP_PREFIX}XXXXXX") || exit 1
   mv -f -- "$t" "$u" || { rm -f -- "$u"; exit 1; }
@@ -190,25 +190,20 @@ export class FileReceiver {
     relay: string,
     signal: AbortSignal,
   ): Promise<{ temp: string; size: number }> {
-    let received = 0;
-    const counted = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        received += chunk.length;
-        callback(null, chunk);
-      },
-    });
-    // The process starts while the relay is reached (each takes tens of ms).
+    // The process starts while the relay is reached (each takes tens of ms); the relay's bytes go
+    // straight into its stdin, counted on the way (a stream in between cost ~20% of the agent's CPU
+    // on a 32 MB upload).
     const started = streamFileScript(this.exec, this.prefix, pod, RECEIVE, [dir], {
       timeoutS: TRANSFER_TIMEOUT_S,
       signal,
-      stdin: counted,
+      openStdin: true,
     });
     const [fetched, launched] = await Promise.allSettled([client.fetch(relay, signal), started]);
     if (fetched.status === "rejected" || launched.status === "rejected") {
       if (fetched.status === "fulfilled") fetched.value.body.destroy(); // nothing will read it
       if (launched.status === "fulfilled") {
         const output = collected(launched.value.stdout);
-        counted.end(); // an empty temp file, removed below
+        launched.value.stdin?.end(); // an empty temp file, removed below
         await launched.value.done.catch(() => undefined);
         await this.removeTemp(pod, dir, output());
       }
@@ -216,28 +211,32 @@ export class FileReceiver {
     }
     const incoming = fetched.value;
     const run = launched.value;
+    const stdin = run.stdin;
+    if (!stdin) throw new Error("receive: the process's stdin was not handed back");
     // Only an 'end' counts as a whole stream here: a broken connection errors or closes without it.
     // A caller's upload cut off upstream can still reach this side as a clean but short end (the
     // relay's streams do not always carry the break): the control plane commits only the size it
     // counted itself, which is what keeps such a file from landing.
     let whole = false;
+    let received = 0;
+    incoming.body.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+    });
     incoming.body.once("end", () => {
       whole = true;
     });
     incoming.body.once("error", (err) => {
       whole = false;
-      counted.destroy(err); // the process is stopped, not handed an EOF
+      run.abort(err); // the process is stopped, not handed an EOF
     });
-    incoming.body.pipe(counted);
+    incoming.body.pipe(stdin);
     const output = collected(run.stdout);
     // A script that stopped early (the directory is a file) left bytes unread: hang up on the relay,
     // so the caller's side learns of it rather than waits.
     const { exitCode, stderr } = await run.done.finally(() => incoming.body.destroy());
-    // "<temp>\n<size>\n" on success, at most "<temp>\n" before a failure
-    const text = output().replace(/\n$/, "");
-    const cut = exitCode === 0 ? text.lastIndexOf("\n") : text.length;
-    const temp = text.slice(0, Math.max(cut, 0));
-    const written = cut < 0 ? "" : text.slice(cut + 1);
+    // "<temp>\n" once the temp file exists (nothing when the script failed before)
+    const printed = output();
+    const temp = printed.endsWith("\n") ? printed.slice(0, -1) : "";
     const what = `writing into ${dir}`;
     const failure =
       exitCode === EXIT.notDir
@@ -246,8 +245,8 @@ export class FileReceiver {
           ? fileFailure(what, exitCode, stderr)
           : !whole
             ? new AgentError("unavailable", `${what}: the upload broke off; nothing was written`)
-            : written !== String(received)
-              ? new AgentError("unavailable", `${what}: the file came out short; nothing was written`)
+            : !temp.startsWith(`${dir}/${TEMP_PREFIX}`)
+              ? new AgentError("internal", `${what}: the temp file's name did not come back`)
               : undefined;
     if (failure) {
       await this.removeTemp(pod, dir, temp);

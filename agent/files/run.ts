@@ -85,12 +85,13 @@ export async function streamFileScript(
   pod: string,
   script: string,
   args: string[],
-  opts: { timeoutS: number; signal?: AbortSignal; stdin?: Readable },
+  opts: { timeoutS: number; signal?: AbortSignal; stdin?: Readable; openStdin?: boolean },
 ): Promise<StreamedExec> {
   try {
     return await exec(podNames(prefix, pod).container, timeoutArgv(opts.timeoutS, script, args), {
       workingDir: HOME,
       stdin: opts.stdin,
+      openStdin: opts.openStdin,
       signal: opts.signal,
     });
   } catch (err) {
