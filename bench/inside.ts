@@ -46,7 +46,7 @@ import { type Stack, startStack } from "../test/e2e/support/stack";
 import { fmt, formatTable, median, summarize } from "./stats";
 import { positiveInt } from "./support/args";
 import { CpuMeter, pidsNamed } from "./support/cpu";
-import { descendants, interleaved, machineLoad } from "./support/sampling";
+import { descendants, interleaved, machineLoad, readProcess } from "./support/sampling";
 
 const TARGET = { exec: 1.1, transfer: 1.3, list: 1.5 };
 
@@ -248,6 +248,12 @@ async function main() {
       console.log(`\n2. ${SIZE_MB} MB transfers, ${COPIES} repetitions after 1 warm-up (MB/s from the p50)`);
       for (const [name, xs] of Object.entries(transfer)) console.log(`   ${name}: ${fmt(mbps(xs), 1)} MB/s`);
       console.log(`\nwhere the CPU goes (waited-for children count towards their parent)\n\n${cpu.table()}`);
+      if (agentPid[0]) {
+        const mem = await readProcess(agentPid[0]);
+        console.log(
+          `agent RSS after the transfers: ${fmt(mem.rssKb / 1024, 1)} MB (peak ${fmt(mem.hwmKb / 1024, 1)} MB)`,
+        );
+      }
       const up = {
         "API upload": transfer["API upload"] ?? [],
         "docker cp in": transfer["docker cp in"] ?? [],
