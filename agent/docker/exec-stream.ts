@@ -28,6 +28,11 @@ export interface StreamExecOptions {
    * between.
    */
   openStdin?: boolean;
+  /**
+   * Give the process a pipe from this agent as fd 3, handed back as `StreamedExec.fd3` (only by
+   * `runc exec`: the engine's exec has no such pipe, and `fd3` is then undefined).
+   */
+  fd3?: boolean;
   signal?: AbortSignal;
   /** keep at most this many bytes of stderr (default 64 KiB) */
   maxStderrBytes?: number;
@@ -38,6 +43,8 @@ export interface StreamedExec {
   stdout: Readable;
   /** with `openStdin`: the process's stdin, ended by the caller (a failed source must `abort` instead) */
   stdin?: Writable;
+  /** with `fd3`, where this host has it: the process's fd 3 */
+  fd3?: Writable;
   /** the exit code and the head of stderr, once the engine's stream ended */
   done: Promise<{ exitCode: number; stderr: string }>;
   /** tear the connection down (the process sees EOF and broken pipes, then exits) */
@@ -144,7 +151,10 @@ function runcExecStream(
     user: opts.user ?? "1000:1000",
     cwd: opts.workingDir ?? HOME,
     env: [AGENT_PATH_ENV],
+    extraFds: opts.fd3 ? 1 : 0,
   });
+  const fd3 = opts.fd3 ? (child.stdio[3] as Writable) : undefined;
+  fd3?.on("error", () => undefined); // the process may exit without reading it
   const stdout = child.stdout as Readable;
   const stderr = new CappedBytes(opts.maxStderrBytes ?? 64 * 1024);
   child.stderr?.on("data", stderr.push);
@@ -153,6 +163,7 @@ function runcExecStream(
   const abort = (reason?: Error) => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     child.stdin?.destroy();
+    fd3?.destroy();
     stdout.destroy(reason);
   };
   child.stdin?.on("error", () => undefined); // the process may exit without reading everything
@@ -182,7 +193,13 @@ function runcExecStream(
     });
   });
   done.catch(() => undefined);
-  return { stdout, ...(opts.openStdin ? { stdin: child.stdin as Writable } : {}), done, abort };
+  return {
+    stdout,
+    ...(opts.openStdin ? { stdin: child.stdin as Writable } : {}),
+    ...(fd3 ? { fd3 } : {}),
+    done,
+    abort,
+  };
 }
 
 /** The engine's multiplexed stream (./frames.ts) split into stdout, passed on as it comes, and stderr, kept up to a cap. */
