@@ -24,9 +24,11 @@
  * 3. listing a directory of `--files` files: GET …/files?path=… beside `docker exec <c> ls -la <dir>`.
  *    Target: p50 ≤ 1.5x.
  *
- * Where an upload's time goes (32 MB, timed inside the Worker): ~0.35 s for the file part to flow
- * from curl through the Worker's form reader and the relay into `cat` in the pod, ~30 ms for the
- * commit, a few ms for the rest; through the dev proxy 0.1-0.15 s more. `docker cp` takes ~0.2 s.
+ * Where an upload's time goes (32 MB, timed inside the Worker and the agent): ~0.25-0.3 s for the
+ * file part to flow from curl through the Worker's form reader and the relay into `cat` in the pod,
+ * ~25 ms after the relay's end for `cat` to finish, ~15-25 ms for the commit, ~30 ms to start;
+ * through the dev proxy 0.1-0.15 s more. `docker cp` takes ~0.15-0.2 s. Its CPU, process by process,
+ * is ~1.6x `docker cp`'s (docs/decisions/transfer-cpu.md).
  *
  * Variants take turns inside each repetition (in rotating order), so drift on a busy machine spreads
  * over all of them. Everything is removed at the end, also on failure or Ctrl-C.
