@@ -1,5 +1,5 @@
 import { constants } from "node:os";
-import type { Duplex, Readable } from "node:stream";
+import type { Duplex, Readable, Writable } from "node:stream";
 import { Transform, type TransformCallback } from "node:stream";
 import { CappedBytes } from "./capped";
 import type { DockerClient } from "./client";
@@ -22,6 +22,17 @@ export interface StreamExecOptions {
   workingDir?: string;
   /** piped to the process's stdin, which is closed when it ends (destroyed if it fails) */
   stdin?: Readable;
+  /**
+   * Hand the process's stdin back as `StreamedExec.stdin` for the caller to write and end (instead
+   * of `stdin`): a source that is only known once the process runs is piped in without a stream in
+   * between.
+   */
+  openStdin?: boolean;
+  /**
+   * Give the process a pipe from this agent as fd 3, handed back as `StreamedExec.fd3` (only by
+   * `runc exec`: the engine's exec has no such pipe, and `fd3` is then undefined).
+   */
+  fd3?: boolean;
   signal?: AbortSignal;
   /** keep at most this many bytes of stderr (default 64 KiB) */
   maxStderrBytes?: number;
@@ -30,6 +41,10 @@ export interface StreamExecOptions {
 export interface StreamedExec {
   /** the process's stdout; the caller must consume it (or `resume()` it) or the process stalls */
   stdout: Readable;
+  /** with `openStdin`: the process's stdin, ended by the caller (a failed source must `abort` instead) */
+  stdin?: Writable;
+  /** with `fd3`, where this host has it: the process's fd 3 */
+  fd3?: Writable;
   /** the exit code and the head of stderr, once the engine's stream ended */
   done: Promise<{ exitCode: number; stderr: string }>;
   /** tear the connection down (the process sees EOF and broken pipes, then exits) */
@@ -63,7 +78,7 @@ async function engineExecStream(
   argv: string[],
   opts: StreamExecOptions = {},
 ): Promise<StreamedExec> {
-  const withStdin = opts.stdin !== undefined;
+  const withStdin = opts.stdin !== undefined || opts.openStdin === true;
   const exec = await docker.getContainer(containerName).exec({
     Cmd: argv,
     Env: [AGENT_PATH_ENV],
@@ -116,7 +131,12 @@ async function engineExecStream(
   })();
   // The caller may learn of a failure from `stdout` first; `done` must not then be unhandled.
   done.catch(() => undefined);
-  return { stdout: demux, done, abort: (reason) => socket.destroy(reason) };
+  return {
+    stdout: demux,
+    ...(opts.openStdin ? { stdin: socket } : {}),
+    done,
+    abort: (reason) => socket.destroy(reason),
+  };
 }
 
 /** `runc exec`: the process's stdio are this agent's pipes. */
@@ -131,7 +151,10 @@ function runcExecStream(
     user: opts.user ?? "1000:1000",
     cwd: opts.workingDir ?? HOME,
     env: [AGENT_PATH_ENV],
+    extraFds: opts.fd3 ? 1 : 0,
   });
+  const fd3 = opts.fd3 ? (child.stdio[3] as Writable) : undefined;
+  fd3?.on("error", () => undefined); // the process may exit without reading it
   const stdout = child.stdout as Readable;
   const stderr = new CappedBytes(opts.maxStderrBytes ?? 64 * 1024);
   child.stderr?.on("data", stderr.push);
@@ -140,6 +163,7 @@ function runcExecStream(
   const abort = (reason?: Error) => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     child.stdin?.destroy();
+    fd3?.destroy();
     stdout.destroy(reason);
   };
   child.stdin?.on("error", () => undefined); // the process may exit without reading everything
@@ -148,7 +172,7 @@ function runcExecStream(
     // A failed source must not look like an end (EOF): the process is stopped instead.
     stdin.once("error", (err) => abort(err));
     stdin.pipe(child.stdin as NodeJS.WritableStream);
-  } else {
+  } else if (!opts.openStdin) {
     child.stdin?.end();
   }
   const onAbort = () => {
@@ -169,7 +193,13 @@ function runcExecStream(
     });
   });
   done.catch(() => undefined);
-  return { stdout, done, abort };
+  return {
+    stdout,
+    ...(opts.openStdin ? { stdin: child.stdin as Writable } : {}),
+    ...(fd3 ? { fd3 } : {}),
+    done,
+    abort,
+  };
 }
 
 /** The engine's multiplexed stream (./frames.ts) split into stdout, passed on as it comes, and stderr, kept up to a cap. */

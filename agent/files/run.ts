@@ -85,12 +85,14 @@ export async function streamFileScript(
   pod: string,
   script: string,
   args: string[],
-  opts: { timeoutS: number; signal?: AbortSignal; stdin?: Readable },
+  opts: { timeoutS: number; signal?: AbortSignal; stdin?: Readable; openStdin?: boolean; fd3?: boolean },
 ): Promise<StreamedExec> {
   try {
     return await exec(podNames(prefix, pod).container, timeoutArgv(opts.timeoutS, script, args), {
       workingDir: HOME,
       stdin: opts.stdin,
+      openStdin: opts.openStdin,
+      fd3: opts.fd3,
       signal: opts.signal,
     });
   } catch (err) {

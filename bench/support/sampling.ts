@@ -15,18 +15,30 @@ export async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - t0;
 }
 
+/**
+ * Work around each run of a variant, outside its timing: clearing what the last run left, reading
+ * CPU (bench/support/cpu.ts). `measured` is false for the warm-up runs.
+ */
+export interface RunHooks {
+  before(variant: string): Promise<void>;
+  after(variant: string, measured: boolean): Promise<void>;
+}
+
 /** Each variant once per repetition, in an order that rotates, so drift spreads over all of them. */
 export async function interleaved(
   variants: Record<string, () => Promise<unknown>>,
   reps: number,
   warmup: number,
+  hooks?: RunHooks,
 ): Promise<Record<string, number[]>> {
   const names = Object.keys(variants);
   const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   for (let i = 0; i < warmup + reps; i++) {
     for (let j = 0; j < names.length; j++) {
       const name = names[(i + j) % names.length] as string;
+      await hooks?.before(name);
       const ms = await timed(variants[name] as () => Promise<unknown>);
+      await hooks?.after(name, i >= warmup);
       if (i >= warmup) samples[name]?.push(ms);
     }
   }
