@@ -131,6 +131,9 @@ http {
   # large responses to slow readers must not fill the host's disk, and the workers (nobody) may not
   # reach a temp dir under a private state dir (a 0700 one truncated every large response).
   proxy_max_temp_file_size 0;
+  # Likewise a visitor's request body goes on to the pod as it arrives: never into a temp file (the
+  # same reach problem; and uploads to many pods at once, 64 MB each, could fill the host's disk).
+  proxy_request_buffering off;
   server_tokens off;
   server_names_hash_bucket_size 128;
   server_names_hash_max_size 65536;
