@@ -155,6 +155,7 @@ describe("every container the agent makes from a pod's image", () => {
     expect(users.sort()).toEqual(
       [
         "backups/box.ts",
+        "backups/stopped-pod.ts",
         "docker/container-spec.ts",
         "docker/pod-user.ts",
         "git/build.ts",
