@@ -6,6 +6,7 @@ import { SV } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
 import { POD_SECURITY_OPT } from "../docker/seccomp";
+import { restartServices } from "../docker/sv-restart";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
 import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";
@@ -126,9 +127,7 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
     await deps.podLock(async () => {
       await switchRelease(docker, t.box, t.release);
       t.log.note("~/app switched; restarting the pod's app on it");
-      await execInContainer(docker, n.container, [SV, "restart", "app"], {
-        signal: AbortSignal.timeout(30_000),
-      });
+      await restartServices(docker, n.container, ["app"]);
     });
     if (!(await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal))) {
       // The candidate answered but the pod's own app does not: go back to what served before.
@@ -136,9 +135,7 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
       if (previous) {
         await deps.podLock(async () => {
           await switchRelease(docker, t.box, previous);
-          await execInContainer(docker, n.container, [SV, "restart", "app"], {
-            signal: AbortSignal.timeout(30_000),
-          });
+          await restartServices(docker, n.container, ["app"]);
         });
         await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal);
       }

@@ -18,7 +18,7 @@ import { portAnswers, serviceOf } from "./monitor";
  * what it needs instead of trusting the stored diagnosis (the user may have changed things since):
  * - install_dependencies: the reload (npm install / pip install -r, then the app restarts);
  * - add_start_script: `"start": "node <entry>"` into package.json (package.json `main` when that
- *   file exists, else the first of NODE_OTHER_ENTRIES), atomically, then `sv restart app`;
+ *   file exists, else the first of NODE_OTHER_ENTRIES), atomically, then the app service restarts;
  * - forward_port: the worker PORT_FORWARD_WORKER, a small asyncio forwarder (python3 is in every
  *   image) from the preset's port on the pod's own address to the port the app listens on, started
  *   by `pod-reload`. It binds the pod's address, not 0.0.0.0, so it also fronts an app that

@@ -4,12 +4,13 @@ import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
 import { AGENT_PATH, SH } from "../docker/pod-bin";
 import { inspectContainer } from "../docker/resources";
+import { SV_RESTART_FN } from "../docker/sv-restart";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 
 /**
- * Reload: install the app's dependencies from the manifest in ~/app, then `sv restart` the
- * preset's services. One fixed script, run as pod_user in the running container. Each install or
+ * Reload: install the app's dependencies from the manifest in ~/app, then restart the preset's
+ * services (../docker/sv-restart.ts: nginx reloads in place, the others get a new process). One fixed script, run as pod_user in the running container. Each install or
  * build step runs under coreutils `timeout`, its output appended to ~/logs/build.log; a failing
  * step ends the script with `fail <status>` on stdout followed by the tail of that step's output,
  * which the host reports as a result (`ok: false`), not an error code.
@@ -83,7 +84,8 @@ if cd "$H/app" 2>/dev/null; then
   [ -f composer.json ] && [ -z "$has_composer" ] && echo "unsupported composer.json"
   [ -f go.mod ] && echo "unsupported go.mod"
 fi
-for s in "$@"; do sv restart "$s" >/dev/null 2>&1; echo "restarted $s $?"; done
+${SV_RESTART_FN}
+sv_restart "$@"
 exit 0`;
 
 export type ReloadOutcome =
@@ -131,7 +133,7 @@ export async function reloadApp(
     else if (word === "unsupported" && arg) unsupported.push(arg);
     else if (word === "restarted" && arg) {
       restarted.push(arg);
-      if (status !== "0") log.warn("sv restart did not confirm", { pod, service: arg, status });
+      if (status !== "0") log.warn("service restart did not confirm", { pod, service: arg, status });
     }
   }
   return { ok: true, services: restarted, depsInstalled, unsupported };

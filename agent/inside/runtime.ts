@@ -3,9 +3,10 @@ import { START_FILES } from "../../shared/start-files";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
-import { SH, SV, TIMEOUT } from "../docker/pod-bin";
+import { SH, TIMEOUT } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
 import { inspectContainer } from "../docker/resources";
+import { restartServices } from "../docker/sv-restart";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 
@@ -127,7 +128,7 @@ export async function switchNodeVersion(
 }
 
 /**
- * `sv restart app` when the container runs (a stopped pod picks the change up when it starts).
+ * Restart the app service when the container runs (a stopped pod picks the change up when it starts).
  * Returns whether a restart was issued; a service that then fails to come up is the app's problem,
  * visible in its log, and not a failure of the change that was already written.
  */
@@ -140,10 +141,7 @@ export async function restartAppService(
   const name = podNames(prefix, pod).container;
   const info = await inspectContainer(docker, name);
   if (!info?.State.Running) return false;
-  const r = await execInContainer(docker, name, [SV, "restart", "app"], {
-    signal: AbortSignal.timeout(20_000),
-  });
-  if (r.exitCode !== 0)
-    log.warn("sv restart app did not confirm", { pod, output: (r.stdout + r.stderr).trim() });
+  const unconfirmed = await restartServices(docker, name, ["app"]);
+  if (unconfirmed.length > 0) log.warn("app restart did not confirm", { pod });
   return true;
 }

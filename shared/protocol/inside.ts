@@ -111,7 +111,7 @@ export const insideOps = {
    * Install dependencies from the manifest in ~/app (package.json: npm install and, with a build
    * script, npm run build; requirements.txt: ~/app/.venv and pip install -r; composer.json:
    * composer install), output appended to
-   * ~/logs/build.log, then `sv restart` the preset's services. A failing step is a result
+   * ~/logs/build.log, then restarts the preset's services. A failing step is a result
    * (`ok: false` with the tail of its output), not an error. Running pod only.
    */
   "pod.reload": {
