@@ -34,7 +34,13 @@ fi
 # the pod, a deploy's build and candidate containers and the gateway (database sidecars share the
 # pod's own address); /24s (256 networks) capped an idle host of static pods below what its memory
 # holds (bench/density.ts: ~300 on 24 GiB). Written before the engine starts: an engine already
-# running keeps its settings until its next start, and an existing daemon.json is left alone.
+# running keeps its settings until its next start, and a daemon.json we did not write is left
+# alone. The /24 version this script wrote before is replaced (the engine is not running here).
+OLD_POOLS='{ "base": "10.201.0.0/16", "size": 24 }'
+if [ -f /etc/docker/daemon.json ] && [ "$(grep -c . /etc/docker/daemon.json)" = 6 ] &&
+  grep -qF "$OLD_POOLS" /etc/docker/daemon.json && grep -qF '"base": "172.17.0.0/16", "size": 16' /etc/docker/daemon.json; then
+  rm -f /etc/docker/daemon.json
+fi
 if [ ! -f /etc/docker/daemon.json ]; then
   mkdir -p /etc/docker
   cat >/etc/docker/daemon.json <<'JSON'
