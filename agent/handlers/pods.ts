@@ -143,13 +143,28 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     const n = names(spec.name);
     const labels = podLabels(prefix, spec.name, spec.podId);
     const made = { network: false, volume: false, container: false, vhost: false };
+    // The network is the slowest engine call of a create (~90 ms: a bridge, its addresses, its
+    // filter rules), and the container does not need it until it starts: the engine takes a
+    // container whose network does not exist yet. So the container is made and its home written
+    // meanwhile. An engine that checks the network at create (a newer one may) is answered by
+    // waiting for it and creating again. Never rejects: the error is its value.
+    const networkReady = ensureNetwork(docker, n.network, labels).then(
+      (madeIt) => {
+        made.network = madeIt;
+        return null;
+      },
+      (err: unknown) => err ?? new Error("network create failed"),
+    );
+    const needNetwork = async () => {
+      const err = await networkReady;
+      if (err) throw err;
+    };
     try {
       // Independent engine calls at once (each is a round trip, the volume's disk a few btrfs
       // calls): a create waits for the slowest of them, not for their sum.
-      const [imageCheck, existing, network, volume] = await Promise.allSettled([
+      const [imageCheck, existing, volume] = await Promise.allSettled([
         ensureImage(image),
         inspectContainer(docker, n.container),
-        ensureNetwork(docker, n.network, labels),
         ensureVolume(
           docker,
           n.volume,
@@ -157,9 +172,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
           disk ? () => disk.create(n.volume, diskBytes(spec.limits)) : undefined,
         ),
       ]);
-      made.network = network.status === "fulfilled" && network.value;
       made.volume = volume.status === "fulfilled" && volume.value;
-      for (const r of [imageCheck, existing, network, volume]) if (r.status === "rejected") throw r.reason;
+      for (const r of [imageCheck, existing, volume]) if (r.status === "rejected") throw r.reason;
       let info = existing.status === "fulfilled" ? existing.value : null;
       if (info) assertOwned("container", n.container, info.Config.Labels, spec.podId);
       const fresh = !info || info.State.Status === "created";
@@ -177,8 +191,13 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await fillHome(spec, image, async () => (await blobStore().fetch(home.blobKey, ctx.signal)).body);
       }
       if (!info) {
+        const create = () => docker.createContainer(containerCreateOptions(prefix, spec, image));
         try {
-          await docker.createContainer(containerCreateOptions(prefix, spec, image));
+          await create().catch(async (err: unknown) => {
+            if (!isNotFound(err)) throw err;
+            await needNetwork();
+            return create();
+          });
           made.container = true;
         } catch (err) {
           if (!isConflict(err)) throw err; // a concurrent retry created it: adopt it
@@ -197,6 +216,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
           await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
       }
       made.vhost = !(await ingress.hasVhost(spec.name));
+      await needNetwork();
       // The vhost is rendered while the container starts (a reload takes as long as a preset's
       // boot, the start far longer): on the network this call made, the container's address is
       // known before it has it. The start confirms it; another address is routed again below. Not
@@ -234,6 +254,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       await routeTo(spec.name, running.info, running.ip, ctx.signal); // a no-op render when early was right
       return { name: spec.name, state: "running", ip: running.ip, ...(reload ? { reload } : {}) };
     } catch (err) {
+      await networkReady; // so the undo knows whether this call made the network
       await undo(spec, made, ctx);
       throw err;
     }
