@@ -1,9 +1,9 @@
 import type { ContainerCreateOptions } from "dockerode";
 import type { DockerClient } from "../docker/client";
+import { POD_ISOLATION } from "../docker/isolation";
 import { LABEL_PREFIX } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { removeContainer } from "../docker/resources";
-import { POD_SECURITY_OPT } from "../docker/seccomp";
 import { removeAndWait } from "../git/build";
 
 /**
@@ -48,12 +48,7 @@ export function boxOptions(
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_VERIFY },
     NetworkDisabled: true,
     HostConfig: {
-      Privileged: false,
-      Init: true,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      SecurityOpt: POD_SECURITY_OPT,
-      ReadonlyRootfs: true,
+      ...POD_ISOLATION,
       Tmpfs: tmpfs,
       Memory: memory,
       MemorySwap: memory,
@@ -61,7 +56,6 @@ export function boxOptions(
       PidsLimit: BOX_LIMITS.pids,
       OomScoreAdj: 800,
       NetworkMode: "none",
-      IpcMode: "private",
       AutoRemove: false,
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
     },

@@ -1,6 +1,7 @@
 import type { ContainerCreateOptions, ContainerInspectInfo, HostConfig } from "dockerode";
 import { type DockerClient, dockerStatus, isNotFound, isNotModified } from "../docker/client";
 import { execInContainer } from "../docker/exec";
+import { POD_ISOLATION } from "../docker/isolation";
 import {
   backupHelperName,
   HOME,
@@ -12,7 +13,6 @@ import {
 import { BASH, TIMEOUT } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerLogTail, removeContainer } from "../docker/resources";
-import { POD_SECURITY_OPT } from "../docker/seccomp";
 import { removeAndWait } from "../git/build";
 import type { Logger } from "../logger";
 import { SERVICE_DATA } from "../services/spec";
@@ -72,14 +72,8 @@ const limitsOf = (info: ContainerInspectInfo, floor: { memory: number; pids: num
 };
 
 const isolation: HostConfig = {
-  Privileged: false,
-  Init: true,
-  CapDrop: ["ALL"],
-  CapAdd: [],
-  SecurityOpt: POD_SECURITY_OPT,
-  ReadonlyRootfs: true,
+  ...POD_ISOLATION,
   NetworkMode: "none",
-  IpcMode: "private",
   OomScoreAdj: 500,
   RestartPolicy: { Name: "no" },
   AutoRemove: false,

@@ -1,5 +1,6 @@
 import type { ContainerCreateOptions } from "dockerode";
 import type { PodLimits, PodSpec } from "../../shared/protocol";
+import { POD_ISOLATION } from "./isolation";
 import { HOME, helperName, LABEL_DOMAIN, LABEL_PORT, LABEL_SSH_PORT, podLabels, podNames } from "./naming";
 import { POD_SECURITY_OPT } from "./seccomp";
 
@@ -57,12 +58,7 @@ export function containerCreateOptions(prefix: string, spec: PodSpec, image: str
     },
     StopTimeout: 10,
     HostConfig: {
-      Privileged: false,
-      Init: true,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      SecurityOpt: POD_SECURITY_OPT,
-      ReadonlyRootfs: true,
+      ...POD_ISOLATION,
       Tmpfs: tmpfs,
       ...resourcesOf(spec.limits),
       OomScoreAdj: 500,
@@ -77,7 +73,6 @@ export function containerCreateOptions(prefix: string, spec: PodSpec, image: str
       NetworkMode: names.network,
       PortBindings: {},
       PublishAllPorts: false,
-      IpcMode: "private",
       RestartPolicy: { Name: "unless-stopped" },
       LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
     },

@@ -3,10 +3,10 @@ import type { ContainerCreateOptions } from "dockerode";
 import type { GitConfig } from "../config";
 import { type DockerClient, isConflict } from "../docker/client";
 import { FrameParser, STDERR } from "../docker/frames";
+import { POD_ISOLATION } from "../docker/isolation";
 import { HOME, helperName, LABEL_PREFIX, podNames } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { inspectContainer, removeContainer, startContainer } from "../docker/resources";
-import { POD_SECURITY_OPT } from "../docker/seccomp";
 import { AgentError } from "../errors";
 import type { DeployLog } from "./log";
 
@@ -69,13 +69,7 @@ export function buildContainerOptions(
     ],
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_BUILD, [LABEL_GIT_POD]: pod },
     HostConfig: {
-      Privileged: false,
-      Init: true,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      // the pods' own profile: no btrfs ioctls (a subvolume could escape the disk limit)
-      SecurityOpt: POD_SECURITY_OPT,
-      ReadonlyRootfs: true,
+      ...POD_ISOLATION,
       Tmpfs: { "/tmp": "rw,nosuid,nodev,mode=1777,size=536870912" },
       Memory: limits.memoryBytes,
       MemorySwap: limits.memoryBytes,
@@ -84,7 +78,6 @@ export function buildContainerOptions(
       OomScoreAdj: 800,
       Mounts: [{ Type: "volume", Source: n.volume, Target: HOME, ReadOnly: false }],
       NetworkMode: n.network,
-      IpcMode: "private",
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
     },
     NetworkingConfig: { EndpointsConfig: { [n.network]: {} } },

@@ -1,11 +1,11 @@
 import type { ContainerCreateOptions, ContainerInspectInfo } from "dockerode";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
+import { POD_ISOLATION } from "../docker/isolation";
 import { HOME, LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } from "../docker/naming";
 import { SV } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
-import { POD_SECURITY_OPT } from "../docker/seccomp";
 import { restartServices } from "../docker/sv-restart";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
@@ -177,13 +177,7 @@ function candidateOptions(
     Env: main.Config.Env ?? [],
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_CANDIDATE, [LABEL_GIT_POD]: pod },
     HostConfig: {
-      Privileged: false,
-      Init: true,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      // the pods' own profile: no btrfs ioctls (a subvolume could escape the disk limit)
-      SecurityOpt: POD_SECURITY_OPT,
-      ReadonlyRootfs: true,
+      ...POD_ISOLATION,
       Tmpfs: hc.Tmpfs,
       Memory: hc.Memory,
       MemorySwap: hc.MemorySwap,
@@ -192,7 +186,6 @@ function candidateOptions(
       OomScoreAdj: 500,
       Mounts: [{ Type: "volume", Source: n.volume, Target: HOME, ReadOnly: false }],
       NetworkMode: n.network,
-      IpcMode: "private",
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
     },
     NetworkingConfig: { EndpointsConfig: { [n.network]: {} } },

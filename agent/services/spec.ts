@@ -1,8 +1,8 @@
 import type { ContainerCreateOptions } from "dockerode";
 import type { PodLimits } from "../../shared/protocol";
 import type { ServiceType } from "../../shared/protocol/services";
+import { POD_ISOLATION } from "../docker/isolation";
 import { podNames, serviceLabels, serviceNames } from "../docker/naming";
-import { POD_SECURITY_OPT } from "../docker/seccomp";
 
 const MB = 1024 * 1024;
 /** where the service images keep their data (images/README.md "Service images") */
@@ -45,12 +45,7 @@ export function sidecarCreateOptions(
     Labels: serviceLabels(prefix, pod, podId, type),
     StopTimeout: 20,
     HostConfig: {
-      Privileged: false,
-      Init: true,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      SecurityOpt: POD_SECURITY_OPT,
-      ReadonlyRootfs: true,
+      ...POD_ISOLATION,
       Tmpfs: {
         "/run/svc": `rw,noexec,nosuid,nodev,uid=1000,gid=1000,mode=0700,size=${16 * MB}`,
         "/tmp": `rw,noexec,nosuid,nodev,mode=1777,size=${64 * MB}`,
@@ -62,7 +57,6 @@ export function sidecarCreateOptions(
       OomScoreAdj: 500,
       Mounts: [{ Type: "volume", Source: n.volume, Target: SERVICE_DATA, ReadOnly: false }],
       NetworkMode: `container:${podNames(prefix, pod).container}`,
-      IpcMode: "private",
       RestartPolicy: { Name: "no" },
       LogConfig: { Type: "json-file", Config: { "max-size": "5m", "max-file": "2" } },
     },
