@@ -6,7 +6,7 @@ import { HOME, LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } 
 import { SV } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
-import { restartServices } from "../docker/sv-restart";
+import { restartServices } from "../docker/runit";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
 import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";

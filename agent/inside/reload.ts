@@ -4,14 +4,15 @@ import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
 import { AGENT_PATH, SH } from "../docker/pod-bin";
 import { inspectContainer } from "../docker/resources";
-import { SV_RESTART_FN } from "../docker/sv-restart";
+import { RUNIT_FNS } from "../docker/runit";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 
 /**
  * Reload: install the app's dependencies from the manifest in ~/app, then restart the preset's
- * services (../docker/sv-restart.ts: nginx reloads in place, the others get a new process). One fixed script, run as pod_user in the running container. Each install or
- * build step runs under coreutils `timeout`, its output appended to ~/logs/build.log; a failing
+ * services (../docker/runit.ts: nginx reloads in place, the others get a new process). One fixed
+ * script, run as pod_user in the running container. Each install or build step runs under
+ * coreutils `timeout`, its output appended to ~/logs/build.log; a failing
  * step ends the script with `fail <status>` on stdout followed by the tail of that step's output,
  * which the host reports as a result (`ok: false`), not an error code.
  *
@@ -84,7 +85,7 @@ if cd "$H/app" 2>/dev/null; then
   [ -f composer.json ] && [ -z "$has_composer" ] && echo "unsupported composer.json"
   [ -f go.mod ] && echo "unsupported go.mod"
 fi
-${SV_RESTART_FN}
+${RUNIT_FNS}
 sv_restart "$@"
 exit 0`;
 

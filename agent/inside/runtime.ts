@@ -6,7 +6,7 @@ import { HOME, podNames } from "../docker/naming";
 import { SH, TIMEOUT } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
 import { inspectContainer } from "../docker/resources";
-import { restartServices } from "../docker/sv-restart";
+import { restartServices } from "../docker/runit";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
-import { restartServices } from "../../agent/docker/sv-restart";
+import { RUNIT_FNS, restartServices } from "../../agent/docker/runit";
 import { type Agent, httpGet, podSpec, startAgent } from "./helpers";
 
 /**
@@ -62,6 +62,20 @@ describe("restarting a pod's services", () => {
     expect(statuses.length).toBeGreaterThan(5);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     expect(await pidOf(site.name, "web")).toBe(nginx);
+  });
+
+  it("stops and starts a service, answering when it is down and up again (sv itself looks every 420 ms)", async () => {
+    // runsv waits a second before starting again a service that ran for less than one (the test
+    // above just restarted it); a restore stops an app that has been running.
+    await new Promise((r) => setTimeout(r, 1100));
+    const t0 = performance.now();
+    const out = await sh(
+      node.name,
+      `${RUNIT_FNS}\nsv_stop app; sv status app | cut -d: -f1; sv_start app; sv status app | cut -d: -f1`,
+    );
+    const took = performance.now() - t0;
+    expect(out.split("\n")).toEqual(["stopped app 0", "down", "started app 0", "run"]);
+    expect(took).toBeLessThan(800);
   });
 
   it("names a service that did not come up", async () => {
