@@ -12,6 +12,7 @@ import { RUNIT_FNS } from "../docker/runit";
 import { AgentError } from "../errors";
 import { RELOAD_SERVICES } from "../inside/reload";
 import type { Logger } from "../logger";
+import { EarlyLoads } from "./early-load";
 import { type Expected, mismatch, streamChecked } from "./fetch";
 import { runScript, tail } from "./pod-run";
 import { loadService } from "./services";
@@ -44,14 +45,20 @@ export const stagingOf = (backupId: string) => `${HOME}/.pod/restore/${backupId}
 
 const WIPE = `wipe() { chmod -R u+rwx "$1" 2>/dev/null; rm -rf "$1"; }`;
 
-// $1 the staging dir, $2 the archive's byte count; the archive on stdin.
+/** STAGE's word once tar reached the archive's app/: the manifest and every dump are whole (./early-load.ts) */
+const DATABASES_UNPACKED = "databases-unpacked";
+
+// $1 the staging dir, $2 the archive's byte count; the archive on stdin. tar names each member as
+// it starts on it (a line at a time: stdbuf, as tar's stdio would hold them in 4 KiB blocks): the
+// first app/ one is told once, the rest of the names go nowhere.
 const STAGE = `set -u
 ${WIPE}
 s=$1; n=$2
 wipe "$s"
 mkdir -p "$s/x" || exit 70
 umask 022
-/usr/bin/head -c "$n" | /bin/tar -x -z -f - -C "$s/x" --no-same-owner --no-same-permissions --warning=no-timestamp
+/usr/bin/head -c "$n" | /usr/bin/stdbuf -oL /bin/tar -x -v -z -f - -C "$s/x" --no-same-owner --no-same-permissions --warning=no-timestamp |
+  { while IFS= read -r m; do case $m in app | app/*) echo "${DATABASES_UNPACKED}"; break ;; esac; done; exec /bin/cat >/dev/null; }
 r=("\${PIPESTATUS[@]}")
 [ "\${r[1]}" -eq 0 ] || exit 71
 echo staged`;
@@ -149,6 +156,17 @@ export async function restoreBackup(
   const services = ws.stopped ? [] : (RELOAD_SERVICES[preset] ?? []);
   let servicesDown = false;
   let keepStaging = false;
+  // a running pod's service dumps load while its app's files unpack (./early-load.ts)
+  const early = ws.stopped ? null : new EarlyLoads(deps, ws, staging, signal);
+  const startEarly = async () => {
+    const raw = await runScript(docker, container, MANIFEST, [staging], {
+      ...short,
+      maxOutputBytes: 1024 * 1024 + 1,
+    });
+    const parsed = BackupManifest.safeParse(JSON.parse(raw.stdout));
+    if (parsed.success) await early?.start(parsed.data.databases.filter((d) => safeDumpMember(d.file)));
+  };
+  let earlyStarted: Promise<void> = Promise.resolve();
   try {
     // 1. read back and unpack into staging, checking the bytes before anything else is touched
     log.info("backup restore: reading the archive into staging", { pod: name, backupId });
@@ -156,8 +174,8 @@ export async function restoreBackup(
     const read = await streamChecked(
       store,
       params,
-      (stdin) =>
-        deps.exec(
+      async (stdin) => {
+        const run = await deps.exec(
           container,
           [
             TIMEOUT,
@@ -172,9 +190,27 @@ export async function restoreBackup(
             String(params.bytes),
           ],
           { stdin, signal: timeout, workingDir: HOME },
-        ),
+        );
+        if (early) {
+          let seen = "";
+          const look = (b: Buffer) => {
+            seen = (seen + b.toString("latin1")).slice(-64);
+            if (!seen.includes(DATABASES_UNPACKED)) return;
+            run.stdout.off("data", look);
+            earlyStarted = startEarly().catch((err: unknown) =>
+              log.warn("backup restore: the dumps could not be loaded early", {
+                pod: name,
+                error: String(err),
+              }),
+            );
+          };
+          run.stdout.on("data", look);
+        }
+        return run;
+      },
       timeout,
     );
+    await earlyStarted;
     if (!read.matches) return failed(mismatch(params, read));
     if (read.run.exitCode !== 0 || !read.run.stdout.includes("staged"))
       return failed(
@@ -226,7 +262,7 @@ export async function restoreBackup(
     for (const db of manifest.databases) {
       log.info("backup restore: re-importing", { pod: name, backupId, kind: db.kind, file: db.file });
       const dump = `${staging}/x/${db.file}`;
-      const failure = await reimport(deps, ws, db, dump, signal);
+      const failure = (await early?.finish(db.file)) ? null : await reimport(deps, ws, db, dump, signal);
       if (failure) {
         const keep = await runScript(
           docker,
@@ -248,6 +284,8 @@ export async function restoreBackup(
     log.info("backup restore: done", { pod: name, backupId });
     return { ok: true, databases: manifest.databases, dependencies_dropped: dropped };
   } finally {
+    await earlyStarted;
+    await early?.abandon();
     if (servicesDown) {
       await runScript(docker, container, SV, ["start", ...services], short).catch((err: unknown) =>
         log.warn("backup restore: services could not be started", { pod: name, error: String(err) }),

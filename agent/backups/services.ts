@@ -1,3 +1,4 @@
+import type { Readable, Transform } from "node:stream";
 import type { DumpEntry } from "../../shared/protocol/backups";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
@@ -95,6 +96,8 @@ export async function loadService(
   sidecar: ServiceSidecar,
   dump: string,
   signal: AbortSignal,
+  /** the bytes pass through it (./early-load.ts: the end held back until the restore may go on) */
+  gate?: Transform,
 ): Promise<string | null> {
   const timeout = AbortSignal.any([signal, AbortSignal.timeout((SERVICE_TIMEOUT_S + 30) * 1000)]);
   const read = await deps.exec(
@@ -105,9 +108,16 @@ export async function loadService(
       signal: timeout,
     },
   );
+  let stdin: Readable = read.stdout;
+  if (gate) {
+    // a gate stopped (or the read failing) stops both ends: the load must not see an end
+    read.stdout.on("error", (err) => gate.destroy(err));
+    gate.on("error", () => read.abort());
+    stdin = read.stdout.pipe(gate);
+  }
   const load = await deps.exec(sidecar.container, [TIMEOUT, "-k", "5", String(SERVICE_TIMEOUT_S), SVC_LOAD], {
     workingDir: "/",
-    stdin: read.stdout,
+    stdin,
     signal: timeout,
   });
   load.stdout.resume();

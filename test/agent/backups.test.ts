@@ -177,6 +177,18 @@ out.close()
   };
   const restore = async (e: { backupId: string; bytes: number; sha256: string }) =>
     handlers["backup.restore"]({ ...e, name: pod, preset: "nodejs" }, agent.ctx);
+  /** a command context whose log lines are kept (their messages, in order) */
+  const withLogWatch = () => {
+    const said: string[] = [];
+    const keep =
+      (write: (msg: string, fields?: Record<string, unknown>) => void) =>
+      (msg: string, fields?: Record<string, unknown>) => {
+        said.push(msg);
+        write(msg, fields);
+      };
+    const log = { ...agent.log, info: keep(agent.log.info), warn: keep(agent.log.warn) };
+    return { said, ctx: { ...agent.ctx, log } };
+  };
 
   it("refuses a corrupted archive (bytes flipped in the store) in verify and restore before touching the pod", async () => {
     const e = await expected(good);
@@ -438,9 +450,44 @@ with open(sys.argv[1], "w") as f:
       ).stdout;
       expect(dump).toContain("CREATE TABLE public.items");
       await psql("delete from items; insert into items values ('after')");
-      const restored = await restore(await expected(withDb));
+      const { ctx, said } = withLogWatch();
+      const restored = await handlers["backup.restore"](
+        { ...(await expected(withDb)), name: pod, preset: "nodejs" },
+        ctx,
+      );
       expect(restored).toMatchObject({ ok: true });
       expect(await psql("select count(*) from items")).toBe("500");
+      // the dump loaded while the app's files unpacked (agent/backups/early-load.ts)
+      expect(said).toContain("backup restore: loading a dump while the app's files unpack");
+    }, 180_000);
+
+    it("a dump loading while the app unpacks replaces nothing when the archive does not check out", async () => {
+      // The recorded hash is not the archive's: the whole archive streams (the dump starts loading
+      // as soon as it is unpacked), and only then is the difference known. The store holds the
+      // gzip trailer back for a while: the dump is whole in staging, and its load has all the time
+      // it needs to reach its end, if it could.
+      await psql("delete from items; insert into items values ('kept')");
+      // withDb's archive with 1 MiB of noise at the end of app/: gzip reads 32 KiB at a time, so
+      // the dump is unpacked (and its load started) well before the store's held-back end.
+      const e = await handMade(`import os
+src = tarfile.open(${JSON.stringify(server.fileOf(withDb))}, "r:gz")
+for m in src.getmembers():
+    out.addfile(m, src.extractfile(m) if m.isfile() else None)
+add("app/zz-noise.bin", os.urandom(1 << 20))`);
+      const { ctx, said } = withLogWatch();
+      server.stall = { tail: 8, ms: 2000 };
+      const restored = await handlers["backup.restore"](
+        { ...e, sha256: e.sha256.replace(/^./, (c) => (c === "0" ? "1" : "0")), name: pod, preset: "nodejs" },
+        ctx,
+      ).finally(() => {
+        server.stall = null;
+      });
+      expect(restored).toMatchObject({ ok: false, files_restored: false });
+      if (!restored.ok) expect(restored.reason).toMatch(/^checksum mismatch/);
+      expect(said).toContain("backup restore: loading a dump while the app's files unpack");
+      expect(await psql("select string_agg(v, ',') from items")).toBe("kept");
+      // the stopped load's side database went too
+      expect(await psql("select count(*) from pg_database where datname like 'pod_user_%'")).toBe("0");
     }, 180_000);
 
     it("a test-restore loads the dump into a scratch PostgreSQL", async () => {

@@ -20,6 +20,8 @@ export interface BackupServer {
   fileOf(id: string): string;
   /** answer every PUT with this sha256 instead of the real one (a lying or broken store) */
   lie: string | null;
+  /** a slow store: a GET holds its last `tail` bytes back for `ms` (a gzip's last 8 are its trailer) */
+  stall: { tail: number; ms: number } | null;
   close(): Promise<void>;
 }
 
@@ -27,7 +29,7 @@ export async function startBackupServer(): Promise<BackupServer> {
   const dir = await mkdtemp(path.join(tmpdir(), "podhost-backups-"));
   const token = `agent-${Math.random().toString(36).slice(2)}`;
   const fileOf = (id: string) => path.join(dir, `${id}.tar.gz`);
-  const state = { lie: null as string | null };
+  const state = { lie: null as string | null, stall: null as { tail: number; ms: number } | null };
   const server: Server = createServer((req, res) => {
     const m = /^\/agent\/backups\/(bk_[A-Za-z0-9]{8,40})$/.exec(req.url ?? "");
     const answer = (status: number, body: unknown) => {
@@ -64,7 +66,16 @@ export async function startBackupServer(): Promise<BackupServer> {
       stat(file).then(
         (s) => {
           res.writeHead(200, { "content-type": "application/gzip", "content-length": String(s.size) });
-          pipeline(createReadStream(file), res).catch(() => undefined);
+          const stall = state.stall;
+          if (!stall || s.size <= stall.tail) {
+            pipeline(createReadStream(file), res).catch(() => undefined);
+            return;
+          }
+          const cut = s.size - stall.tail;
+          pipeline(createReadStream(file, { end: cut - 1 }), res, { end: false })
+            .then(() => new Promise((r) => setTimeout(r, stall.ms)))
+            .then(() => pipeline(createReadStream(file, { start: cut }), res))
+            .catch(() => undefined);
         },
         () => answer(404, { error: "no such backup" }),
       );
@@ -85,6 +96,12 @@ export async function startBackupServer(): Promise<BackupServer> {
     },
     set lie(v) {
       state.lie = v;
+    },
+    get stall() {
+      return state.stall;
+    },
+    set stall(v) {
+      state.stall = v;
     },
     close: async () => {
       server.closeAllConnections();
