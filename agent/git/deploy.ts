@@ -115,8 +115,8 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   if (done) return done;
   await deps.pending.get(p.name);
   const { docker } = deps;
-  if (!(await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container)))
-    throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
+  const main = await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container);
+  if (!main) throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
   const image = deps.config.images[p.preset];
   const redactor = new Redactor(p.source.token);
   const log = new DeployLog(id, redactor, deps.send);
@@ -132,7 +132,13 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
     boxStart = startBuildBox(
       docker,
-      buildContainerOptions(deps.config.namePrefix, p.name, image, deps.config.git.build),
+      buildContainerOptions(
+        deps.config.namePrefix,
+        p.name,
+        image,
+        deps.config.git.build,
+        main.State.Running ? main.Id : null,
+      ),
       deps.config.git.build.timeoutMs,
       signal,
     );
@@ -256,7 +262,13 @@ export async function rollback(
   const image = deps.config.images[rel.detected.preset];
   const box = await startBuildBox(
     docker,
-    buildContainerOptions(deps.config.namePrefix, p.name, image, deps.config.git.build),
+    buildContainerOptions(
+      deps.config.namePrefix,
+      p.name,
+      image,
+      deps.config.git.build,
+      main.State.Running ? main.Id : null,
+    ),
     deps.config.git.build.timeoutMs,
     signal,
   );
