@@ -32,7 +32,6 @@ import {
   discardRelease,
   findWebRoot,
   hasStartOverride,
-  prepareRelease,
   pruneReleases,
   RELEASES,
   releaseExists,
@@ -154,20 +153,22 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     );
     const depsKey = await dependencyKey(tree.read, p.preset, detected);
 
-    box = await boxStart;
-    log.note("build container ready; unpacking the commit");
-    const archive = archiveStream(record.repoDir, commit.sha, home, deps.config.git.maxTreeBytes);
-    try {
-      await unpackRelease(deps.exec, box.name, id, archive.stream, signal);
-    } finally {
-      archive.kill();
-    }
     const releases = await record.releases();
     // Any kept release (newest first) whose dependency files and install command were the same.
     const depDir = DEPENDENCY_DIR[p.preset];
     const prev = depsKey ? releases.releases.find((r) => r.depsKey === depsKey) : undefined;
     const reuse = depDir && prev ? { release: prev.id, dir: depDir } : null;
-    const { reused } = await prepareRelease(docker, box.name, id, reuse);
+
+    box = await boxStart;
+    log.note("build container ready; unpacking the commit");
+    const archive = archiveStream(record.repoDir, commit.sha, home, deps.config.git.maxTreeBytes);
+    let unpacked: Awaited<ReturnType<typeof unpackRelease>>;
+    try {
+      unpacked = await unpackRelease(deps.exec, box.name, id, archive.stream, reuse, signal);
+    } finally {
+      archive.kill();
+    }
+    const { reused } = unpacked;
     const dir = `${RELEASES}/${id}`;
     if (reused && prev) log.note(`dependencies unchanged: reusing ${depDir} of release ${prev.id}`);
     else if (detected.install_command) {
