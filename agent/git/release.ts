@@ -43,8 +43,7 @@ copy_env() { # the serving app's .env into release dir $1 (not when it is that r
 
 // $1 id, $2 the release whose dependency directory to reuse ("" none), $3 that directory's name.
 // Stdin: the commit's tar (git archive). Exit 71: tar failed. Then, in the same exec (each one
-// costs ~60 ms on a deploy's path): the pod's .env copied in, the dependencies reused, and whether
-// ~/app holds anything of the user's at all.
+// costs ~60 ms on a deploy's path): the pod's .env copied in, the dependencies reused.
 const UNPACK = `${PRELUDE}
 id=$1; prev=$2; dep=$3; d="$R/$id"
 mkdir -p "$R" "$H/logs" "$H/.cache" "$H/.pod" || exit 70
@@ -65,20 +64,6 @@ if [ -n "$prev" ] && [ -n "$dep" ] && [ -d "$R/$prev/$dep" ] && [ ! -L "$R/$prev
     done
   fi
   echo reused
-fi
-# placeholder: ~/app is no release and serves nothing of the user's (missing, empty, or the image's
-# default app; a .env of the pod's aside). Names first, so a large ~/app is never walked.
-a="$H/app"; s=/opt/podhost/skel/app
-if [ ! -L "$a" ] && [ ! -e "$a" ]; then
-  echo placeholder
-elif [ ! -L "$a" ] && [ -d "$a" ]; then
-  names=$(timeout 10 ls -A "$a" | grep -vxF .env)
-  if [ -z "$names" ]; then
-    echo placeholder
-  elif [ -d "$s" ] && [ "$names" = "$(ls -A "$s")" ] &&
-    timeout 10 diff -rq --no-dereference -x .env "$s" "$a" >/dev/null 2>&1; then
-    echo placeholder
-  fi
 fi
 exit 0`;
 
@@ -129,8 +114,7 @@ const fail = (what: string, r: { exitCode: number; stderr: string; stdout?: stri
 
 /**
  * Stream the commit's tar into `~/releases/<id>` (a leftover of the same id is replaced), copy the
- * pod's .env in and, when `reuseFrom` is given, hard-link its dependency directory. `placeholder`:
- * ~/app serves nothing of the user's (no release, the image's default app or nothing at all).
+ * pod's .env in and, when `reuseFrom` is given, hard-link its dependency directory.
  */
 export async function unpackRelease(
   exec: StreamExecutor,
@@ -139,7 +123,7 @@ export async function unpackRelease(
   tar: Readable,
   reuseFrom: { release: string; dir: string } | null,
   signal?: AbortSignal,
-): Promise<{ reused: boolean; placeholder: boolean }> {
+): Promise<{ reused: boolean }> {
   const argv = [
     TIMEOUT,
     "-k",
@@ -175,7 +159,7 @@ export async function unpackRelease(
   const lines = out.text().split("\n");
   if (!lines.includes("unpacked")) throw fail("unpacking the commit", result);
   if (result.exitCode !== 0) throw fail("preparing the release", result);
-  return { reused: lines.includes("reused"), placeholder: lines.includes("placeholder") };
+  return { reused: lines.includes("reused") };
 }
 
 /** Point ~/app at the release (atomic rename of a new symlink); the .env comes along. */

@@ -1,7 +1,6 @@
 import type { NODE_VERSIONS } from "../../shared/catalog";
 import { START_FILES } from "../../shared/start-files";
 import type { DockerClient } from "../docker/client";
-import { execInContainer } from "../docker/exec";
 import { HOME, podNames } from "../docker/naming";
 import { SH, TIMEOUT } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";

@@ -127,8 +127,22 @@ export interface HttpResult {
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** GET through the ingress with a Host header (fetch cannot set Host). */
-export function httpGet(port: number, host: string, path = "/"): Promise<HttpResult> {
+/**
+ * GET through the ingress with a Host header (fetch cannot set Host). Node's agent keeps
+ * connections alive; when nginx closes an idle one (its old workers do at every reload) just as a
+ * request goes out on it, that request is sent again once, as browsers do and Node's docs advise
+ * (`reusedSocket` and ECONNRESET): the race is the client's, and says nothing about the pod.
+ */
+export async function httpGet(port: number, host: string, path = "/"): Promise<HttpResult> {
+  try {
+    return await httpGetOnce(port, host, path);
+  } catch (err) {
+    if ((err as { reusedSocket?: boolean }).reusedSocket) return httpGetOnce(port, host, path);
+    throw err;
+  }
+}
+
+function httpGetOnce(port: number, host: string, path: string): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, path, headers: { host }, timeout: 5000 }, (res) => {
       const chunks: Buffer[] = [];
@@ -142,7 +156,11 @@ export function httpGet(port: number, host: string, path = "/"): Promise<HttpRes
       );
     });
     req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", reject);
+    req.on("error", (err: NodeJS.ErrnoException) =>
+      reject(
+        req.reusedSocket && err.code === "ECONNRESET" ? Object.assign(err, { reusedSocket: true }) : err,
+      ),
+    );
     req.end();
   });
 }
