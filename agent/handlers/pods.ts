@@ -322,7 +322,9 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         const ip = c.NetworkSettings?.Networks?.[names(pod).network]?.IPAddress || null;
         return [{ name: pod, state: running ? "running" : "stopped", ip: running ? ip : null }];
       });
-      return { pods: pods.sort((a, b) => a.name.localeCompare(b.name)) };
+      // Code-unit order, which is the same as a locale's for pod names ([a-z0-9-]): the first
+      // localeCompare of a process loads ICU's collation data, ~3 MB of RSS for the agent's life.
+      return { pods: pods.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
     }),
 
     "pod.create": guard("pod.create", async (spec, ctx) => {
