@@ -22,7 +22,7 @@ import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
 import { podsWithServices, renameLegacySidecars, syncSidecars } from "./services/sidecars";
-import { startSshGateway } from "./ssh/gateway";
+import { createSshGateway } from "./ssh/gateway";
 import { createBlobStore } from "./transfer/blobs";
 import { createRelayClient } from "./transfer/relay";
 import { AGENT_VERSION } from "./version";
@@ -39,7 +39,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, log });
   // SSH is one feature of the pods, not a reason to leave them unmanaged: without it the agent runs on.
-  const ssh = await startSshGateway({
+  // Its pods' listeners open with the start's other checks (`startup`), before the hello.
+  const ssh = await createSshGateway({
     docker,
     namePrefix: config.namePrefix,
     listenHost: config.sshListenHost,
@@ -159,22 +160,28 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     })
     .catch((error: unknown) => log.warn("sidecars not checked at start", { error: String(error) }));
 
+  const sshRestored = ssh?.restore() ?? Promise.resolve();
+  // After the gateway's listeners are open: a pod that starts from here on gets its listener from the
+  // events (and one started meanwhile too: the events are asked for since the watcher's start second).
   const stopWatching = new AbortController();
-  void watchDockerEvents(
-    deps,
-    {
-      podStatus: (pod, reason) => {
-        if (dispatcher.isBusy(pod.name)) return;
-        socket.send({ type: "agent:pod-status", pod, reason });
+  void sshRestored.then(() =>
+    watchDockerEvents(
+      deps,
+      {
+        podStatus: (pod, reason) => {
+          if (dispatcher.isBusy(pod.name)) return;
+          socket.send({ type: "agent:pod-status", pod, reason });
+        },
       },
-    },
-    stopWatching.signal,
+      stopWatching.signal,
+    ),
   );
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
   // The checks and clean-ups run at once, and the socket is dialled meanwhile (the handshake
   // overlaps them); the hello waits for them.
   const startup = Promise.all([
+    sshRestored,
     egress.start(),
     renamed,
     // A deploy the previous run did not finish left its build or candidate container behind (a
