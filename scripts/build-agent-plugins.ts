@@ -61,3 +61,21 @@ export const quietDockerModem: Plugin = {
     });
   },
 };
+
+/**
+ * zod's `locales` namespace (its error messages in ~50 languages, ~300 KB of the bundle's 1.2 MB)
+ * is exported as `z.locales` and `core.locales`, so importing `z` keeps all of it; the agent never
+ * switches language (English is registered by zod's schemas themselves, from `locales/en.js`). In
+ * the bundle the namespace is empty: ~6 ms less to compile at start and ~0.5 MB less RSS.
+ */
+export const zodWithoutLocales: Plugin = {
+  name: "zod-without-locales",
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]zod[\\/]v4[\\/](classic|core)[\\/]/.test(args.importer)
+        ? { path: "zod-locales", namespace: "zod-locales" }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "zod-locales" }, () => ({ contents: "export {};", loader: "js" }));
+  },
+};
