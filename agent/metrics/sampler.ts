@@ -79,7 +79,7 @@ export class MetricsSampler {
     const readings: (Reading | null)[] = [];
     for (const pod of pods) {
       readings.push(
-        await readContainerCgroup(pod.pid, pod.info.Id).catch((error: unknown) => {
+        await readContainerCgroup(pod.pid, pod.id).catch((error: unknown) => {
           // said once: on a host whose cgroup layout this code does not know it would be every pod and tick
           // (a pod that stopped since the list lands here too, and its stats read then says why)
           if (!this.cgroupsFailed) {

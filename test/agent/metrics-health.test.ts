@@ -358,7 +358,7 @@ describe("metrics and app health on real pods", () => {
       expect(await appAnswers(metricsPod)).toBe(true);
       const pod = await runningPod(metricsPod);
       const container = agent.docker.getContainer(pod.container);
-      const ours = await readContainerCgroup(pod.pid, pod.info.Id);
+      const ours = await readContainerCgroup(pod.pid, pod.id);
       const engine = readingOf(
         await container.stats({ stream: false, "one-shot": true }),
         await container.inspect(),
@@ -374,7 +374,7 @@ describe("metrics and app health on real pods", () => {
       expect(Math.abs(ours.rx - engine.rx)).toBeLessThan(4096);
       expect(Math.abs(ours.tx - engine.tx)).toBeLessThan(4096);
       // a pid that is not the container's is refused, not read
-      await expect(readContainerCgroup(process.pid, pod.info.Id)).rejects.toThrow(/cgroup/);
+      await expect(readContainerCgroup(process.pid, pod.id)).rejects.toThrow(/cgroup/);
     });
 
     it("lists running pods with one container list per look: inspected once per run, again after a restart", async () => {
@@ -411,7 +411,7 @@ describe("metrics and app health on real pods", () => {
       expect(restarted?.pid).not.toBe(first?.pid);
       expect(inspects).toBeGreaterThan(afterFirst);
       // the pod's new run is read from its new cgroup
-      expect((await readContainerCgroup(restarted?.pid ?? 0, restarted?.info.Id ?? "")).cpus).toBe(0.5);
+      expect((await readContainerCgroup(restarted?.pid ?? 0, restarted?.id ?? "")).cpus).toBe(0.5);
     });
 
     it("measures the home volume's bytes on disk", async () => {
