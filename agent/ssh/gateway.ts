@@ -1,4 +1,5 @@
 import { createServer, type Server as NetServer, type Socket } from "node:net";
+import type { ContainerInfo } from "dockerode";
 import type { Connection, Server as SshServer } from "ssh2";
 import type { DockerClient } from "../docker/client";
 import { streamExecutor } from "../docker/exec-stream";
@@ -221,15 +222,16 @@ export class SshGateway implements PodSshListeners {
 
   /**
    * Listen for every pod container of this prefix (the agent's start): the port is a label of the
-   * container. An engine that cannot be asked is logged: the pods' listeners come with their next start.
+   * container. `listed`: this prefix's containers (all of them), when the caller has asked already.
+   * An engine that cannot be asked is logged: the pods' listeners come with their next start.
    */
-  async restore(): Promise<void> {
-    const list = await this.opts.docker
-      .listContainers({ all: true, filters: prefixFilter(this.opts.namePrefix) })
-      .catch((error: unknown) => {
-        this.opts.log.error("ssh: could not list pods to listen for", { error: String(error) });
-        return [];
-      });
+  async restore(listed?: Promise<ContainerInfo[]>): Promise<void> {
+    const list = await (
+      listed ?? this.opts.docker.listContainers({ all: true, filters: prefixFilter(this.opts.namePrefix) })
+    ).catch((error: unknown) => {
+      this.opts.log.error("ssh: could not list pods to listen for", { error: String(error) });
+      return [];
+    });
     const opening: Promise<void>[] = [];
     for (const c of list) {
       const pod = c.Labels[LABEL_POD];
