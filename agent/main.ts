@@ -11,23 +11,26 @@ import { ControlSocket } from "./connection/socket";
 import { podDiskOf } from "./disk/pod-disk";
 import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./docker/events";
+import { prefixFilter } from "./docker/naming";
 import { EgressKeeper } from "./egress/keeper";
 import type { DeployLogMessage } from "./git/log";
 import { removeGitLeftovers } from "./handlers/git";
 import { KeyedLock } from "./handlers/keyed-lock";
-import { createHandlers } from "./handlers/pods";
+import { createHandlers, inventoryOf } from "./handlers/pods";
 import { HealthMonitor } from "./health/monitor";
 import { IngressKeeper } from "./ingress/keeper";
 import { Ingress } from "./ingress/nginx";
 import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
 import { podsWithServices, renameLegacySidecars, syncSidecars } from "./services/sidecars";
-import { startSshGateway } from "./ssh/gateway";
+import { createSshGateway } from "./ssh/gateway";
 import { createBlobStore } from "./transfer/blobs";
 import { createRelayClient } from "./transfer/relay";
 import { AGENT_VERSION } from "./version";
 
 const SHUTDOWN_DRAIN_MS = 20_000;
+/** how long after the start's container list was asked for the first hello may use it as its inventory */
+const START_LIST_FRESH_MS = 2_000;
 
 export async function startAgent(env: Record<string, string | undefined> = process.env) {
   const config = requireConnection(loadConfig(env));
@@ -39,7 +42,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, log });
   // SSH is one feature of the pods, not a reason to leave them unmanaged: without it the agent runs on.
-  const ssh = await startSshGateway({
+  // Its pods' listeners open with the start's other checks (`startup`), before the hello.
+  const ssh = await createSshGateway({
     docker,
     namePrefix: config.namePrefix,
     listenHost: config.sshListenHost,
@@ -110,13 +114,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const greet = async (send: (message: unknown) => void) => {
     // The inventory lets the control plane reconcile what it believes with what this host has
     // (pod containers only: the start's clean-ups touch none, so it is read beside them).
-    const [, inventory] = await Promise.all([
-      startup,
-      handlers["host.inventory"]({}, { signal: AbortSignal.timeout(30_000), log }).catch((error: unknown) => {
-        log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
-        return { pods: [] };
-      }),
-    ]);
+    const [, inventory] = await Promise.all([startup, inventoryNow()]);
     send({
       type: "agent:hello",
       protocol: PROTOCOL_VERSION,
@@ -126,6 +124,21 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     });
     // A new connection may face a control plane that remembers anything: say it all again.
     health.resync();
+  };
+
+  /** The start's own list while it is fresh (the first hello, moments after it), else a new one. */
+  const inventoryNow = async () => {
+    if (!startListUsed && Date.now() - startListAt < START_LIST_FRESH_MS) {
+      startListUsed = true;
+      const list = await startList.catch(() => null);
+      if (list) return { pods: inventoryOf(list, config.namePrefix) };
+    }
+    return handlers["host.inventory"]({}, { signal: AbortSignal.timeout(30_000), log }).catch(
+      (error: unknown) => {
+        log.warn("inventory unavailable (is the Docker engine up?)", { error: String(error) });
+        return { pods: [] };
+      },
+    );
   };
 
   // Whatever keeps this host from taking pods: its ingress, its pods' egress rules.
@@ -159,22 +172,35 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     })
     .catch((error: unknown) => log.warn("sidecars not checked at start", { error: String(error) }));
 
+  // One list of this prefix's containers at the start, for the gateway's listeners and the first
+  // hello's inventory: with 50 pods a list is ~20–40 ms of the engine's CPU, and the inventory's,
+  // asked for once the socket was open, was the last thing the first hello waited for.
+  const startList = docker.listContainers({ all: true, filters: prefixFilter(config.namePrefix) });
+  const startListAt = Date.now();
+  let startListUsed = false;
+  startList.catch(() => undefined); // its readers say what failed
+  const sshRestored = ssh?.restore(startList) ?? Promise.resolve();
+  // After the gateway's listeners are open: a pod that starts from here on gets its listener from the
+  // events (and one started meanwhile too: the events are asked for since the watcher's start second).
   const stopWatching = new AbortController();
-  void watchDockerEvents(
-    deps,
-    {
-      podStatus: (pod, reason) => {
-        if (dispatcher.isBusy(pod.name)) return;
-        socket.send({ type: "agent:pod-status", pod, reason });
+  void sshRestored.then(() =>
+    watchDockerEvents(
+      deps,
+      {
+        podStatus: (pod, reason) => {
+          if (dispatcher.isBusy(pod.name)) return;
+          socket.send({ type: "agent:pod-status", pod, reason });
+        },
       },
-    },
-    stopWatching.signal,
+      stopWatching.signal,
+    ),
   );
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
   // The checks and clean-ups run at once, and the socket is dialled meanwhile (the handshake
   // overlaps them); the hello waits for them.
   const startup = Promise.all([
+    sshRestored,
     egress.start(),
     renamed,
     // A deploy the previous run did not finish left its build or candidate container behind (a

@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
-import semver from "semver";
 import type { CodingAgent } from "../../shared/coding-agents";
 import { CappedBytes } from "../docker/capped";
 import type { DockerClient } from "../docker/client";
@@ -101,10 +100,15 @@ export interface PodNodeFacts {
   installed: number[];
 }
 
-/** The agent's lowest Node major: the catalog's, or its `engines.node`'s lowest if higher. */
-export function minimumNodeMajor(agent: CodingAgent, enginesNode: string | null): number {
+/**
+ * The agent's lowest Node major: the catalog's, or its `engines.node`'s lowest if higher. semver is
+ * loaded here, on a coding agent's first install: at the agent's start it cost ~5 ms of evaluation
+ * (its ranges, regular expressions and caches) for a path most hosts rarely take.
+ */
+export async function minimumNodeMajor(agent: CodingAgent, enginesNode: string | null): Promise<number> {
   let fromEngines = 0;
   if (enginesNode) {
+    const { default: semver } = await import("semver");
     try {
       fromEngines = semver.minVersion(enginesNode)?.major ?? 0;
     } catch {

@@ -60,8 +60,9 @@ export class EgressKeeper {
   private async attempt(): Promise<void> {
     const { log } = this.opts;
     try {
-      const bridges = await this.legacyBridges();
-      const before = await this.missing(bridges);
+      const listed = this.legacyBridges();
+      const before = await this.missing(listed);
+      const bridges = await listed;
       if (before.length > 0) {
         // At start this is the normal install; later it means something removed them under us.
         if (this.checkedOnce)
@@ -86,11 +87,15 @@ export class EgressKeeper {
   }
 
   /** What `iptables -S` lacks, IPv4 and (where the host has it) IPv6. */
-  private async missing(bridges: string[]): Promise<string[]> {
-    const v4 = (await run("iptables", ["-w", "-S"], { timeout: 10_000 })).stdout;
-    const missing = missingRules(v4, 4, bridges);
-    const v6 = await run("ip6tables", ["-w", "-S"], { timeout: 10_000 }).catch(() => undefined);
-    if (v6) missing.push(...missingRules(v6.stdout, 6, bridges));
+  private async missing(bridges: string[] | Promise<string[]>): Promise<string[]> {
+    // both tables and the engine's networks at once: at the agent's start this is on the way to its hello
+    const [v4, v6, legacy] = await Promise.all([
+      run("iptables", ["-w", "-S"], { timeout: 10_000 }),
+      run("ip6tables", ["-w", "-S"], { timeout: 10_000 }).catch(() => undefined),
+      bridges,
+    ]);
+    const missing = missingRules(v4.stdout, 4, legacy);
+    if (v6) missing.push(...missingRules(v6.stdout, 6, legacy));
     return missing;
   }
 

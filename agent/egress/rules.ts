@@ -23,7 +23,14 @@ const V6_RANGES = ["fc00::/7", "fe80::/10"];
  */
 export function missingRules(save: string, family: 4 | 6, bridges: string[]): string[] {
   const lines = new Set(save.split("\n").map((l) => l.trim()));
-  const has = (prefix: string) => [...lines].some((l) => l === prefix || l.startsWith(`${prefix} `));
+  // Every line and each of its leading word runs ("-A X", "-A X -d 10.0.0.0/8", …): a wanted rule is
+  // in place when it is one of them (iptables adds its defaults after it, `--reject-with …`). One
+  // set lookup per rule, where a scan of every line per rule cost ~3 ms a check on a host whose
+  // engine has many networks (a few hundred lines), on the way to the agent's hello.
+  const prefixes = new Set<string>();
+  for (const line of lines)
+    for (let i = line.indexOf(" "); i > 0; i = line.indexOf(" ", i + 1)) prefixes.add(line.slice(0, i));
+  const has = (rule: string) => lines.has(rule) || prefixes.has(rule);
   const forward = lines.has("-N DOCKER-USER") ? "DOCKER-USER" : "FORWARD";
   const wanted = [
     "-A PODHOST-HOST -j REJECT",

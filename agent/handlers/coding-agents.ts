@@ -44,7 +44,10 @@ export function codingAgentHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<H
       return cache.withTree(agent.package, p.version, ctx.signal, (tree) =>
         locks.run(p.name, async () => {
           const box = await container(p.name);
-          const node = chooseNode(await podNodeFacts(docker, box), minimumNodeMajor(agent, tree.enginesNode));
+          const node = chooseNode(
+            await podNodeFacts(docker, box),
+            await minimumNodeMajor(agent, tree.enginesNode),
+          );
           await installIntoPod({ docker, streams }, box, agent, tree, node, ctx.signal);
           return {
             version: tree.version,

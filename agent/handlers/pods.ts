@@ -1,5 +1,5 @@
 import { type Readable, Transform } from "node:stream";
-import type { ContainerInspectInfo } from "dockerode";
+import type { ContainerInfo, ContainerInspectInfo } from "dockerode";
 import type { HomeSeed, PodSpec, PodState } from "../../shared/protocol";
 import type { ZipSeed } from "../../shared/protocol/zip";
 import { diskBytes, podDiskOf } from "../disk/pod-disk";
@@ -313,17 +313,9 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
   return {
     "host.ping": async () => ({ pong: true }),
 
-    "host.inventory": guard("host.inventory", async () => {
-      const list = await docker.listContainers({ all: true, filters: prefixFilter(prefix) });
-      const pods = list.flatMap((c): PodState[] => {
-        const pod = c.Labels[LABEL_POD];
-        if (!pod) return [];
-        const running = c.State === "running";
-        const ip = c.NetworkSettings?.Networks?.[names(pod).network]?.IPAddress || null;
-        return [{ name: pod, state: running ? "running" : "stopped", ip: running ? ip : null }];
-      });
-      return { pods: pods.sort((a, b) => a.name.localeCompare(b.name)) };
-    }),
+    "host.inventory": guard("host.inventory", async () => ({
+      pods: inventoryOf(await docker.listContainers({ all: true, filters: prefixFilter(prefix) }), prefix),
+    })),
 
     "pod.create": guard("pod.create", async (spec, ctx) => {
       validateSpec(spec);
@@ -445,4 +437,18 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...domainHandlers(deps, locks),
     ...feedbackHandlers(deps, locks),
   };
+}
+
+/** The host's pods for the control plane, from a list of this prefix's containers (all of them). */
+export function inventoryOf(list: readonly ContainerInfo[], prefix: string): PodState[] {
+  const pods = list.flatMap((c): PodState[] => {
+    const pod = c.Labels[LABEL_POD];
+    if (!pod) return [];
+    const running = c.State === "running";
+    const ip = c.NetworkSettings?.Networks?.[podNames(prefix, pod).network]?.IPAddress || null;
+    return [{ name: pod, state: running ? "running" : "stopped", ip: running ? ip : null }];
+  });
+  // Code-unit order, which is the same as a locale's for pod names ([a-z0-9-]): the first
+  // localeCompare of a process loads ICU's collation data, ~3 MB of RSS for the agent's life.
+  return pods.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

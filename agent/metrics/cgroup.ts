@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { cpus as hostCpus, totalmem } from "node:os";
+import { readKernelFile } from "./kernel-file";
 
 /**
  * A running container's resource counters read straight from the kernel, the same files the engine
@@ -87,7 +88,7 @@ function dirOf([point, root]: [string, string], path: string): string {
   return `${point}${rel}`;
 }
 
-const read = (file: string) => readFile(file, "utf8");
+const read = readKernelFile;
 const int = (text: string, what: string): number => {
   const n = Number(text.trim());
   if (!Number.isFinite(n)) throw new Error(`${what}: not a number: ${text.slice(0, 40)}`);
@@ -129,14 +130,14 @@ export function parseNetDev(text: string): { rx: number; tx: number } {
  * the caller asks the engine instead.
  */
 export async function readContainerCgroup(pid: number, containerId: string): Promise<CgroupReading> {
-  const [{ v1, v2 }, procCgroup] = await Promise.all([cgroupMounts(), read(`/proc/${pid}/cgroup`)]);
-  const paths = parseProcCgroup(procCgroup);
+  const { v1, v2 } = await cgroupMounts();
+  const paths = parseProcCgroup(read(`/proc/${pid}/cgroup`));
   const memoryPath = paths.get("memory");
   const cpuPath = paths.get("cpuacct");
   const v1Memory = v1.get("memory");
   const v1Cpuacct = v1.get("cpuacct");
   const v1Cpu = v1.get("cpu");
-  const net = read(`/proc/${pid}/net/dev`).then(parseNetDev);
+  const { rx, tx } = parseNetDev(read(`/proc/${pid}/net/dev`));
   const readAt = Date.now();
 
   let cpuNs: number;
@@ -149,14 +150,12 @@ export async function readContainerCgroup(pid: number, containerId: string): Pro
       throw new Error(`process ${pid} is not in container ${containerId.slice(0, 12)}'s cgroup`);
     const mem = dirOf(v1Memory, memoryPath);
     const cpuDir = dirOf(v1Cpu, paths.get("cpu") ?? cpuPath);
-    const [acct, q, period, used, stat, max] = await Promise.all([
-      read(`${dirOf(v1Cpuacct, cpuPath)}/cpuacct.usage`),
-      read(`${cpuDir}/cpu.cfs_quota_us`),
-      read(`${cpuDir}/cpu.cfs_period_us`),
-      read(`${mem}/memory.usage_in_bytes`),
-      read(`${mem}/memory.stat`),
-      read(`${mem}/memory.limit_in_bytes`),
-    ]);
+    const acct = read(`${dirOf(v1Cpuacct, cpuPath)}/cpuacct.usage`);
+    const q = read(`${cpuDir}/cpu.cfs_quota_us`);
+    const period = read(`${cpuDir}/cpu.cfs_period_us`);
+    const used = read(`${mem}/memory.usage_in_bytes`);
+    const stat = read(`${mem}/memory.stat`);
+    const max = read(`${mem}/memory.limit_in_bytes`);
     cpuNs = int(acct, "cpuacct.usage");
     const quotaUs = int(q, "cpu.cfs_quota_us");
     const periodUs = int(period, "cpu.cfs_period_us");
@@ -170,13 +169,11 @@ export async function readContainerCgroup(pid: number, containerId: string): Pro
     if (!unified.includes(containerId))
       throw new Error(`process ${pid} is not in container ${containerId.slice(0, 12)}'s cgroup`);
     const dir = dirOf(v2, unified);
-    const [cpuStat, cpuMax, current, stat, memMax] = await Promise.all([
-      read(`${dir}/cpu.stat`),
-      read(`${dir}/cpu.max`),
-      read(`${dir}/memory.current`),
-      read(`${dir}/memory.stat`),
-      read(`${dir}/memory.max`),
-    ]);
+    const cpuStat = read(`${dir}/cpu.stat`);
+    const cpuMax = read(`${dir}/cpu.max`);
+    const current = read(`${dir}/memory.current`);
+    const stat = read(`${dir}/memory.stat`);
+    const memMax = read(`${dir}/memory.max`);
     const usec = statValue(cpuStat, "usage_usec");
     if (usec === undefined) throw new Error("cpu.stat has no usage_usec");
     cpuNs = usec * 1000;
@@ -186,7 +183,6 @@ export async function readContainerCgroup(pid: number, containerId: string): Pro
     inactiveFile = statValue(stat, "inactive_file") ?? 0;
     limit = memMax.trim() === "max" ? Number.POSITIVE_INFINITY : int(memMax, "memory.max");
   }
-  const { rx, tx } = await net;
   return {
     readAt,
     cpuNs,
@@ -205,7 +201,7 @@ export async function readContainerCgroup(pid: number, containerId: string): Pro
 export async function processStart(pid: number): Promise<string | null> {
   if (!(pid > 0)) return null;
   try {
-    const stat = await read(`/proc/${pid}/stat`);
+    const stat = read(`/proc/${pid}/stat`);
     // the command name (field 2) may hold spaces and parentheses: count from its closing one
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return fields[19] ?? null;

@@ -7,32 +7,39 @@ import { containerIp, inspectContainer } from "../docker/resources";
 import { processStart } from "./cgroup";
 import { mapLimit } from "./map-limit";
 
-/** A running pod container as the periodic watch sees it. */
-export interface RunningPod {
-  name: string;
-  container: string;
-  /**
-   * The container's inspect from when this run of it was first seen: what a run does not change
-   * (its id, image, labels, start). Its HostConfig may be older than a resize.
-   */
-  info: ContainerInspectInfo;
+/** What the watch keeps of a container's run, from its inspect when the run was first seen. */
+interface Run {
+  /** the container's id */
+  id: string;
   /** its init process on the host (the cgroup reads go through it) */
   pid: number;
-  /** the pod's address on its own network (what the ingress forwards to) */
-  ip: string | null;
   /** the preset's web port (the container's label) */
   port: number | null;
   /** from the container's image; null for an image this agent's configuration does not name */
   preset: PresetSlug | null;
   /** ms since the epoch */
   startedAt: number;
+  /** the inspect's address on the pod's network (the list's own is used when it has one) */
+  ip: string | null;
+}
+
+/** A running pod container as the periodic watch sees it. */
+export interface RunningPod extends Run {
+  name: string;
+  container: string;
+  /** the pod's address on its own network (what the ingress forwards to) */
+  ip: string | null;
 }
 
 const INSPECT_CONCURRENCY = 4;
 
+/**
+ * Not the inspect itself: ~20 KB of JSON per container, kept for every running pod between ticks,
+ * where the watch needs these few fields.
+ */
 interface Known {
-  info: ContainerInspectInfo;
-  /** when the kernel started `info.State.Pid`: the same value later means the same run */
+  run: Run;
+  /** when the kernel started `run.pid`: the same value later means the same run */
   pidStart: string;
 }
 
@@ -72,37 +79,45 @@ export class PodLister {
         return null;
       }
       seen.add(c.Id);
-      const info = await this.runOf(c, names.container);
-      if (!info) return null;
-      const port = Number(info.Config.Labels?.[LABEL_PORT]);
+      const run = await this.runOf(c, names.container, names.network);
+      if (!run) return null;
       return {
         name,
         container: names.container,
-        info,
-        pid: info.State.Pid,
+        ...run,
         // the list's own address is as fresh as the list; the inspect's when the list has none
-        ip: c.NetworkSettings?.Networks?.[names.network]?.IPAddress || containerIp(info, names.network),
-        port: Number.isInteger(port) && port > 0 ? port : null,
-        preset: this.presetOf(info.Config.Image),
-        startedAt: Date.parse(info.State.StartedAt),
+        ip: c.NetworkSettings?.Networks?.[names.network]?.IPAddress || run.ip,
       };
     });
     for (const id of [...this.known.keys()]) if (!seen.has(id)) this.known.delete(id);
     return { running: found.filter((p): p is RunningPod => p !== null), stopped: stopped.sort() };
   }
 
-  /** The inspect of the container's current run: remembered, or taken now. Null: not running after all. */
-  private async runOf(c: ContainerInfo, container: string): Promise<ContainerInspectInfo | null> {
+  /** The container's current run: remembered, or inspected now. Null: not running after all. */
+  private async runOf(c: ContainerInfo, container: string, network: string): Promise<Run | null> {
     const known = this.known.get(c.Id);
-    if (known && (await processStart(known.info.State.Pid)) === known.pidStart) return known.info;
+    if (known && (await processStart(known.run.pid)) === known.pidStart) return known.run;
     this.known.delete(c.Id);
     // Gone or stopped since the list: left out of this tick.
     const info = await inspectContainer(this.docker, container).catch(() => null);
     if (!info?.State.Running || info.State.Restarting) return null;
-    const pidStart = await processStart(info.State.Pid);
+    const run = this.runIn(info, network);
+    const pidStart = await processStart(run.pid);
     // Remembered only when its process can be told apart later (else: inspected every tick, as before).
-    if (pidStart !== null && info.Id === c.Id) this.known.set(c.Id, { info, pidStart });
-    return info;
+    if (pidStart !== null && info.Id === c.Id) this.known.set(c.Id, { run, pidStart });
+    return run;
+  }
+
+  private runIn(info: ContainerInspectInfo, network: string): Run {
+    const port = Number(info.Config.Labels?.[LABEL_PORT]);
+    return {
+      id: info.Id,
+      pid: info.State.Pid,
+      port: Number.isInteger(port) && port > 0 ? port : null,
+      preset: this.presetOf(info.Config.Image),
+      startedAt: Date.parse(info.State.StartedAt),
+      ip: containerIp(info, network),
+    };
   }
 
   private presetOf(image: string): PresetSlug | null {

@@ -44,8 +44,6 @@ interface Previous {
   tx: number;
 }
 
-/** cgroup reads are a few small files each: many at once cost nothing */
-const CGROUP_CONCURRENCY = 16;
 const STATS_CONCURRENCY = 4;
 const DU_CONCURRENCY = 2;
 const DU_TIMEOUT_S = 60;
@@ -78,23 +76,28 @@ export class MetricsSampler {
 
   /** Every pod's counters from its cgroup files; the engine's stats for those that cannot be read. */
   private async readAll(pods: readonly RunningPod[]): Promise<(Reading | null)[]> {
-    const readings = await mapLimit(pods, CGROUP_CONCURRENCY, (pod) =>
-      readContainerCgroup(pod.pid, pod.info.Id).catch((error: unknown) => {
-        // said once: on a host whose cgroup layout this code does not know it would be every pod and tick
-        // (a pod that stopped since the list lands here too, and its stats read then says why)
-        if (!this.cgroupsFailed) {
-          this.cgroupsFailed = true;
-          this.options.log.warn(
-            "a pod's cgroup files could not be read: its metrics from the engine's stats",
-            {
-              pod: pod.name,
-              error: String(error),
-            },
-          );
-        }
-        return null;
-      }),
-    );
+    const readings: (Reading | null)[] = [];
+    for (const pod of pods) {
+      readings.push(
+        await readContainerCgroup(pod.pid, pod.id).catch((error: unknown) => {
+          // said once: on a host whose cgroup layout this code does not know it would be every pod and tick
+          // (a pod that stopped since the list lands here too, and its stats read then says why)
+          if (!this.cgroupsFailed) {
+            this.cgroupsFailed = true;
+            this.options.log.warn(
+              "a pod's cgroup files could not be read: its metrics from the engine's stats",
+              {
+                pod: pod.name,
+                error: String(error),
+              },
+            );
+          }
+          return null;
+        }),
+      );
+      // the files are read in place (./kernel-file.ts): other work runs between two pods' reads
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     const missing = pods.flatMap((pod, i) => (readings[i] ? [] : [{ pod, i }]));
     await mapLimit(missing, STATS_CONCURRENCY, async ({ pod, i }) => {
       readings[i] = await this.readStats(pod);

@@ -1,4 +1,5 @@
 import { createServer, type Server as NetServer, type Socket } from "node:net";
+import type { ContainerInfo } from "dockerode";
 import type { Connection, Server as SshServer } from "ssh2";
 import type { DockerClient } from "../docker/client";
 import { streamExecutor } from "../docker/exec-stream";
@@ -219,12 +220,19 @@ export class SshGateway implements PodSshListeners {
     await closed;
   }
 
-  /** Listen for every pod container of this prefix (the agent's start): the port is a label of the container. */
-  async restore(): Promise<void> {
-    const list = await this.opts.docker.listContainers({
-      all: true,
-      filters: prefixFilter(this.opts.namePrefix),
+  /**
+   * Listen for every pod container of this prefix (the agent's start): the port is a label of the
+   * container. `listed`: this prefix's containers (all of them), when the caller has asked already.
+   * An engine that cannot be asked is logged: the pods' listeners come with their next start.
+   */
+  async restore(listed?: Promise<ContainerInfo[]>): Promise<void> {
+    const list = await (
+      listed ?? this.opts.docker.listContainers({ all: true, filters: prefixFilter(this.opts.namePrefix) })
+    ).catch((error: unknown) => {
+      this.opts.log.error("ssh: could not list pods to listen for", { error: String(error) });
+      return [];
     });
+    const opening: Promise<void>[] = [];
     for (const c of list) {
       const pod = c.Labels[LABEL_POD];
       // Helpers (a clone's, a stopped pod's key edits) carry labels too, never the pod's own name.
@@ -237,8 +245,10 @@ export class SshGateway implements PodSshListeners {
         continue;
       }
       this.states.set(pod, c.State === "running");
-      await this.open(pod, port);
+      opening.push(this.open(pod, port));
     }
+    // every pod's own port: the binds need not wait for one another
+    await Promise.all(opening);
   }
 
   async stop(): Promise<void> {
@@ -361,17 +371,23 @@ export class SshGateway implements PodSshListeners {
   }
 }
 
-/** The gateway of an agent: its host key (made on first start), then a listener for every pod it has. */
-export async function startSshGateway(
+/**
+ * The gateway of an agent with its host key (made on first start), listening for no pod yet: its
+ * `restore()` opens them. The agent's start dials the control plane meanwhile.
+ */
+export async function createSshGateway(
   opts: Omit<SshGatewayOptions, "hostKey"> & { stateDir: string },
 ): Promise<SshGateway> {
   const hostKey = await loadOrCreateHostKey(opts.stateDir);
-  const gateway = new SshGateway({ ...opts, hostKey });
   opts.log.info("ssh gateway host key", { fingerprint: hostKey.fingerprint });
-  await gateway
-    .restore()
-    .catch((error: unknown) =>
-      opts.log.error("ssh: could not list pods to listen for", { error: String(error) }),
-    );
+  return new SshGateway({ ...opts, hostKey });
+}
+
+/** The gateway of an agent: its host key, then a listener for every pod it has. */
+export async function startSshGateway(
+  opts: Omit<SshGatewayOptions, "hostKey"> & { stateDir: string },
+): Promise<SshGateway> {
+  const gateway = await createSshGateway(opts);
+  await gateway.restore();
   return gateway;
 }

@@ -38,10 +38,10 @@ afterAll(async () => {
 });
 
 describe("Node for the agent", () => {
-  it("takes the engines' minimum when above the catalog's", () => {
-    expect(minimumNodeMajor(auggie, ">=22.0.0")).toBe(22);
-    expect(minimumNodeMajor(auggie, ">=16")).toBe(auggie.minNodeMajor);
-    expect(minimumNodeMajor(auggie, "not a range")).toBe(auggie.minNodeMajor);
+  it("takes the engines' minimum when above the catalog's", async () => {
+    expect(await minimumNodeMajor(auggie, ">=22.0.0")).toBe(22);
+    expect(await minimumNodeMajor(auggie, ">=16")).toBe(auggie.minNodeMajor);
+    expect(await minimumNodeMajor(auggie, "not a range")).toBe(auggie.minNodeMajor);
   });
   it("uses a Node.js pod's own Node when new enough, else pins one the image carries", () => {
     const installed = [18, 20, 22, 24];

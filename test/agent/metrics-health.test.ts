@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { ContainerInspectInfo, ContainerStats } from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
@@ -12,6 +15,7 @@ import {
   processStart,
   readContainerCgroup,
 } from "../../agent/metrics/cgroup";
+import { readKernelFile } from "../../agent/metrics/kernel-file";
 import { listPods, PodLister, type RunningPod } from "../../agent/metrics/running-pods";
 import { computeSample, MetricsSampler, readingOf } from "../../agent/metrics/sampler";
 import type { Diagnosis } from "../../shared/protocol/health";
@@ -93,6 +97,19 @@ describe("cgroup files (no Docker)", () => {
   eth1:     100      1    0    0    0     0          0         0       50       1    0    0    0     0       0          0
 `;
     expect(parseNetDev(netDev)).toEqual({ rx: 1600, tx: 2650 });
+  });
+
+  it("reads kernel files whole, also past its buffer, and says when one is missing", () => {
+    expect(readKernelFile(`/proc/${process.pid}/stat`)).toMatch(new RegExp(`^${process.pid} \\(`));
+    // longer than the reused 16 KiB buffer
+    const mountinfo = readFileSync("/proc/self/mountinfo", "utf8");
+    const long = "x".repeat(40_000);
+    const dir = mkdtempSync(path.join(tmpdir(), "kernel-file-"));
+    writeFileSync(path.join(dir, "big"), long);
+    expect(readKernelFile(path.join(dir, "big"))).toBe(long);
+    rmSync(dir, { recursive: true });
+    expect(readKernelFile("/proc/self/mountinfo").split("\n")[0]).toBe(mountinfo.split("\n")[0]);
+    expect(() => readKernelFile(`/proc/${2 ** 22 + 1}/stat`)).toThrow(/ENOENT/);
   });
 
   it("tells this process's start apart from no process", async () => {
@@ -341,7 +358,7 @@ describe("metrics and app health on real pods", () => {
       expect(await appAnswers(metricsPod)).toBe(true);
       const pod = await runningPod(metricsPod);
       const container = agent.docker.getContainer(pod.container);
-      const ours = await readContainerCgroup(pod.pid, pod.info.Id);
+      const ours = await readContainerCgroup(pod.pid, pod.id);
       const engine = readingOf(
         await container.stats({ stream: false, "one-shot": true }),
         await container.inspect(),
@@ -357,7 +374,7 @@ describe("metrics and app health on real pods", () => {
       expect(Math.abs(ours.rx - engine.rx)).toBeLessThan(4096);
       expect(Math.abs(ours.tx - engine.tx)).toBeLessThan(4096);
       // a pid that is not the container's is refused, not read
-      await expect(readContainerCgroup(process.pid, pod.info.Id)).rejects.toThrow(/cgroup/);
+      await expect(readContainerCgroup(process.pid, pod.id)).rejects.toThrow(/cgroup/);
     });
 
     it("lists running pods with one container list per look: inspected once per run, again after a restart", async () => {
@@ -394,7 +411,7 @@ describe("metrics and app health on real pods", () => {
       expect(restarted?.pid).not.toBe(first?.pid);
       expect(inspects).toBeGreaterThan(afterFirst);
       // the pod's new run is read from its new cgroup
-      expect((await readContainerCgroup(restarted?.pid ?? 0, restarted?.info.Id ?? "")).cpus).toBe(0.5);
+      expect((await readContainerCgroup(restarted?.pid ?? 0, restarted?.id ?? "")).cpus).toBe(0.5);
     });
 
     it("measures the home volume's bytes on disk", async () => {
