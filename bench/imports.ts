@@ -17,8 +17,8 @@
  */
 import { parseArgs } from "node:util";
 import { type ApiClient, signUp } from "../test/e2e/support/api";
-import { getThroughIngress } from "../test/e2e/support/ingress";
 import { type Stack, sleep, startStack } from "../test/e2e/support/stack";
+import { httpGet } from "../test/support/http";
 import { startImportSiteDouble } from "../test/support/import-site";
 import { fmt, formatTable, median } from "./stats";
 import { machineLoad } from "./support/sampling";
@@ -47,7 +47,7 @@ async function servedWithin(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const r = await getThroughIngress(stack.ingressPort, `${name}.pods.localhost`).catch(() => ({
+    const r = await httpGet(stack.ingressPort, `${name}.pods.localhost`).catch(() => ({
       status: 0,
       body: "",
     }));

@@ -57,8 +57,8 @@ import { createLogger } from "../agent/logger";
 import { findPlan } from "../shared/catalog";
 import type { PodSpec } from "../shared/protocol";
 import { type apiClient, signUp } from "../test/e2e/support/api";
-import { getThroughIngress } from "../test/e2e/support/ingress";
 import { freePort, type Stack, sleep, startStack, waitFor } from "../test/e2e/support/stack";
+import { httpGet } from "../test/support/http";
 import { podSpec } from "../worker/services/pods/spec";
 import { fmt, formatTable, median, percentile, summarize } from "./stats";
 import { positiveInt } from "./support/args";
@@ -401,7 +401,7 @@ const pageAnswers = (stack: Stack, name: string, intervalMs: number) =>
   until(
     `${name}'s page`,
     async () => {
-      const page = await getThroughIngress(stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(() => null);
+      const page = await httpGet(stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(() => null);
       return page?.status === 200;
     },
     intervalMs,
@@ -772,7 +772,7 @@ async function diagnose(b: Bench, name: string): Promise<string> {
     .inspect()
     .then((i) => JSON.stringify(i.State), String);
   const vhost = path.join(b.stack.agentEnv.PODHOST_STATE_DIR ?? "", "nginx", "vhosts", `${name}.conf`);
-  const page = await getThroughIngress(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(String);
+  const page = await httpGet(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(String);
   const log = b.stack.agent.output
     .join("")
     .split("\n")
@@ -866,7 +866,7 @@ async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory
 async function waitUp(b: Bench, name: string): Promise<string | undefined> {
   const deadline = now() + 120_000;
   for (let i = 0; now() < deadline; i++) {
-    const page = await getThroughIngress(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(() => null);
+    const page = await httpGet(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(() => null);
     if (page?.status === 200) return undefined;
     if (i % 20 === 19 && (await b.api.get(`/api/pods/${name}`)).body?.status === "error") {
       const events = await b.api.get(`/api/pods/${name}/events?type=error`);

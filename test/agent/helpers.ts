@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from "node:fs/promises";
-import { request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -121,49 +120,7 @@ export function podSpec(name: string, over: Partial<OpParams<"pod.create">> = {}
   });
 }
 
-export interface HttpResult {
-  status: number;
-  body: string;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-/**
- * GET through the ingress with a Host header (fetch cannot set Host). Node's agent keeps
- * connections alive; when nginx closes an idle one (its old workers do at every reload) just as a
- * request goes out on it, that request is sent again once, as browsers do and Node's docs advise
- * (`reusedSocket` and ECONNRESET): the race is the client's, and says nothing about the pod.
- */
-export async function httpGet(port: number, host: string, path = "/"): Promise<HttpResult> {
-  try {
-    return await httpGetOnce(port, host, path);
-  } catch (err) {
-    if ((err as { reusedSocket?: boolean }).reusedSocket) return httpGetOnce(port, host, path);
-    throw err;
-  }
-}
-
-function httpGetOnce(port: number, host: string, path: string): Promise<HttpResult> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, headers: { host }, timeout: 5000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          body: Buffer.concat(chunks).toString("utf8"),
-          headers: res.headers,
-        }),
-      );
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", (err: NodeJS.ErrnoException) =>
-      reject(
-        req.reusedSocket && err.code === "ECONNRESET" ? Object.assign(err, { reusedSocket: true }) : err,
-      ),
-    );
-    req.end();
-  });
-}
+export { type HttpResult, httpGet } from "../support/http";
 
 /** Poll `fn` until it returns a truthy value (or `timeoutMs` passes, then the last result/throw). */
 export async function until<T>(fn: () => Promise<T>, timeoutMs = 10_000, stepMs = 100): Promise<T> {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DnsDouble, startDnsDouble } from "../support/dns";
+import { httpGet } from "../support/http";
 import { type ApiClient, signUp } from "./support/api";
-import { getThroughIngress } from "./support/ingress";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type Stack, startStack } from "./support/stack";
 
@@ -20,7 +20,7 @@ describe("custom domains end to end", () => {
   let stack: Stack;
   let api: ApiClient;
 
-  const page = (host: string) => getThroughIngress(stack.ingressPort, host);
+  const page = (host: string) => httpGet(stack.ingressPort, host);
   const servedWithin = async (host: string, status: number, timeoutMs = 20_000) => {
     const deadline = Date.now() + timeoutMs;
     let last = await page(host);

@@ -2,9 +2,9 @@ import { execFile } from "node:child_process";
 import type { Server } from "node:http";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
 import { dockerInspect } from "./support/docker";
-import { getThroughIngress } from "./support/ingress";
 import { HOST_LOCAL, LAB_PORT, listenOn, type NetLab, OUTSIDE, startNetLab } from "./support/netlab";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { freePort, type Stack, startStack, waitFor } from "./support/stack";
@@ -113,7 +113,7 @@ describe("a pod's egress", () => {
 
   it("cannot reach another pod, which the host's ingress still reaches", async () => {
     await expectRefused(victimIp, 8080);
-    const page = await getThroughIngress(stack.ingressPort, `${victim}.pods.localhost`);
+    const page = await httpGet(stack.ingressPort, `${victim}.pods.localhost`);
     expect(page.status).toBe(200);
   });
 

@@ -1,9 +1,9 @@
 import { createHmac, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Files, type GitServer, startGitServer } from "../support/git-server";
+import { httpGet } from "../support/http";
 import { type RepohostDouble, startRepohostDouble } from "../support/repohost";
 import { type ApiClient, signUp } from "./support/api";
-import { getThroughIngress } from "./support/ingress";
 import { createRunningPods, waitForHostOnline, waitForPodStatus } from "./support/pods";
 import { type Stack, sleep, startStack, waitFor } from "./support/stack";
 
@@ -80,7 +80,7 @@ describe("git deployments end to end", () => {
   };
 
   const page = (name: string) =>
-    getThroughIngress(stack.ingressPort, `${name}.pods.localhost`).catch((e) => ({
+    httpGet(stack.ingressPort, `${name}.pods.localhost`).catch((e) => ({
       status: 0,
       body: String(e),
     }));

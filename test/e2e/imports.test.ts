@@ -1,6 +1,7 @@
 import { request } from "node:http";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpGet } from "../support/http";
 import {
   ARTIFACT_SOURCES,
   type ImportSiteDouble,
@@ -9,7 +10,6 @@ import {
 } from "../support/import-site";
 import { type ApiClient, signUp } from "./support/api";
 import { launchChromium } from "./support/browser";
-import { getThroughIngress } from "./support/ingress";
 import { waitForHostOnline, waitForPodStatus } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
@@ -44,7 +44,7 @@ describe("imports end to end", () => {
   let browser: Browser;
 
   const host = (pod: string) => `${pod}.pods.localhost`;
-  const get = (pod: string, path = "/") => getThroughIngress(stack.ingressPort, host(pod), path);
+  const get = (pod: string, path = "/") => httpGet(stack.ingressPort, host(pod), path);
 
   /** Starts an import: 202 with the pod's name. */
   async function started(body: Record<string, unknown>): Promise<string> {

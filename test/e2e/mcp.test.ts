@@ -9,8 +9,8 @@ import type {
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpGet } from "../support/http";
 import { apiClient, signUp } from "./support/api";
-import { getThroughIngress } from "./support/ingress";
 import { waitForHostOnline } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
@@ -174,7 +174,7 @@ describe("an AI assistant hosts an app through MCP (OAuth + MCP SDK client + Wor
     });
     expect(written.isError, text(written)).toBeFalsy();
     const page = await waitFor("the page through the ingress", async () => {
-      const res = await getThroughIngress(stack.ingressPort, `${name}.pods.localhost`);
+      const res = await httpGet(stack.ingressPort, `${name}.pods.localhost`);
       return res.status === 200 && res.body.includes(marker) ? res : undefined;
     });
     expect(page.body).toContain(marker);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
-import { getThroughIngress } from "./support/ingress";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
@@ -113,9 +113,7 @@ describe("metrics and app health through the API (agent sampling every 2 s)", ()
     const page = await waitFor(
       "the app to answer through the ingress",
       async () => {
-        const res = await getThroughIngress(stack.ingressPort, `${app}.pods.localhost`).catch(
-          () => undefined,
-        );
+        const res = await httpGet(stack.ingressPort, `${app}.pods.localhost`).catch(() => undefined);
         return res?.status === 200 ? res.body : undefined;
       },
       30_000,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpGet } from "../support/http";
 import { buildZip, nodeZip, siteZip } from "../support/zip";
 import { signUp } from "./support/api";
-import { getThroughIngress } from "./support/ingress";
 import { waitForHostOnline, waitForPodStatus } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
@@ -35,7 +35,7 @@ describe("ZIP archives", () => {
     return { status: res.status, body: (await res.json()) as any };
   };
   const page = (pod: string, path = "/") =>
-    getThroughIngress(stack.ingressPort, `${pod}.pods.localhost`, path).catch(() => ({
+    httpGet(stack.ingressPort, `${pod}.pods.localhost`, path).catch(() => ({
       status: 0,
       body: "",
     }));
