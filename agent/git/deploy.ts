@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
+import type { ContainerInspectInfo } from "dockerode";
 import type { DeployOutcome, DetectedCommands, RepoSource } from "../../shared/protocol/git";
 import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
@@ -129,18 +130,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   try {
     const home = await gitHome(deps.config);
     // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
-    boxStart = startBuildBox(
-      docker,
-      buildContainerOptions(
-        deps.config.namePrefix,
-        p.name,
-        image,
-        deps.config.git.build,
-        main.State.Running ? main.Id : null,
-      ),
-      deps.config.git.build.timeoutMs,
-      signal,
-    );
+    boxStart = startBox(deps, p.name, image, main, signal);
     boxStart.catch(() => undefined);
     // checked before it is logged: a URL with credentials in it is refused, never written
     const { url } = checkRepoUrl(p.source.url);
@@ -261,18 +251,7 @@ export async function rollback(
   if (!rel) throw new AgentError("not_found", `release ${target} is not kept on this host`);
   const log = new DeployLog(id, new Redactor(undefined), deps.send);
   const image = deps.config.images[rel.detected.preset];
-  const box = await startBuildBox(
-    docker,
-    buildContainerOptions(
-      deps.config.namePrefix,
-      p.name,
-      image,
-      deps.config.git.build,
-      main.State.Running ? main.Id : null,
-    ),
-    deps.config.git.build.timeoutMs,
-    signal,
-  );
+  const box = await startBox(deps, p.name, image, main, signal);
   let outcome: DeployOutcome;
   let kept: string[] | null = null;
   try {
@@ -327,6 +306,27 @@ async function settle(
   await record.saveReleases({ current: serving, releases: all.filter((x) => keep.includes(x.id)) });
   return keep;
 }
+
+/** The pod's build container, in the running pod's network namespace (./build.ts). */
+const startBox = (
+  deps: GitDeps,
+  pod: string,
+  image: string,
+  main: ContainerInspectInfo,
+  signal: AbortSignal,
+): Promise<BuildBox> =>
+  startBuildBox(
+    deps.docker,
+    buildContainerOptions(
+      deps.config.namePrefix,
+      pod,
+      image,
+      deps.config.git.build,
+      main.State.Running ? main.Id : null,
+    ),
+    deps.config.git.build.timeoutMs,
+    signal,
+  );
 
 /**
  * After a switch: old releases are deleted and the build container removed without the caller
