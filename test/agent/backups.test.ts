@@ -4,6 +4,7 @@ import { createReadStream } from "node:fs";
 import { copyFile, readFile, stat, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HOLD_BYTES, HoldBack } from "../../agent/backups/early-load";
 import { createBackupStore } from "../../agent/backups/store";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames, serviceNames } from "../../agent/docker/naming";
@@ -543,5 +544,38 @@ add("app/other.txt", b"x\\n")`);
       });
       expect(await sh("ls -A ~/app")).toBe(before);
     }, 120_000);
+  });
+});
+
+describe("a restore's dump gate (no Docker)", () => {
+  it("passes a stream on but its last bytes, which follow, with the end, only on release", async () => {
+    const gate = new HoldBack(5);
+    const seen: string[] = [];
+    let ended = false;
+    gate.on("data", (b: Buffer) => seen.push(b.toString()));
+    gate.on("end", () => {
+      ended = true;
+    });
+    gate.write("abc");
+    gate.write("defgh");
+    gate.end("ij");
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen.join("")).toBe("abcde");
+    expect(ended).toBe(false);
+    gate.release();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen.join("")).toBe("abcdefghij");
+    expect(ended).toBe(true);
+  });
+
+  it("released early, it ends with its source", async () => {
+    const gate = new HoldBack(HOLD_BYTES);
+    gate.release();
+    const chunks: Buffer[] = [];
+    gate.on("data", (b: Buffer) => chunks.push(b));
+    const ended = new Promise((r) => gate.on("end", r));
+    gate.end(Buffer.alloc(HOLD_BYTES * 2, 1));
+    await ended;
+    expect(Buffer.concat(chunks).length).toBe(HOLD_BYTES * 2);
   });
 });
