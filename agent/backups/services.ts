@@ -70,7 +70,8 @@ export async function dumpServices(
     ],
     { workingDir: HOME, stdin: tally, signal: timeout },
   );
-  write.stdout.resume();
+  // an abort destroys the streams with its reason: the exit status tells what happened
+  write.stdout.on("error", () => undefined).resume();
   const [dumped, written] = await Promise.all([dump.done, write.done]);
   if (dumped.exitCode !== 0)
     return {
@@ -108,6 +109,9 @@ export async function loadService(
       signal: timeout,
     },
   );
+  // an abort destroys the streams with its reason (also before the load below exists): the exit
+  // statuses tell what happened
+  read.stdout.on("error", () => undefined);
   let stdin: Readable = read.stdout;
   if (gate) {
     // a gate stopped (or the read failing) stops both ends: the load must not see an end
@@ -120,7 +124,7 @@ export async function loadService(
     stdin,
     signal: timeout,
   });
-  load.stdout.resume();
+  load.stdout.on("error", () => undefined).resume();
   const [r, l] = await Promise.all([read.done, load.done]);
   if (r.exitCode !== 0)
     return `reading the ${sidecar.kind} dump failed (exit ${r.exitCode}): ${tail(r.stderr)}`;

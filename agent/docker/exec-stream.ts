@@ -131,6 +131,7 @@ async function engineExecStream(
   })();
   // The caller may learn of a failure from `stdout` first; `done` must not then be unhandled.
   done.catch(() => undefined);
+  quietErrors(demux);
   return {
     stdout: demux,
     ...(opts.openStdin ? { stdin: socket } : {}),
@@ -155,7 +156,7 @@ function runcExecStream(
   });
   const fd3 = opts.fd3 ? (child.stdio[3] as Writable) : undefined;
   fd3?.on("error", () => undefined); // the process may exit without reading it
-  const stdout = child.stdout as Readable;
+  const stdout = quietErrors(child.stdout as Readable);
   const stderr = new CappedBytes(opts.maxStderrBytes ?? 64 * 1024);
   child.stderr?.on("data", stderr.push);
   // runc forwards the signals it gets to the process (under `timeout`, to its whole group); its
@@ -200,6 +201,17 @@ function runcExecStream(
     done,
     abort,
   };
+}
+
+/**
+ * An abort destroys stdout with its reason, possibly before the caller has a listener on it (an
+ * aborted signal given to the start, or one that fires while the caller awaits something else):
+ * an `error` event nobody listens to would end the agent. What happened is also in `done`; a
+ * caller that wants the error from the stream adds its own listener, which still gets it.
+ */
+function quietErrors<T extends Readable>(stream: T): T {
+  stream.on("error", () => undefined);
+  return stream;
 }
 
 /** The engine's multiplexed stream (./frames.ts) split into stdout, passed on as it comes, and stderr, kept up to a cap. */
