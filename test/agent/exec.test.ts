@@ -144,6 +144,17 @@ describe("exec in a pod's container", () => {
     await execInContainer(docker, names.container, ["pkill", "-f", "sleep 30"]);
   });
 
+  it("a streamed exec aborted before its caller listens ends quietly, its status in done", async () => {
+    // an unheard `error` event would end the agent (a restore's early load stopped as it started)
+    const run = await streams(names.container, ["/bin/sleep", "30"], { signal: AbortSignal.abort() });
+    await new Promise((r) => setTimeout(r, 50));
+    const done = await run.done.then(
+      (d) => d.exitCode,
+      () => "rejected",
+    );
+    expect(done).not.toBe(0);
+  });
+
   it("caps and fixes PATH in a stopped pod's helper container too", async () => {
     await docker.getContainer(names.container).stop({ t: 0 });
     const r = await runAsPodUser(
