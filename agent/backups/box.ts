@@ -7,7 +7,8 @@ import { removeContainer } from "../docker/resources";
 import { removeAndWait } from "../git/build";
 
 /**
- * The throwaway container a test-restore runs in: no network at all, a read-only root, a small
+ * The throwaway container a test-restore runs in (and, in a pod's network namespace, the client of
+ * a self-run database: ./self-run-db.ts): no network at all, a read-only root, a small
  * tmpfs as its only writable place (its pages count against the memory limit), no capabilities,
  * the pods' seccomp profile, no-new-privileges, uid 1000, memory/pids/CPU limits and a wall clock.
  * An archive is only ever listed or streamed in here: a hostile one (a gzip bomb, a million
@@ -26,13 +27,16 @@ export const boxName = (prefix: string, backupId: string) => `${prefix}-backup-v
 
 /**
  * The box's options; `scratchBytes` sizes its /tmp (and the memory limit grows with it, as tmpfs
- * pages are memory), `runSvc` adds the service images' socket directory for a scratch server.
+ * pages are memory), `runSvc` adds the service images' socket directory for a scratch server,
+ * `network` (`container:<pod>`) puts it in a pod's network namespace (a self-run database's client).
  */
 export function boxOptions(
   prefix: string,
   backupId: string,
   image: string,
-  size: { scratchBytes: number; runSvc?: boolean } = { scratchBytes: BOX_LIMITS.scratchBytes },
+  size: { scratchBytes: number; runSvc?: boolean; network?: string } = {
+    scratchBytes: BOX_LIMITS.scratchBytes,
+  },
 ): ContainerCreateOptions {
   const memory = BOX_LIMITS.memoryBytes + Math.max(0, size.scratchBytes - BOX_LIMITS.scratchBytes);
   const tmpfs: Record<string, string> = {
@@ -46,7 +50,7 @@ export function boxOptions(
     WorkingDir: "/tmp",
     Cmd: ["/bin/sleep", String(BOX_LIMITS.timeoutS + 60)],
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_VERIFY },
-    NetworkDisabled: true,
+    NetworkDisabled: !size.network,
     HostConfig: {
       ...POD_ISOLATION,
       Tmpfs: tmpfs,
@@ -55,7 +59,7 @@ export function boxOptions(
       NanoCpus: BOX_LIMITS.nanoCpus,
       PidsLimit: BOX_LIMITS.pids,
       OomScoreAdj: 800,
-      NetworkMode: "none",
+      NetworkMode: size.network ?? "none",
       AutoRemove: false,
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
     },

@@ -12,7 +12,9 @@ import { BASH, TIMEOUT } from "../docker/pod-bin";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 import { runScript, tail } from "./pod-run";
-import { dumpServices } from "./services";
+import { findSelfRunServers } from "./self-run";
+import { type SelfRunDeps, selfRunEntry, selfRunLogin, withSelfRunBox } from "./self-run-db";
+import { dumpServices, pipeDump } from "./services";
 import { parseSqliteCopies, SQLITE_LIMITS, sqliteArgv } from "./sqlite";
 import type { BackupStore } from "./store";
 import { Tally } from "./tally";
@@ -27,7 +29,7 @@ import { openWorkspace, type WhenStopped, type WorkspaceDeps } from "./workspace
  * pod (a manual backup) in helper containers made like it (./workspace.ts), the pod left stopped.
  */
 
-export interface BackupDeps extends WorkspaceDeps {
+export interface BackupDeps extends WorkspaceDeps, SelfRunDeps {
   docker: DockerClient;
   exec: StreamExecutor;
   store?: BackupStore;
@@ -57,12 +59,13 @@ echo empty`;
 const WRITE = `set -u
 /usr/bin/head -c "$2" > "$1"`;
 
-// $1 the spool, $2 the index file, then the excluded names. The archive on stdout. ~/app is
+// $1 the spool, $2 the index file, then the excluded paths (the preset's names, self-run servers'
+// data directories), matched literally. The archive on stdout. ~/app is
 // entered with cd, so a symlinked ~/app (a git release) is archived by its contents; links inside
 // are archived as links (no -h). `tar` exit 1 (a file changed while read: a live app) is kept.
 const ARCHIVE = `set -u
 s=$1; idx=$2; shift 2
-ex=()
+ex=(--no-wildcards)
 for e in "$@"; do ex+=("--exclude=./$e"); done
 cd "${HOME}/app" || { echo "expected directory missing: ~/app" >&2; exit 71; }
 /bin/tar --create --file=- --verbose --index-file="$idx" --warning=no-file-changed \\
@@ -132,6 +135,19 @@ export async function createBackup(
       if (!dumped.ok) return failed(dumped.reason);
       databases.push(dumped.entry);
     }
+    // a running pod's own servers (a stopped pod's are not running: their files are at rest)
+    const keptOut: string[] = [];
+    for (const server of ws.stopped ? [] : await findSelfRunServers(docker, container)) {
+      log.info("backup: dumping a self-run database", { pod: name, backupId, ...server });
+      const login = await selfRunLogin(docker, deps.prefix, name, server);
+      if (!login.ok) return failed(login.reason);
+      const dumped = await withSelfRunBox(deps, container, backupId, server, login.login, ({ dump }) =>
+        pipeDump(deps, container, dump, `${spool}/databases`, signal),
+      );
+      if (!dumped.ok) return failed(dumped.reason);
+      databases.push(selfRunEntry(server, dumped.bytes));
+      if (server.datadir) keptOut.push(server.datadir);
+    }
     log.info("backup: looking for sqlite databases", { pod: name, backupId });
     const lite = await execInContainer(
       docker,
@@ -183,7 +199,15 @@ export async function createBackup(
 
     // 3. the archive, streamed as it is made
     log.info("backup: archiving and sending", { pod: name, backupId });
-    const sent = await sendArchive(deps, store, container, spool, excluded, backupId, signal);
+    const sent = await sendArchive(
+      deps,
+      store,
+      container,
+      spool,
+      [...excluded, ...keptOut],
+      backupId,
+      signal,
+    );
     if (!sent.ok) return sent;
     const counted = await runScript(docker, container, COUNT, [`${spool}.idx`], short);
     const files = Number.parseInt(counted.stdout.trim(), 10) || 0;

@@ -82,10 +82,13 @@ export class EarlyLoads {
     private readonly signal: AbortSignal,
   ) {}
 
-  /** Start loading each service dump the manifest names (SQLite copies wait for the swap). */
+  /**
+   * Start loading each managed service's dump the manifest names (SQLite copies wait for the swap,
+   * self-run servers for the app's services to be back).
+   */
   async start(databases: DumpEntry[]): Promise<void> {
     for (const db of databases) {
-      if (this.closed || db.kind === "sqlite" || this.started.has(db.file)) continue;
+      if (this.closed || db.kind === "sqlite" || db.port !== undefined || this.started.has(db.file)) continue;
       const kind: ServiceKind = db.kind;
       if (!this.ws.services.includes(kind)) continue;
       const server = await this.ws.serverOf(kind);

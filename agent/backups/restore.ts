@@ -15,7 +15,9 @@ import type { Logger } from "../logger";
 import { EarlyLoads } from "./early-load";
 import { type Expected, mismatch, streamChecked } from "./fetch";
 import { runScript, tail } from "./pod-run";
-import { loadService } from "./services";
+import { findSelfRunServers, type SelfRunServer } from "./self-run";
+import { type SelfRunDeps, selfRunLabel, selfRunLogin, withSelfRunBox } from "./self-run-db";
+import { loadService, pipeLoad } from "./services";
 import type { BackupStore } from "./store";
 import { openWorkspace, type Workspace, type WorkspaceDeps } from "./workspace";
 
@@ -30,7 +32,7 @@ import { openWorkspace, type Workspace, type WorkspaceDeps } from "./workspace";
  * the same way in helper containers made like it (./workspace.ts) and left stopped.
  */
 
-export interface RestoreDeps extends WorkspaceDeps {
+export interface RestoreDeps extends WorkspaceDeps, SelfRunDeps {
   docker: DockerClient;
   exec: StreamExecutor;
   store?: BackupStore;
@@ -91,6 +93,18 @@ if [ -e "${HOME}/app" ] || [ -L "${HOME}/app" ]; then mv -T "${HOME}/app" "$s/ol
 if ! mv -T "$s/x/app" "${HOME}/app"; then [ -e "$s/old" ] && mv -T "$s/old" "${HOME}/app"; exit 75; fi
 chmod 755 "${HOME}/app"
 echo swapped`;
+
+// $1 the staging dir, then self-run servers' data directories under ~/app: each moves from the old
+// app into the new one (a server still running there follows its directory: a rename).
+const KEEP_DATADIRS = `set -u
+${WIPE}
+s=$1; shift
+for d in "$@"; do
+  o="$s/old/$d"; n="${HOME}/app/$d"
+  [ -d "$o" ] && [ ! -L "$o" ] || continue
+  [ -e "$n" ] || [ -L "$n" ] && wipe "$n"
+  /bin/mkdir -p -- "$(/usr/bin/dirname -- "$n")" && /bin/mv -T -- "$o" "$n" || exit 76
+done`;
 
 // $1 the dump in staging, $2 the database's path under ~/app: the consistent copy replaces the
 // file the archive brought (which may have been mid-write), and its journal files go.
@@ -233,6 +247,10 @@ export async function restoreBackup(
         return failed(`the manifest names an invalid dump member ${JSON.stringify(db.file)}`);
       if (db.kind === "sqlite" && !(db.source && safeRelative(db.source)))
         return failed(`the manifest names an invalid sqlite path ${JSON.stringify(db.source ?? "")}`);
+      if (db.port !== undefined && db.kind === "sqlite")
+        return failed(`the manifest names a sqlite dump ${JSON.stringify(db.file)} with a port`);
+      if (db.port !== undefined && db.source !== undefined && !safeRelative(db.source))
+        return failed(`the manifest names an invalid data directory ${JSON.stringify(db.source)}`);
     }
     const look = await runScript(
       docker,
@@ -243,7 +261,7 @@ export async function restoreBackup(
     );
     if (look.stdout.split("\n")[0] !== "ok") return failed(look.stdout.split("\n")[0] || tail(look.stderr));
     for (const db of manifest.databases) {
-      if (db.kind !== "sqlite" && !ws.services.includes(db.kind))
+      if (db.kind !== "sqlite" && db.port === undefined && !ws.services.includes(db.kind))
         return failed(`the backup holds a ${db.kind} dump but the pod has no ${db.kind} service`);
     }
 
@@ -257,12 +275,29 @@ export async function restoreBackup(
     if (swap.exitCode !== 0 || !swap.stdout.includes("swapped"))
       return failed(`replacing ~/app failed (exit ${swap.exitCode}): ${tail(swap.stderr)}`);
     const dropped = [...swap.stdout.matchAll(/^had (.+)$/gm)].map((m) => m[1] ?? "");
+    const selfRun = manifest.databases.filter((d) => d.port !== undefined);
+    const datadirs = selfRun.flatMap((d) => (d.source ? [d.source] : []));
+    if (datadirs.length > 0) {
+      const kept = await runScript(docker, container, KEEP_DATADIRS, [staging, ...datadirs], short);
+      if (kept.exitCode !== 0)
+        return failed(`keeping the databases' data directories failed: ${tail(kept.stderr)}`, true);
+    }
 
-    // 4. databases back, each into its place; the first failure leaves its dump in the pod
-    for (const db of manifest.databases) {
+    // 4. databases back, each into its place; the first failure leaves its dump in the pod. A
+    // self-run server's dump waits for the app's services (which may run it) to be back.
+    for (const db of [...manifest.databases.filter((d) => d.port === undefined), ...selfRun]) {
+      if (db.port !== undefined && servicesDown) {
+        await runScript(docker, container, SV, ["start", ...services], short);
+        servicesDown = false;
+      }
       log.info("backup restore: re-importing", { pod: name, backupId, kind: db.kind, file: db.file });
       const dump = `${staging}/x/${db.file}`;
-      const failure = (await early?.finish(db.file)) ? null : await reimport(deps, ws, db, dump, signal);
+      const failure =
+        db.port !== undefined && db.kind !== "sqlite"
+          ? await reimportSelfRun(deps, ws, name, backupId, { kind: db.kind, port: db.port }, dump, signal)
+          : (await early?.finish(db.file))
+            ? null
+            : await reimport(deps, ws, db, dump, signal);
       if (failure) {
         const keep = await runScript(
           docker,
@@ -306,6 +341,38 @@ export async function restoreBackup(
     }
     await ws.close();
   }
+}
+
+/** how long a self-run server may take to listen again once the app's services are back */
+const SELF_RUN_BACK_S = 60;
+
+/** a self-run server's dump loaded into it once it listens again; the failure's reason, or null */
+async function reimportSelfRun(
+  deps: RestoreDeps,
+  ws: Workspace,
+  pod: string,
+  backupId: string,
+  wanted: Pick<SelfRunServer, "kind" | "port">,
+  dump: string,
+  signal: AbortSignal,
+): Promise<string | null> {
+  const label = selfRunLabel(wanted);
+  if (ws.stopped) return `the pod is stopped, so ${label} is not running to load its dump into`;
+  const until = Date.now() + SELF_RUN_BACK_S * 1000;
+  let server: SelfRunServer | undefined;
+  for (;;) {
+    server = (await findSelfRunServers(deps.docker, ws.container)).find(
+      (s) => s.kind === wanted.kind && s.port === wanted.port,
+    );
+    if (server || Date.now() > until || signal.aborted) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  if (!server) return `${label} was not listening within ${SELF_RUN_BACK_S} s of the app's start`;
+  const login = await selfRunLogin(deps.docker, deps.prefix, pod, server);
+  if (!login.ok) return login.reason;
+  return withSelfRunBox(deps, ws.container, `${backupId}-r`, server, login.login, ({ load }) =>
+    pipeLoad(deps, ws.container, load, dump, signal),
+  );
 }
 
 /** one database back from its dump; the failure's reason, or null */

@@ -40,8 +40,13 @@ export const DumpEntry = z.object({
   /** its member in the archive, under `databases/` */
   file: z.string().min(1).max(1024),
   bytes: z.number().int().nonnegative(),
-  /** for sqlite: the database file's path under ~/app */
+  /**
+   * for sqlite: the database file's path under ~/app; for a self-run server: its data directory
+   * under ~/app, left out of app/ and kept in place by a restore
+   */
   source: z.string().max(1024).optional(),
+  /** a server the app runs itself (agent/backups/self-run.ts), on 127.0.0.1:<port>; none: managed */
+  port: z.number().int().min(1).max(65535).optional(),
 });
 export type DumpEntry = z.infer<typeof DumpEntry>;
 

@@ -1,6 +1,5 @@
 import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { promisify } from "node:util";
 import type { ContainerInspectInfo } from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +14,7 @@ import { backupHelperName, LABEL_BACKUP_POD, podNames, serviceNames } from "../.
 import { LABEL_HELPER, runAsPodUser } from "../../agent/docker/pod-user";
 import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
-import { type BackupServer, startBackupServer } from "../support/backup-server";
+import { type BackupServer, newBackupId, startBackupServer } from "../support/backup-server";
 import { type Agent, podSpec, startAgent, until } from "./helpers";
 
 /**
@@ -27,11 +26,7 @@ import { type Agent, podSpec, startAgent, until } from "./helpers";
  */
 
 const run = promisify(execFile);
-const id = () => `bk_${Math.random().toString(36).slice(2, 12)}s`;
-const sha256Of = async (file: string) =>
-  createHash("sha256")
-    .update(await readFile(file))
-    .digest("hex");
+const id = newBackupId;
 
 let agent: Agent;
 let server: BackupServer;
@@ -54,10 +49,7 @@ const helpersOf = async (pod: string) =>
     all: true,
     filters: { label: [`podhost.prefix=${agent.config.namePrefix}`, `${LABEL_BACKUP_POD}=${pod}`] },
   });
-const expected = async (backupId: string) => {
-  const file = server.fileOf(backupId);
-  return { backupId, bytes: (await stat(file)).size, sha256: await sha256Of(file) };
-};
+const expected = (backupId: string) => server.expected(backupId);
 /** a script in a running container as uid 1000 with the image's PATH; its stdout */
 const inside = async (container: string, script: string) => {
   const r = await execInContainer(agent.docker, container, ["/bin/bash", "-c", script], { podPath: true });

