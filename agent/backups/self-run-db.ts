@@ -153,7 +153,8 @@ pid=
 for _ in 1 2 3 4 5; do
   p=$(/usr/bin/shuf -i 20000-60000 -n 1)
   /usr/bin/redis-server --port "$p" --bind 127.0.0.1 --dir "$d" --dbfilename dump.rdb --save '' \
-    --repl-diskless-sync-delay 0 --appendonly no --protected-mode no --logfile "$d/log" &
+    --repl-diskless-sync-delay 0 --appendonly no --protected-mode no --logfile "$d/log" \\
+    --enable-module-command no --enable-debug-command no --enable-protected-configs no &
   pid=$!
   for _ in $(/usr/bin/seq 50); do
     [ "$(/usr/bin/redis-cli -h 127.0.0.1 -p "$p" PING 2>/dev/null)" = PONG ] && break 2

@@ -1,4 +1,4 @@
-import { readdir, readFile, readlink } from "node:fs/promises";
+import { open, opendir, readlink } from "node:fs/promises";
 import type { DockerClient } from "../docker/client";
 import { HOME } from "../docker/naming";
 import type { ServiceKind } from "./services";
@@ -45,12 +45,26 @@ const LOCAL_ADDRESSES = new Set([
 ]);
 const LISTEN = "0A";
 
+/** a /proc file of at most `max` bytes (read no further: a tenant decides how long some are), or null */
 async function small(path: string, max = 4096): Promise<string | null> {
+  const file = await open(path, "r").catch(() => null);
+  if (!file) return null;
   try {
-    const text = await readFile(path, "latin1");
-    return text.length > max ? null : text;
+    const buf = Buffer.alloc(Math.min(max + 1, 64 * 1024));
+    const parts: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const { bytesRead } = await file.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > max) return null;
+      parts.push(Buffer.from(buf.subarray(0, bytesRead)));
+    }
+    return Buffer.concat(parts).toString("latin1");
   } catch {
     return null;
+  } finally {
+    await file.close();
   }
 }
 
@@ -73,15 +87,18 @@ async function processes(docker: DockerClient, container: string): Promise<[numb
 /** the socket inodes among a process's open descriptors */
 async function socketInodes(pid: number): Promise<Set<string>> {
   const inodes = new Set<string>();
-  let fds: string[];
+  const dir = await opendir(`/proc/${pid}/fd`, { bufferSize: 256 }).catch(() => null);
+  if (!dir) return inodes;
+  let seen = 0;
   try {
-    fds = (await readdir(`/proc/${pid}/fd`)).slice(0, SELF_RUN_LIMITS.fds);
+    // entries one by one: a process may hold a million descriptors
+    for await (const fd of dir) {
+      if (++seen > SELF_RUN_LIMITS.fds) break;
+      const target = await readlink(`/proc/${pid}/fd/${fd.name}`).catch(() => "");
+      if (target.startsWith("socket:[") && target.endsWith("]")) inodes.add(target.slice(8, -1));
+    }
   } catch {
-    return inodes;
-  }
-  for (const fd of fds) {
-    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "");
-    if (target.startsWith("socket:[") && target.endsWith("]")) inodes.add(target.slice(8, -1));
+    // the process ended meanwhile
   }
   return inodes;
 }

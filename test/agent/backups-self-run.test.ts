@@ -180,6 +180,48 @@ rm ~/.pgpass-init
     });
   }, 180_000);
 
+  it("a process posing as a server fails only its own pod's backup, naming it; its many descriptors are not all read", async () => {
+    // a python3 called redis-server: 6000 descriptors, then a loopback listener that hangs up
+    await sh(`mkdir -p ~/fake && cp /usr/bin/python3 ~/fake/redis-server
+(setsid ~/fake/redis-server -c '
+import os, socket
+held = [os.open("/dev/null", os.O_RDONLY) for _ in range(6000)]
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 6399)); s.listen(8)
+open("/tmp/posing", "w").close()
+while True:
+    c, _ = s.accept(); c.close()
+' >/dev/null 2>&1 &)
+for i in $(seq 100); do [ -e /tmp/posing ] && break; sleep 0.1; done`);
+    // its listener sits past the 4096 descriptors looked at: not found, the backup goes on
+    const t0 = Date.now();
+    const made = await handlers["backup.create"]({ name: pod, backupId: id(), preset: "nodejs" }, agent.ctx);
+    expect(made).toMatchObject({ ok: true });
+    // (Redis' own 5 s before its RDB is most of it)
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    // one that listens early is found, and fails this pod's backup with the reason
+    await sh(`rm -f /tmp/posing
+(setsid ~/fake/redis-server -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 6398)); s.listen(8)
+open("/tmp/posing", "w").close()
+while True:
+    c, _ = s.accept(); c.close()
+' >/dev/null 2>&1 &)
+for i in $(seq 100); do [ -e /tmp/posing ] && break; sleep 0.1; done`);
+    const posing = await handlers["backup.create"](
+      { name: pod, backupId: id(), preset: "nodejs" },
+      agent.ctx,
+    );
+    expect(posing).toMatchObject({ ok: false });
+    if (!posing.ok)
+      expect(posing.reason).toContain(
+        "dumping the redis server the app runs itself on 127.0.0.1:6398 failed",
+      );
+    await sh(`pkill -f -- "^$HOME/fake/redis-server -c" || true`);
+  }, 180_000);
+
   it("reads listening sockets and logins exactly", () => {
     const table = [
       "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode",
