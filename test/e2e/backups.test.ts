@@ -27,6 +27,7 @@ describe("backups", () => {
   let work: string;
   let first: string;
   let second: string;
+  let third: string;
 
   const sh = async (pod: string, script: string) => {
     const res = await alice.api.post(`/api/pods/${pod}/exec`, { command: ["sh", "-c", script] });
@@ -96,12 +97,13 @@ describe("backups", () => {
     const tag = stack.prefix.slice(-4);
     first = `bk-one-${tag}`;
     second = `bk-two-${tag}`;
+    third = `bk-self-${tag}`;
     await waitForHostOnline(alice.api);
-    for (const name of [first, second]) {
+    for (const name of [first, second, third]) {
       const res = await alice.api.post("/api/pods", { name, preset: "nodejs", plan_slug: "build" });
       expect(res.status, JSON.stringify(res.body)).toBe(202);
     }
-    for (const name of [first, second]) await waitForPodStatus(alice.api, name, "running");
+    for (const name of [first, second, third]) await waitForPodStatus(alice.api, name, "running");
   });
 
   afterAll(async () => {
@@ -173,6 +175,50 @@ describe("backups", () => {
     const event = await eventOf(second, ["restore_completed", "restore_failed"]);
     expect(event.type, JSON.stringify(event)).toBe("restore_completed");
     expect(await sh(second, "cat ~/app/data.txt")).toBe("v1");
+  });
+
+  it("dumps and restores a Redis the app runs itself, reached with the URL in its env", {
+    timeout: 300_000,
+  }, async () => {
+    // the user brings a redis-server and redis-cli into the pod (here: from the service image,
+    // with the libraries the pod image lacks) and starts it, as over SSH
+    const image = process.env.PODHOST_SERVICE_IMAGE_REDIS ?? "podhost/redis:7";
+    await run("bash", [
+      "-c",
+      `set -o pipefail; docker run --rm --entrypoint /bin/bash ${image} -c 'mkdir -p /tmp/r && cd /usr/lib/x86_64-linux-gnu && cp -L /usr/bin/redis-server /usr/bin/redis-cli libatomic.so.1 liblzf.so.1 libjemalloc.so.2 /tmp/r/ && tar -C /tmp -cf - r' | docker exec -i -u 1000:1000 ${stack.prefix}-${third} /bin/tar -C /home/pod_user -xf -`,
+    ]);
+    const env = await alice.api.put(`/api/pods/${third}/env`, {
+      vars: { REDIS_URL: "redis://:e2e-pass@127.0.0.1:6390" },
+    });
+    expect(env.status, JSON.stringify(env.body)).toBe(200);
+    const cli = (args: string) =>
+      sh(third, `LD_LIBRARY_PATH=$HOME/r $HOME/r/redis-cli -p 6390 -a e2e-pass --no-auth-warning ${args}`);
+    await sh(
+      third,
+      "mkdir -p ~/rdata && echo page > ~/app/index.html && LD_LIBRARY_PATH=$HOME/r $HOME/r/redis-server --port 6390 --bind 127.0.0.1 --requirepass e2e-pass --dir $HOME/rdata --daemonize yes --logfile $HOME/redis.log",
+    );
+    await waitFor("the pod's own redis", async () => (await cli("PING")) === "PONG", 10_000);
+    expect(await cli("SET visits 41")).toBe("OK");
+
+    const res = await alice.api.post(`/api/pods/${third}/backups`, { note: "self-run redis" });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const done = await settled(third, res.body.id);
+    expect(done, JSON.stringify(done)).toMatchObject({ status: "completed" });
+    expect(done.verified_at).toBeTruthy();
+    const { bytes } = await download(third, res.body.id);
+    const file = path.join(work, "self.tar.gz");
+    await writeFile(file, bytes);
+    const members = (await run("tar", ["-tzf", file])).stdout.split("\n");
+    expect(members).toContain("databases/self-redis-6390.rdb");
+
+    expect(await cli("SET visits 99")).toBe("OK");
+    expect(await cli("SET later 1")).toBe("OK");
+    const restore = await alice.api.post(`/api/pods/${third}/backups/${res.body.id}/restore`);
+    expect(restore.status, JSON.stringify(restore.body)).toBe(202);
+    const event = await eventOf(third, ["restore_completed", "restore_failed"]);
+    expect(event.type, JSON.stringify(event)).toBe("restore_completed");
+    expect(await cli("GET visits")).toBe("41");
+    expect(await cli("EXISTS later")).toBe("0");
   });
 
   it("refuses an import that is not a gzip tar, and another team's backups are not found", async () => {
