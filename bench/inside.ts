@@ -77,6 +77,22 @@ for (const part of PARTS) {
 }
 
 const run = promisify(execFile);
+
+/** the `ms` of the agent's "command done" log lines for one op */
+function agentCommandMs(output: string[], op: string): number[] {
+  return output
+    .join("")
+    .split("\n")
+    .flatMap((line) => {
+      if (!line.includes('"command done"')) return [];
+      try {
+        const j = JSON.parse(line) as { op?: string; ms?: number };
+        return j.op === op && typeof j.ms === "number" ? [j.ms] : [];
+      } catch {
+        return [];
+      }
+    });
+}
 const docker = createDockerClient("/var/run/docker.sock");
 
 interface Verdict {
@@ -161,6 +177,10 @@ async function main() {
             const body = (await res.json()) as { exit_code: number };
             if (body.exit_code !== 0) throw new Error(`exec: exit ${body.exit_code}`);
           },
+          // auth and the pod's lookup without the host (its events are D1 rows): the Worker alone
+          "API GET pod events (no host)": async () => {
+            await must("events", await fetch(api("/events?limit=1"), { headers: auth }));
+          },
           "docker exec <c> true (CLI)": () => run("docker", ["exec", container, "true"]),
           "dockerode exec true (in-process)": () => execInContainer(docker, container, ["true"]),
           "runc exec <id> true (bare)": () =>
@@ -188,6 +208,18 @@ async function main() {
       console.log(
         `API exec true / docker exec CLI (medians): ${fmt(median(execSamples["API exec true"] ?? []) / cli, 2)}x`,
       );
+      // where the API's time goes: the agent's own handler time (its "command done" log lines,
+      // whole ms) against the rest of the path (Worker, D1, the Durable Objects, the WebSocket)
+      const handled = agentCommandMs(stack.agent.output, "pod.exec").slice(-REPS);
+      if (handled.length > 0) {
+        const api = median(execSamples["API exec true"] ?? []);
+        const agent = median(handled);
+        const bare = median(execSamples["runc exec <id> true (bare)"] ?? []);
+        const worker = median(execSamples["API GET pod events (no host)"] ?? []);
+        console.log(
+          `profile (p50): agent handler ${fmt(agent, 1)} ms (bare runc exec ${fmt(bare, 1)} ms), the rest of the API path ${fmt(api - agent, 1)} ms, of which a read of the pod's events (auth, D1, no host) ${fmt(worker, 1)} ms and the host's object, the WebSocket and the journal ~${fmt(api - agent - worker, 1)} ms`,
+        );
+      }
     }
 
     // 2. upload and download
