@@ -181,18 +181,24 @@ rm ~/.pgpass-init
   }, 180_000);
 
   it("a process posing as a server fails only its own pod's backup, naming it; its many descriptors are not all read", async () => {
-    // a python3 called redis-server: 6000 descriptors, then a loopback listener that hangs up
-    await sh(`mkdir -p ~/fake && cp /usr/bin/python3 ~/fake/redis-server
+    // a python3 called redis-server holding `held` descriptors, then a loopback listener that hangs up
+    const pose = (port: number, held: number) =>
+      sh(
+        `mkdir -p ~/fake && cp -n /usr/bin/python3 ~/fake/redis-server; rm -f /tmp/posing
 (setsid ~/fake/redis-server -c '
-import os, socket
-held = [os.open("/dev/null", os.O_RDONLY) for _ in range(6000)]
+import os, socket, sys
+held = [os.open("/dev/null", os.O_RDONLY) for _ in range(int(sys.argv[2]))]
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 6399)); s.listen(8)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
 open("/tmp/posing", "w").close()
 while True:
     c, _ = s.accept(); c.close()
-' >/dev/null 2>&1 &)
-for i in $(seq 100); do [ -e /tmp/posing ] && break; sleep 0.1; done`);
+' "$1" "$2" >/dev/null 2>&1 &)
+for i in $(seq 100); do [ -e /tmp/posing ] && break; sleep 0.1; done`,
+        String(port),
+        String(held),
+      );
+    await pose(6399, 6000);
     // its listener sits past the 4096 descriptors looked at: not found, the backup goes on
     const t0 = Date.now();
     const made = await handlers["backup.create"]({ name: pod, backupId: id(), preset: "nodejs" }, agent.ctx);
@@ -200,16 +206,7 @@ for i in $(seq 100); do [ -e /tmp/posing ] && break; sleep 0.1; done`);
     // (Redis' own 5 s before its RDB is most of it)
     expect(Date.now() - t0).toBeLessThan(20_000);
     // one that listens early is found, and fails this pod's backup with the reason
-    await sh(`rm -f /tmp/posing
-(setsid ~/fake/redis-server -c '
-import socket
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 6398)); s.listen(8)
-open("/tmp/posing", "w").close()
-while True:
-    c, _ = s.accept(); c.close()
-' >/dev/null 2>&1 &)
-for i in $(seq 100); do [ -e /tmp/posing ] && break; sleep 0.1; done`);
+    await pose(6398, 0);
     const posing = await handlers["backup.create"](
       { name: pod, backupId: id(), preset: "nodejs" },
       agent.ctx,
