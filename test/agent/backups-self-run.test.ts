@@ -8,7 +8,7 @@ import { podNames } from "../../agent/docker/naming";
 import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
 import { type BackupServer, newBackupId, startBackupServer } from "../support/backup-server";
-import { type Agent, podShell, podSpec, startAgent } from "./helpers";
+import { type Agent, podShell, podSpec, startAgent, until } from "./helpers";
 
 /**
  * A database server the app runs itself (agent/backups/self-run.ts): a real PostgreSQL started by
@@ -149,6 +149,61 @@ rm ~/.pgpass-init
     expect(await redis("SET", "d", "4")).toBe("OK");
     // the same server, on its same data directory, moved across the swap
     expect(await sh("test -f ~/app/pgdata/PG_VERSION && cat ~/app/pgdata/PG_VERSION")).toBe("14\n");
+  }, 180_000);
+
+  it("a server the app's own service runs is stopped with it, kept, and loaded once it is back", async () => {
+    // the app's start command runs a second PostgreSQL beside node (one process group: the
+    // restore's stop of the app stops it too)
+    const url5434 = "APP_DB=postgres://app:s3cr%40t@127.0.0.1:5434/postgres\n";
+    await sh(
+      `set -e
+printf '%s\\n' 's3cr@t' > ~/.pw && ~/14/bin/initdb -D ~/app/pgdata2 -U app --auth=scram-sha-256 --pwfile="$HOME/.pw" >/dev/null && rm ~/.pw
+printf '%s' '$HOME/14/bin/postgres -D $HOME/app/pgdata2 -p 5434 -c listen_addresses=127.0.0.1 -c shared_buffers=16MB -k /tmp & exec node server.js' > ~/.pod/start
+printf '%s' "$1" >> ~/app/.env`,
+      url5434,
+    );
+    expect(await handlers["pod.reload"]({ name: pod, preset: "nodejs" }, agent.ctx)).toMatchObject({
+      ok: true,
+    });
+    const pg2 = (sql: string) =>
+      client(
+        PG_IMAGE,
+        "/usr/lib/postgresql/15/bin/psql",
+        "postgres://app:s3cr%40t@127.0.0.1:5434/postgres",
+        "-XAtq",
+        "-c",
+        sql,
+      );
+    expect(await until(() => pg2("SELECT 1").catch(() => ""), 30_000, 250)).toBe("1");
+    await pg2("CREATE TABLE u (v int); INSERT INTO u SELECT generate_series(1, 10)");
+
+    const backupId = id();
+    const made = await handlers["backup.create"]({ name: pod, backupId, preset: "nodejs" }, agent.ctx);
+    expect(made).toMatchObject({
+      ok: true,
+      databases: [
+        { kind: "postgresql", port: 5433 },
+        { kind: "postgresql", port: 5434, source: "pgdata2" },
+        { kind: "redis", port: 6390 },
+      ],
+    });
+    await pg2("DELETE FROM u");
+    const restored = await handlers["backup.restore"](
+      { ...(await expected(backupId)), name: pod, preset: "nodejs" },
+      agent.ctx,
+    );
+    expect(restored).toMatchObject({ ok: true });
+    expect(await pg2("SELECT count(*) FROM u")).toBe("10");
+    // the app's start command, not the restore, runs it: it came back with the app
+    expect(await sh("cat ~/app/pgdata2/PG_VERSION")).toBe("14\n");
+    // the app without it again (its service's stop takes the whole process group)
+    await sh("rm ~/.pod/start");
+    expect(await handlers["pod.reload"]({ name: pod, preset: "nodejs" }, agent.ctx)).toMatchObject({
+      ok: true,
+    });
+    expect(await until(async () => (await pg2("SELECT 1").catch(() => "gone")) === "gone", 15_000, 250)).toBe(
+      true,
+    );
   }, 180_000);
 
   it("a server it cannot log in to fails the backup naming what to add, rather than leaving it out", async () => {
