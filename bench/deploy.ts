@@ -481,6 +481,8 @@ async function main() {
     const allMet =
       firstRatio <= TARGET.firstRatio && m.warmOurs <= TARGET.warmMs && firstFailed + warmFailed === 0;
     console.log(`\ntargets: ${allMet ? "all MET" : "NOT all met"}`);
+    // like every bench: a missed target is a failed run (bench/README.md)
+    if (!allMet) process.exitCode = 1;
   } finally {
     if (!interrupted) await cleanup();
   }

@@ -151,6 +151,29 @@ async function main(): Promise<number> {
       );
       return met;
     };
+    // where an import's extra time goes: the agent's own `pod.create` time (its log lines, which
+    // include unpacking the archive and the reload) against the plain creates'; the rest is the
+    // control plane's (the artifact, its staging in R2, the workflow's steps)
+    const createMs = (kind: string) =>
+      median(
+        stack.agent.output
+          .join("")
+          .split("\n")
+          .flatMap((line) => {
+            if (!line.includes('"command done"') || !line.includes('"op":"pod.create"')) return [];
+            try {
+              const j = JSON.parse(line) as { pod?: string; ms?: number };
+              return j.pod?.includes(`-${kind}-`) && typeof j.ms === "number" ? [j.ms] : [];
+            } catch {
+              return [];
+            }
+          }),
+      );
+    const [agentFloor, agentPaste] = [createMs("f"), createMs("p")];
+    if (Number.isFinite(agentFloor) && Number.isFinite(agentPaste))
+      console.log(
+        `profile (p50): the paste import's extra ${fmt(m("paste import") - m("floor: create"), 0)} ms = the agent's pod.create ${fmt(agentPaste, 0)} vs ${fmt(agentFloor, 0)} ms (+${fmt(agentPaste - agentFloor, 0)}: the archive unpacked, the app reloaded) and the control plane's +${fmt(m("paste import") - m("floor: create") - (agentPaste - agentFloor), 0)} ms`,
+      );
     const paste = verdict("paste import → page served", pasteRatio);
     const snap = verdict(`site snapshot of ${PAGES} pages → served`, siteRatio);
     return paste && snap ? 0 : 1;

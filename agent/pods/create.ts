@@ -25,7 +25,7 @@ import { type HandlerDeps, podStreams } from "../handlers/deps";
 import type { HandlerContext } from "../handlers/types";
 import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
-import { deployArchive } from "../zip/deploy";
+import { type StagedArchive, stageArchive, unpackStaged } from "../zip/deploy";
 import { routeTo } from "./route";
 
 /**
@@ -94,6 +94,13 @@ export function podCreation(deps: HandlerDeps) {
       const err = await networkReady;
       if (err) throw err;
     };
+    // A from-zip archive is fetched from the control plane and checked while the pod is made and
+    // started (it is unpacked once the pod runs). Never rejects: the error is its value.
+    const staging: Promise<StagedArchive | Error> | null = from.seed
+      ? stageArchive(deps, from.seed.blobKey, ctx.signal).catch((err: unknown) =>
+          err instanceof Error ? err : new Error(String(err)),
+        )
+      : null;
     try {
       // Independent engine calls at once (each is a round trip, the volume's disk a few btrfs
       // calls): a create waits for the slowest of them, not for their sum.
@@ -178,14 +185,16 @@ export function podCreation(deps: HandlerDeps) {
       // result. A retry unpacks again: an agent restarted mid-unpack must not leave the default app
       // behind, and the same archive twice gives the same ~/app.
       let reload: ReloadOutcome | undefined;
-      if (from.seed) {
-        await deployArchive(
-          { exec: streams, blobs: deps.blobs, prefix },
-          spec.name,
-          from.seed.blobKey,
-          ctx.signal,
-        );
-        reload = await reloadApp(docker, prefix, spec.name, spec.preset, ctx.log);
+      if (staging) {
+        const staged = await staging;
+        if (staged instanceof Error) throw staged;
+        const unpacked = await unpackStaged({ exec: streams, prefix }, spec.name, staged, ctx.signal);
+        // A static pod's nginx serves the new ~/app as it is: a reload there only installs and
+        // builds what a manifest asks for (an import's React project), so without one it is skipped.
+        reload =
+          spec.preset === "static" && unpacked.manifests.length === 0
+            ? { ok: true, services: [], depsInstalled: null, unsupported: [] }
+            : await reloadApp(docker, prefix, spec.name, spec.preset, ctx.log);
       }
       await routeTo(deps, spec.name, running.info, running.ip, ctx.signal); // a no-op render when early was right
       return { name: spec.name, state: "running", ip: running.ip, ...(reload ? { reload } : {}) };
@@ -193,6 +202,9 @@ export function podCreation(deps: HandlerDeps) {
       await networkReady; // so the undo knows whether this call made the network
       await undo(spec, made, ctx);
       throw err;
+    } finally {
+      const staged = await staging;
+      if (staged && !(staged instanceof Error)) await staged.dispose();
     }
   };
 

@@ -23,6 +23,9 @@ import { APP_DIR, DONE_MARK, fileReader, unpackStream } from "./unpack";
  * directory goes and ~/app is untouched; the old app is removed after the swap.
  */
 
+/** the files at the top of ~/app that give a reload something to do (../inside/reload.ts) */
+export const RELOAD_MANIFESTS = ["package.json", "requirements.txt", "composer.json", "go.mod"];
+
 /** unpacking up to the policy's 1 GiB, with room for a slow disk */
 const UNPACK_TIMEOUT_S = 600;
 
@@ -47,7 +50,9 @@ chmod 755 "$s/${APP_DIR}"
 # -T: never move into a directory that appeared at the path meanwhile (an empty one is replaced)
 if [ -e "$H/app" ] || [ -L "$H/app" ]; then mv -T "$H/app" "$s/old" || exit 74; fi
 if ! mv -T "$s/${APP_DIR}" "$H/app"; then [ -e "$s/old" ] && mv -T "$s/old" "$H/app"; exit 74; fi
-echo swapped`;
+echo swapped
+for f in ${RELOAD_MANIFESTS.join(" ")}; do [ -f "$H/app/$f" ] && echo "manifest $f"; done
+exit 0`;
 
 /** Stream the staged blob into a file of its own, refusing more than an upload may hold. */
 async function fetchArchive(blobs: BlobStore, key: string, file: string, signal: AbortSignal) {
@@ -77,14 +82,45 @@ export interface DeployResult {
   bytes: number;
 }
 
+export interface Unpacked extends DeployResult {
+  /** which of RELOAD_MANIFESTS the new ~/app has */
+  manifests: string[];
+}
+
 export async function deployArchive(
   deps: { exec: StreamExecutor; blobs?: BlobStore; prefix: string },
   pod: string,
   blobKey: string,
   signal: AbortSignal,
 ): Promise<DeployResult> {
+  const staged = await stageArchive(deps, blobKey, signal);
+  try {
+    const { files, bytes } = await unpackStaged(deps, pod, staged, signal);
+    return { files, bytes };
+  } finally {
+    await staged.dispose();
+  }
+}
+
+/** A staged archive fetched to the host and checked, ready to unpack; `dispose` removes the file. */
+export interface StagedArchive {
+  file: string;
+  manifest: Parameters<typeof unpackStream>[1];
+  dispose(): Promise<void>;
+}
+
+/**
+ * Fetch and check a staged archive, before the pod it goes into runs (a create fetches it while
+ * the container is made and started).
+ */
+export async function stageArchive(
+  deps: { blobs?: BlobStore },
+  blobKey: string,
+  signal: AbortSignal,
+): Promise<StagedArchive> {
   if (!deps.blobs) throw new AgentError("unavailable", "this agent has no connection to fetch staged blobs");
   const dir = await mkdtemp(path.join(tmpdir(), "podhost-zip-"));
+  const dispose = () => rm(dir, { recursive: true, force: true });
   try {
     const file = path.join(dir, "archive.zip");
     const size = await fetchArchive(deps.blobs, blobKey, file, signal);
@@ -96,10 +132,21 @@ export async function deployArchive(
       await handle.close();
     }
     if (!manifest.ok) throw new AgentError(manifest.code, manifest.message);
-    return await unpackIntoPod(deps.exec, deps.prefix, pod, file, manifest.value, signal);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+    return { file, manifest: manifest.value, dispose };
+  } catch (err) {
+    await dispose();
+    throw err;
   }
+}
+
+/** A staged archive into the running pod's ~/app (the swap described at the top). */
+export function unpackStaged(
+  deps: { exec: StreamExecutor; prefix: string },
+  pod: string,
+  staged: StagedArchive,
+  signal: AbortSignal,
+): Promise<Unpacked> {
+  return unpackIntoPod(deps.exec, deps.prefix, pod, staged.file, staged.manifest, signal);
 }
 
 async function unpackIntoPod(
@@ -109,7 +156,7 @@ async function unpackIntoPod(
   file: string,
   manifest: Parameters<typeof unpackStream>[1],
   signal: AbortSignal,
-): Promise<DeployResult> {
+): Promise<Unpacked> {
   const tar = unpackStream(file, manifest);
   const timeout = AbortSignal.any([signal, AbortSignal.timeout((UNPACK_TIMEOUT_S + 30) * 1000)]);
   try {
@@ -140,7 +187,12 @@ async function unpackIntoPod(
         `unpacking the archive into pod ${pod} failed (exit ${result.exitCode}): ${result.stderr.trim().slice(0, 300)}`,
       );
     }
-    return { files: tar.stats.files, bytes: tar.stats.bytes };
+    const manifests = out
+      .text()
+      .split("\n")
+      .flatMap((line) => (line.startsWith("manifest ") ? [line.slice("manifest ".length)] : []))
+      .filter((f) => RELOAD_MANIFESTS.includes(f));
+    return { files: tar.stats.files, bytes: tar.stats.bytes, manifests };
   } finally {
     tar.stream.destroy();
   }
