@@ -115,13 +115,20 @@ function watch(port: number, host: string, want: string) {
   let count = 0;
   let firstNew: number | null = null;
   const failures: string[] = [];
+  // what the address answered, each time it changed (the first word of the body: the version)
+  const changes: string[] = [];
+  let last = "";
   const t0 = now();
   const done = (async () => {
     while (!stop) {
+      const sent = now();
       const r = await get(port, host);
       count++;
       if (r.status !== 200) failures.push(`+${Math.round(now() - t0)} ms: ${r.status || "no answer"}`);
       else if (firstNew === null && r.body.startsWith(want)) firstNew = now();
+      const seen = `${r.status} ${r.body.split(/\s/)[0]?.slice(0, 20) ?? ""}`;
+      if (seen !== last) changes.push(`+${((sent - t0) / 1000).toFixed(2)}s ${seen}`);
+      last = seen;
       await sleep(POLL_MS);
     }
   })();
@@ -129,7 +136,7 @@ function watch(port: number, host: string, want: string) {
     async end() {
       stop = true;
       await done;
-      return { count, failures, firstNew };
+      return { count, failures, firstNew, changes };
     },
   };
 }
@@ -230,6 +237,8 @@ interface Ours {
   answeredMs: number;
   requests: number;
   failures: string[];
+  /** what the pod's address answered, each time it changed (request sent at +s) */
+  changes: string[];
 }
 
 async function deployOurs(
@@ -262,6 +271,7 @@ async function deployOurs(
     answeredMs: answered - t0,
     requests: seen.count,
     failures: seen.failures,
+    changes: seen.changes,
   };
 }
 
@@ -343,6 +353,7 @@ async function main() {
     const failureNotes: string[] = [];
     const loads: string[] = [];
     let lastIds: [string, string] = ["", ""];
+    const lastChanges: [string[], string[]] = [[], []];
 
     for (let i = 0; i < REPS && !interrupted; i++) {
       const pod = `dep${i}`;
@@ -364,6 +375,7 @@ async function main() {
         } else {
           const o = await deployOurs(handlers, agent, pod, `${pod}_1`, url, va);
           samples.firstOurs.push(o.servingMs);
+          lastChanges[0] = o.changes;
           samples.firstOursAnswered.push(o.answeredMs);
           firstRequests += o.requests;
           firstFailed += o.failures.length;
@@ -383,6 +395,7 @@ async function main() {
         } else {
           const o = await deployOurs(handlers, agent, pod, `${pod}_2`, url, vb);
           samples.warmOurs.push(o.servingMs);
+          lastChanges[1] = o.changes;
           samples.warmOursAnswered.push(o.answeredMs);
           warmRequests += o.requests;
           warmFailed += o.failures.length;
@@ -475,7 +488,9 @@ async function main() {
     for (const note of failureNotes) console.log(`note: ${note}`);
     console.log(`\nwhere the last repetition's time went (the agent's own log lines):`);
     console.log(`first deploy (${lastIds[0]}):\n  ${agentLines(messages, lastIds[0]).join("\n  ")}`);
+    console.log(`  what the pod's address answered: ${lastChanges[0].join(", ")}`);
     console.log(`code-only deploy (${lastIds[1]}):\n  ${agentLines(messages, lastIds[1]).join("\n  ")}`);
+    console.log(`  what the pod's address answered: ${lastChanges[1].join(", ")}`);
     console.log(`\nmachine per repetition: ${loads.join(" | ")}`);
     console.log(`machine at the end: ${machineLoad()}`);
     const allMet =

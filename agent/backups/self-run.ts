@@ -1,6 +1,7 @@
-import { open, opendir, readlink } from "node:fs/promises";
+import { opendir, readlink } from "node:fs/promises";
 import type { DockerClient } from "../docker/client";
 import { HOME } from "../docker/naming";
+import { listeners, readBoundedFile } from "../docker/proc-net";
 import type { ServiceKind } from "./services";
 
 /**
@@ -43,30 +44,6 @@ const LOCAL_ADDRESSES = new Set([
   "00000000000000000000000000000000",
   "0000000000000000FFFF00000100007F",
 ]);
-const LISTEN = "0A";
-
-/** a /proc file of at most `max` bytes (read no further: a tenant decides how long some are), or null */
-async function small(path: string, max = 4096): Promise<string | null> {
-  const file = await open(path, "r").catch(() => null);
-  if (!file) return null;
-  try {
-    const buf = Buffer.alloc(Math.min(max + 1, 64 * 1024));
-    const parts: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const { bytesRead } = await file.read(buf, 0, buf.length, null);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > max) return null;
-      parts.push(Buffer.from(buf.subarray(0, bytesRead)));
-    }
-    return Buffer.concat(parts).toString("latin1");
-  } catch {
-    return null;
-  } finally {
-    await file.close();
-  }
-}
 
 /** the container's processes as [pid, ppid], from the engine (host pids) */
 async function processes(docker: DockerClient, container: string): Promise<[number, number][]> {
@@ -105,16 +82,9 @@ async function socketInodes(pid: number): Promise<Set<string>> {
 
 /** the local ports among `inodes` listening on a local address, from a /proc/net/tcp{,6} table */
 export function listeningPorts(table: string, inodes: Set<string>): number[] {
-  const ports: number[] = [];
-  for (const line of table.split("\n").slice(1)) {
-    const f = line.trim().split(/\s+/);
-    // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
-    const [address, port] = (f[1] ?? "").split(":");
-    if (f[3] !== LISTEN || !inodes.has(f[9] ?? "") || !LOCAL_ADDRESSES.has(address ?? "")) continue;
-    const n = Number.parseInt(port ?? "", 16);
-    if (n > 0 && n < 65536) ports.push(n);
-  }
-  return ports;
+  return listeners(table)
+    .filter((l) => inodes.has(l.inode) && LOCAL_ADDRESSES.has(l.address))
+    .map((l) => l.port);
 }
 
 async function portsOf(pid: number): Promise<number[]> {
@@ -122,7 +92,7 @@ async function portsOf(pid: number): Promise<number[]> {
   if (inodes.size === 0) return [];
   const ports: number[] = [];
   for (const table of ["tcp", "tcp6"]) {
-    const text = await small(`/proc/${pid}/net/${table}`, SELF_RUN_LIMITS.tcpTableBytes);
+    const text = await readBoundedFile(`/proc/${pid}/net/${table}`, SELF_RUN_LIMITS.tcpTableBytes);
     if (text) ports.push(...listeningPorts(text, inodes));
   }
   return ports;
@@ -142,7 +112,7 @@ function underApp(cwd: string): string | null {
 export async function findSelfRunServers(docker: DockerClient, container: string): Promise<SelfRunServer[]> {
   const procs = await processes(docker, container);
   const comm = new Map<number, string>();
-  for (const [pid] of procs) comm.set(pid, ((await small(`/proc/${pid}/comm`, 64)) ?? "").trim());
+  for (const [pid] of procs) comm.set(pid, ((await readBoundedFile(`/proc/${pid}/comm`, 64)) ?? "").trim());
   const servers: SelfRunServer[] = [];
   for (const [pid, ppid] of procs) {
     const name = comm.get(pid) ?? "";

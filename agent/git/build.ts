@@ -106,6 +106,9 @@ export interface BuildBox {
   readonly timedOut: boolean;
   /** start it again after its timeout killed it (only for the clean-up of what the deploy made) */
   revive(): Promise<void>;
+  /** keep it at least `ms` longer (a process in it still serves requests in flight) */
+  holdFor(ms: number): void;
+  /** remove it (once a hold is over) */
   remove(): Promise<void>;
 }
 
@@ -126,7 +129,10 @@ export async function startBuildBox(
     kill();
   }, timeoutMs);
   signal?.addEventListener("abort", kill, { once: true });
+  let heldUntil = 0;
   const remove = async () => {
+    const hold = heldUntil - Date.now();
+    if (hold > 0) await new Promise((r) => setTimeout(r, hold));
     clearTimeout(timer);
     signal?.removeEventListener("abort", kill);
     await removeContainer(docker, container.id);
@@ -144,6 +150,9 @@ export async function startBuildBox(
       return timedOut;
     },
     remove,
+    holdFor: (ms) => {
+      heldUntil = Math.max(heldUntil, Date.now() + ms);
+    },
     revive: async () => {
       // the kill is asynchronous: wait until the container is down, then start it once more
       for (let i = 0; i < 100 && (await inspectContainer(docker, name))?.State.Running; i++)

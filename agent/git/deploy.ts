@@ -192,7 +192,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
         webRoot,
         previous: releases.current ?? "initial",
         preset: p.preset,
-        box: box.name,
+        box,
         log,
         signal,
       },
@@ -272,7 +272,7 @@ export async function rollback(
         webRoot: rel.webRoot,
         previous: await currentRelease(docker, box.name),
         preset: rel.detected.preset,
-        box: box.name,
+        box,
         log,
         signal,
       },
@@ -331,20 +331,19 @@ const startBox = (
 /**
  * After a switch: old releases are deleted and the build container removed without the caller
  * waiting (deleting a large node_modules takes a while). The next deploy or rollback of the pod
- * waits for this before it starts, so a prune never meets a new release.
+ * waits for the prune before it starts, so a prune never meets a new release; not for the box's
+ * hold (a standby candidate finishing requests in flight): the next deploy's box replaces it.
  */
 function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
-  const work = (async () => {
-    await pruneReleases(deps.docker, box.name, keep).catch(async (e: unknown) => {
-      // the pod's deletion (or the agent's stop) took the container away meanwhile: nothing to say
-      if ((await inspectContainer(deps.docker, box.id))?.State.Running)
-        deps.log.warn("pruning old releases failed", { error: String(e) });
-    });
-    await box.remove();
-  })().catch(() => undefined);
+  const work = pruneReleases(deps.docker, box.name, keep).catch(async (e: unknown) => {
+    // the pod's deletion (or the agent's stop) took the container away meanwhile: nothing to say
+    if ((await inspectContainer(deps.docker, box.id))?.State.Running)
+      deps.log.warn("pruning old releases failed", { error: String(e) });
+  });
   deps.pending.set(pod, work);
   void work.then(() => {
     if (deps.pending.get(pod) === work) deps.pending.delete(pod);
+    return box.remove().catch(() => undefined);
   });
 }
 

@@ -5,6 +5,7 @@ import { execInContainer } from "../docker/exec";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME } from "../docker/naming";
 import { SH, TIMEOUT } from "../docker/pod-bin";
+import { RUNIT_FNS } from "../docker/runit";
 import { AgentError } from "../errors";
 
 /**
@@ -175,6 +176,21 @@ export async function switchRelease(
     maxOutputBytes: 16 * 1024,
   });
   if (r.exitCode !== 0 || !r.stdout.includes("switched")) throw fail("switching ~/app", r);
+}
+
+/**
+ * Point ~/app at the release and restart the pod's `app` service on it, in one exec in the pod's
+ * container (on a deploy's path: the old app stops as soon as the new release may serve).
+ */
+export async function switchAndRestart(docker: DockerClient, container: string, id: string): Promise<void> {
+  const r = await execInContainer(
+    docker,
+    container,
+    [SH, "-c", `${SWITCH}\n${RUNIT_FNS}\nsv_restart app`, "sh", id, ""],
+    { workingDir: HOME, signal: AbortSignal.timeout(60_000), maxOutputBytes: 16 * 1024 },
+  );
+  if (r.exitCode !== 0 || !r.stdout.includes("switched")) throw fail("switching ~/app", r);
+  // a restart that did not confirm is the app's problem: the caller waits for its port
 }
 
 export async function pruneReleases(docker: DockerClient, box: string, keep: string[]): Promise<void> {

@@ -5,23 +5,26 @@ import { POD_ISOLATION } from "../docker/isolation";
 import { HOME, LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } from "../docker/naming";
 import { SV } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
+import { listeningPorts } from "../docker/proc-net";
 import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
-import { restartServices } from "../docker/runit";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
-import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";
+import { STANDBY_PORT } from "../ingress/vhost";
+import { type BuildBox, candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";
 import { DeployFailure } from "./failure";
 import type { DeployLog } from "./log";
-import { RELEASES, switchRelease } from "./release";
+import { RELEASES, switchAndRestart, switchRelease } from "./release";
+import { CANDIDATE_PID_FILE, startOnStandby, stopCandidate } from "./standby";
 
 /**
- * The health-gated switch. Node.js and Python: the new release starts beside the serving one in a
- * candidate container (the pod's image, volume, network, env and limits, running only the image's
- * `run-app` on the release's directory via POD_APP_DIR); once its port answers, the ingress points
- * at the candidate, `~/app` is switched, the pod's own `app` service restarts on it, and once that
- * answers the ingress points back and the candidate goes. No request meets a restarting server.
- * Static and PHP: the switch is one atomic rename (php-fpm then reloads gracefully).
- * Anything that fails before the switch leaves the old release serving and the ingress on it.
+ * The health-gated switch. Node.js and Python: the new release starts beside the serving one, on
+ * the standby port in the build container (./standby.ts; an app that ignores PORT gets a candidate
+ * container of its own instead), running the images' `run-app` rules on the release's directory.
+ * Once it answers, `~/app` is switched and the pod's own `app` service restarts on it; while that
+ * boots, the ingress sends to the new release (the standby upstream, or the candidate container's
+ * address), and once the pod's app answers the candidate goes. No request meets a restarting
+ * server. Static and PHP: the switch is one atomic rename (php-fpm then reloads gracefully).
+ * Anything that fails before the switch leaves the old release serving.
  */
 
 export interface SwitchDeps {
@@ -41,8 +44,8 @@ export interface SwitchTarget {
   preset: "static" | "php" | "nodejs" | "python";
   /** the release serving before (`initial` for a first ~/app directory): where a failed switch goes back */
   previous: string | null;
-  /** the build container: where the symlink is switched */
-  box: string;
+  /** the build container: where the symlink is switched and the standby candidate runs */
+  box: BuildBox;
   log: DeployLog;
   signal?: AbortSignal;
 }
@@ -59,10 +62,12 @@ const APP_PRESETS = new Set(["nodejs", "python"]);
 const CANDIDATE_RUN = `set -euo pipefail
 H=${HOME}; P=$1; APP=$2
 exec >>"$H/logs/app.log" 2>&1
+# each exec is a session leader: its pid names the process group a stop ends (./standby.ts)
+{ echo $$ >${CANDIDATE_PID_FILE}; } 2>/dev/null || true
 cd "$APP"
 export PORT=$3
 if [ "$P" = nodejs ]; then
-  v=$(/opt/podhost/bin/pod-node-version); export PATH="/opt/node/$v/bin:$PATH"
+  . /opt/podhost/lib/node-major.sh; node_major; export PATH="/opt/node/$NODE_MAJOR/bin:$PATH"
 elif [ -x "$APP/.venv/bin/python" ]; then
   export VIRTUAL_ENV="$APP/.venv" PATH="$APP/.venv/bin:$PATH"
 fi
@@ -72,16 +77,20 @@ if [ -s "$H/.pod/start" ]; then
 elif [ -f Procfile ] && web=$(sed -n 's/^web:[[:space:]]*//p' Procfile | head -n 1) && [ -n "$web" ]; then
   set -- bash -c "$web"
 elif [ "$P" = nodejs ]; then
-  if [ -f package.json ] && node -e 'process.exit(require("./package.json").scripts?.start ? 0 : 1)' 2>/dev/null; then
-    set -- npm start
-  else
+  if [ -f package.json ] && [ -f /opt/podhost/lib/npm-start.sh ]; then
+    . /opt/podhost/lib/npm-start.sh && npm_start && set -- "\${NPM_START[@]}"
+  elif [ -f package.json ] && node -e 'process.exit(require("./package.json").scripts?.start ? 0 : 1)' 2>/dev/null; then
+    set -- npm start # an image from before lib/npm-start.sh
+  fi
+  if [ $# -eq 0 ]; then
     for f in server.js index.js app.js main.js; do [ -f "$f" ] && { set -- node "$f"; break; }; done
   fi
 else
   for f in app.py main.py server.py; do [ -f "$f" ] && { set -- python "$f"; break; }; done
 fi
-[ $# -gt 0 ] || { echo "[podhost] $(date -u +%FT%TZ) candidate: no start command found in $APP"; exit 1; }
-echo "[podhost] $(date -u +%FT%TZ) starting the new release (candidate): $*"
+printf -v now '%(%Y-%m-%dT%H:%M:%SZ)T' -1
+[ $# -gt 0 ] || { echo "[podhost] $now candidate: no start command found in $APP"; exit 1; }
+echo "[podhost] $now starting the new release (candidate): $*"
 exec /opt/podhost/bin/pod-env-exec "$APP/.env" "$@"`;
 
 export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Promise<void> {
@@ -91,7 +100,7 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
   const running = Boolean(main?.State.Running);
   if (!main || !running || !APP_PRESETS.has(t.preset)) {
     await deps.podLock(async () => {
-      await switchRelease(docker, t.box, t.release, t.webRoot);
+      await switchRelease(docker, t.box.name, t.release, t.webRoot);
       if (running && t.preset === "php") {
         // USR2: php-fpm's graceful reload (new workers, fresh realpath and opcache)
         await execInContainer(docker, n.container, [SV, "2", "php-fpm"], {
@@ -103,47 +112,118 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
     return;
   }
   const labels = main.Config.Labels ?? {};
-  const port = Number(labels[LABEL_PORT]);
-  const domain = labels[LABEL_DOMAIN];
-  const podId = labels[LABEL_POD_ID];
-  const mainIp = containerIp(main, n.network);
+  const pod: PodAddress = {
+    port: Number(labels[LABEL_PORT]),
+    domain: labels[LABEL_DOMAIN] ?? "",
+    podId: labels[LABEL_POD_ID] ?? "",
+    ip: containerIp(main, n.network) ?? "",
+  };
+  if (pod.domain && pod.podId && pod.ip) {
+    // the pod's vhost as this agent renders it, with the standby upstream (a no-op when it has it)
+    await deps.ingress.upsert({
+      pod: t.pod,
+      podId: pod.podId,
+      domains: [pod.domain],
+      ip: pod.ip,
+      port: pod.port,
+    });
+    t.log.note(`starting the new release beside the serving one (standby port ${STANDBY_PORT})`);
+    const standby = await startOnStandby({
+      docker,
+      box: t.box.name,
+      main,
+      ip: pod.ip,
+      port: pod.port,
+      argv: (port) => candidateArgv(t.release, t.preset, port),
+      startTimeoutMs: deps.startTimeoutMs,
+      signal: t.signal,
+    });
+    if (standby.kind === "answers") return switchFromStandby(deps, t, n.container, pod);
+    if (standby.kind === "port_mismatch") throw portMismatch(standby.ports, pod.port);
+    if (standby.kind === "timeout") throw await notAnswering(docker, t.box.name, pod.port, true);
+    t.log.note(`${standby.why}: starting it in a container of its own`);
+  }
+  await switchThroughContainer(deps, t, main, pod);
+}
+
+interface PodAddress {
+  ip: string;
+  port: number;
+  domain: string;
+  podId: string;
+}
+
+/**
+ * The new release answers on the standby port: ~/app switches and the pod's app restarts on it.
+ * From the moment the old app stops until the new one listens, the pod's port refuses and the
+ * ingress sends every request to the standby; once the pod's app answers, the candidate goes with
+ * the build container (a second later at the earliest: requests in flight to it finish).
+ */
+async function switchFromStandby(deps: SwitchDeps, t: SwitchTarget, container: string, pod: PodAddress) {
+  const { docker } = deps;
+  t.log.note("the new release answers; restarting the pod's app on it (the new release serves meanwhile)");
+  try {
+    await deps.podLock(() => switchAndRestart(docker, container, t.release));
+    await expectPodAnswers(deps, t, container, pod);
+  } catch (err) {
+    await stopCandidate(docker, t.box.name);
+    throw err;
+  }
+  t.box.holdFor(1000);
+  t.log.note("switched: the pod's app serves the new release");
+}
+
+/**
+ * The pod's own app must answer on its port after the switch. When it does not (the candidate did),
+ * ~/app goes back to the release that served before and the app restarts on it.
+ */
+async function expectPodAnswers(deps: SwitchDeps, t: SwitchTarget, container: string, pod: PodAddress) {
+  if (await waitForPort(pod.ip, pod.port, deps.startTimeoutMs, t.signal)) return;
+  const previous = t.previous;
+  if (previous) {
+    await deps.podLock(() => switchAndRestart(deps.docker, container, previous));
+    await waitForPort(pod.ip, pod.port, deps.startTimeoutMs, t.signal);
+  }
+  throw new DeployFailure(
+    "missing_start",
+    `the pod's app did not answer on port ${pod.port} after the switch${previous ? `; release ${previous} serves again` : ""}`,
+  );
+}
+
+/**
+ * The candidate container: for an app the standby cannot take (it ignores PORT, or exits), and when
+ * the pod's address is unknown. It gets a network namespace of its own, where the pod's port is
+ * free; the ingress points at it while the pod's app restarts, then back.
+ */
+async function switchThroughContainer(
+  deps: SwitchDeps,
+  t: SwitchTarget,
+  main: ContainerInspectInfo,
+  pod: PodAddress,
+): Promise<void> {
+  const { docker } = deps;
+  const n = podNames(deps.prefix, t.pod);
+  const { port, domain, podId } = pod;
+  const mainIp = pod.ip || null;
   const cname = candidateName(deps.prefix, t.pod);
   await removeAndWait(docker, cname);
-  t.log.note(`starting the new release beside the serving one (port ${port})`);
   await docker.createContainer(candidateOptions(deps.prefix, t.pod, main, t.release, t.preset, port));
   let routedToCandidate = false;
   try {
     await docker.getContainer(cname).start();
     const { ip } = await waitRunning(docker, cname, n.network, t.signal).catch(async () => {
-      throw await startFailure(docker, cname, port, t.box);
+      throw await startFailure(docker, cname, port, t.box.name);
     });
     if (!(await waitAnswer(docker, cname, ip, port, deps.startTimeoutMs, t.signal)))
-      throw await startFailure(docker, cname, port, t.box);
+      throw await startFailure(docker, cname, port, t.box.name);
     t.log.note("the new release answers; moving traffic to it");
     if (domain && podId && mainIp) {
       await deps.ingress.upsert({ pod: t.pod, podId, domains: [domain], ip, port });
       routedToCandidate = true;
     }
-    await deps.podLock(async () => {
-      await switchRelease(docker, t.box, t.release);
-      t.log.note("~/app switched; restarting the pod's app on it");
-      await restartServices(docker, n.container, ["app"]);
-    });
-    if (!(await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal))) {
-      // The candidate answered but the pod's own app does not: go back to what served before.
-      const previous = t.previous;
-      if (previous) {
-        await deps.podLock(async () => {
-          await switchRelease(docker, t.box, previous);
-          await restartServices(docker, n.container, ["app"]);
-        });
-        await waitForPort(mainIp ?? "", port, deps.startTimeoutMs, t.signal);
-      }
-      throw new DeployFailure(
-        "missing_start",
-        `the pod's app did not answer on port ${port} after the switch${previous ? `; release ${previous} serves again` : ""}`,
-      );
-    }
+    await deps.podLock(() => switchAndRestart(docker, n.container, t.release));
+    t.log.note("~/app switched; the pod's app restarted on it");
+    await expectPodAnswers(deps, t, n.container, pod);
     t.log.note("the pod's app answers; moving traffic back to it");
   } finally {
     if (routedToCandidate && domain && podId && mainIp) {
@@ -157,6 +237,16 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
   }
   t.log.note("switched: the pod serves the new release");
 }
+
+const candidateArgv = (release: string, preset: string, port: number) => [
+  "/bin/bash",
+  "-c",
+  CANDIDATE_RUN,
+  "run-app",
+  preset,
+  `${RELEASES}/${release}`,
+  String(port),
+];
 
 function candidateOptions(
   prefix: string,
@@ -173,7 +263,7 @@ function candidateOptions(
     Image: main.Config.Image,
     User: "1000:1000",
     WorkingDir: `${RELEASES}/${release}`,
-    Cmd: ["/bin/bash", "-c", CANDIDATE_RUN, "run-app", preset, `${RELEASES}/${release}`, String(port)],
+    Cmd: candidateArgv(release, preset, port),
     Env: main.Config.Env ?? [],
     Labels: { [LABEL_PREFIX]: prefix, [LABEL_HELPER]: HELPER_CANDIDATE, [LABEL_GIT_POD]: pod },
     HostConfig: {
@@ -210,7 +300,7 @@ async function waitAnswer(
   return false;
 }
 
-/** Why the candidate never answered: listening elsewhere (port_mismatch), else missing_start. */
+/** Why the candidate container never answered: listening elsewhere (port_mismatch), else missing_start. */
 async function startFailure(
   docker: DockerClient,
   name: string,
@@ -224,12 +314,24 @@ async function startFailure(
       maxOutputBytes: 256 * 1024,
     }).catch(() => null);
     const ports = r ? listeningPorts(r.stdout).filter((p) => p !== port) : [];
-    if (ports.length > 0)
-      return new DeployFailure(
-        "port_mismatch",
-        `the app listens on port ${ports.join(", ")}, not on ${port} (listen on process.env.PORT)`,
-      );
+    if (ports.length > 0) return portMismatch(ports, port);
   }
+  return notAnswering(docker, box, port, Boolean(info?.State.Running));
+}
+
+const portMismatch = (ports: number[], port: number) =>
+  new DeployFailure(
+    "port_mismatch",
+    `the app listens on port ${ports.join(", ")}, not on ${port} (listen on process.env.PORT)`,
+  );
+
+/** missing_start, with the last lines of the app's log */
+async function notAnswering(
+  docker: DockerClient,
+  box: string,
+  port: number,
+  running: boolean,
+): Promise<DeployFailure> {
   const tail = await execInContainer(docker, box, ["/usr/bin/tail", "-c", "600", `${HOME}/logs/app.log`], {
     signal: AbortSignal.timeout(10_000),
     maxOutputBytes: 4096,
@@ -242,7 +344,7 @@ async function startFailure(
     .join(" | ");
   return new DeployFailure(
     "missing_start",
-    `the new release ${info?.State.Running ? `did not listen on port ${port} in time` : "exited without listening"}${last ? `: ${last}` : ""}`.slice(
+    `the new release ${running ? `did not listen on port ${port} in time` : "exited without listening"}${last ? `: ${last}` : ""}`.slice(
       0,
       1500,
     ),
@@ -252,20 +354,4 @@ async function startFailure(
 /** Run `fn` after `ms` without waiting for it; a failure is left to the next run's leftover check. */
 function later(fn: () => Promise<unknown>, ms: number) {
   setTimeout(() => void fn().catch(() => undefined), ms).unref();
-}
-
-/** LISTEN sockets (state 0A) in /proc/net/tcp{,6} text: their local ports. */
-export function listeningPorts(text: string): number[] {
-  const ports = new Set<number>();
-  for (const line of text.split("\n")) {
-    const cols = line.trim().split(/\s+/);
-    if (cols.length < 4 || cols[3] !== "0A") continue;
-    const local = cols[1] ?? "";
-    // Docker's embedded DNS resolver listens on 127.0.0.11 in every container of a user network.
-    if (local.startsWith("0B00007F:")) continue;
-    const hex = local.slice(local.lastIndexOf(":") + 1);
-    const p = Number.parseInt(hex, 16);
-    if (Number.isInteger(p) && p > 0) ports.add(p);
-  }
-  return [...ports].sort((a, b) => a - b);
 }

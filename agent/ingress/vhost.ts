@@ -13,6 +13,16 @@ export function validDomain(domain: string): boolean {
   return HOSTNAME.test(domain);
 }
 
+/**
+ * The port of a pod's standby upstream: the ingress passes a request there only when the pod's own
+ * port refuses it (`backup`). Nothing listens there normally; during a git deploy the new release
+ * answers on it from the build container (which shares the pod's network namespace) while the pod's
+ * app restarts on that release, so the switch needs no reload and no request meets a restarting
+ * server (docs/git.md "Zero downtime"). Below the kernel's ephemeral range, away from the usual
+ * development ports.
+ */
+export const STANDBY_PORT = 29999;
+
 export interface VhostSpec {
   pod: string;
   podId: string;
@@ -77,13 +87,19 @@ export function renderVhost(listen: string, v: VhostSpec): string {
     throw new Error(`vhost ${v.pod}: invalid port`);
   if (!/^[A-Za-z0-9_-]+$/.test(v.podId)) throw new Error(`vhost ${v.pod}: invalid pod id`);
   const feedback = feedbackDirectives(v.pod, v.feedback);
+  // max_fails=0: a refused connection never marks the pod's port as down, so every request tries
+  // it first (with the default, one refusal would send the next 10 s of requests to the standby)
   return `# pod ${v.pod} (${v.podId}), rendered by podhost-agent: edits are overwritten
+upstream podhost_${v.podId} {
+  server ${v.ip}:${v.port} max_fails=0;
+  server ${v.ip}:${STANDBY_PORT} max_fails=0 backup;
+}
 server {
   listen ${listen};
   server_name ${v.domains.join(" ")};
   client_max_body_size 64m;
 ${feedback.server}  location / {
-    proxy_pass http://${v.ip}:${v.port};
+    proxy_pass http://podhost_${v.podId};
     proxy_http_version 1.1;
     proxy_set_header Host $host;
     proxy_set_header X-Real-IP $remote_addr;
@@ -92,6 +108,8 @@ ${feedback.server}  location / {
     proxy_set_header X-Forwarded-Host $host;
     proxy_set_header Upgrade $http_upgrade;
     proxy_set_header Connection $podhost_connection_upgrade;
+    # only a refused or broken connection tries the standby; a slow app still answers 504
+    proxy_next_upstream error;
     proxy_connect_timeout 5s;
     proxy_read_timeout 300s;
     proxy_send_timeout 300s;

@@ -93,7 +93,7 @@ describe("watchDockerEvents", () => {
     expect(await saw(seen, "crashy", "running", from)).toBe(true);
     const crash = seen.slice(from).find((s) => s.pod.state === "stopped");
     expect(crash?.reason).toMatch(/exited with code/);
-    expect(await readFile(vhostPath, "utf8")).toContain(`proxy_pass http://${ip}:8080;`);
+    expect(await readFile(vhostPath, "utf8")).toContain(`server ${ip}:8080 max_fails=0;`);
   });
 
   it("reports stop, start and delete done through the handlers, each state once", async () => {

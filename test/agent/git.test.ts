@@ -4,14 +4,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
+import { listeningPorts } from "../../agent/docker/proc-net";
 import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD } from "../../agent/git/build";
 import type { DeployLogMessage } from "../../agent/git/log";
 import { DeployLog } from "../../agent/git/log";
 import { Redactor } from "../../agent/git/redact";
-import { listeningPorts } from "../../agent/git/switch";
 import { removeGitLeftovers } from "../../agent/handlers/git";
 import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
+import { STANDBY_PORT } from "../../agent/ingress/vhost";
 import type { DeployOutcome } from "../../shared/protocol/git";
 import { type Files, type GitServer, startGitServer } from "../support/git-server";
 import { type Agent, httpGet, ms, podSpec, startAgent, until } from "./helpers";
@@ -241,6 +242,9 @@ describe("git deployments", () => {
     expect(stats.failures).toEqual([]);
     expect(logOf("dep_2")).toContain("dependencies unchanged: reusing node_modules of release dep_1");
     expect(logOf("dep_2")).not.toContain("$ npm install");
+    // the new release answered on the standby port (no candidate container, no ingress reload)
+    expect(logOf("dep_2")).toContain(`(standby port ${STANDBY_PORT})`);
+    expect(logOf("dep_2")).not.toContain("container of its own");
     expect((await httpGet(agent.port, host)).body).toBe("v2 hello from greet hi-env");
     const env = await handlers["pod.env.get"]({ name: pod }, agent.ctx);
     expect(env.vars).toMatchObject({ GREETING: "hi-env" });
@@ -380,6 +384,42 @@ describe("git deployments", () => {
     const dirs = async () => (await inPod("ls ~/releases")).stdout.split("\n").filter(Boolean).sort();
     await until(async () => JSON.stringify(await dirs()) === JSON.stringify(want));
     expect(await dirs()).toEqual(want);
+  });
+
+  it("an app that ignores PORT starts in a candidate container of its own, as does one whose standby port is taken", async () => {
+    // bound to the pod's port whatever PORT says: beside the serving app it cannot listen there
+    const fixed =
+      'require("http").createServer((q, s) => s.end("fixed " + require("greet")())).listen(3000);\n';
+    await server.commit("app", nodeApp("v-fixed", { "server.js": fixed }), { message: "fixed port" });
+    const p = poll(agent.port, host);
+    const o = await deploy("dep_fixed");
+    const stats = await p.end();
+    expect(failed(o)).toBe("ok");
+    expect(stats.failures).toEqual([]);
+    expect(logOf("dep_fixed")).toContain(
+      "it exited on the standby port: starting it in a container of its own",
+    );
+    expect((await httpGet(agent.port, host)).body).toBe("fixed hello from greet");
+    // a process of the pod's own on the standby port: the deploy leaves it alone
+    const squatter = `require("http").createServer((q, s) => s.end("squatter")).listen(${STANDBY_PORT})`;
+    await inPod(`setsid /usr/local/bin/node -e '${squatter}' >/dev/null 2>&1 </dev/null &`);
+    const listening = async () =>
+      (
+        await inPod(`cat /proc/net/tcp /proc/net/tcp6 | grep -ci ':${STANDBY_PORT.toString(16)} '`)
+      ).stdout.trim() !== "0";
+    expect(await until(listening)).toBe(true);
+    await server.commit("app", nodeApp("v-sq"), { message: "squatter" });
+    const q = poll(agent.port, host);
+    const o2 = await deploy("dep_sq");
+    const stats2 = await q.end();
+    expect(failed(o2)).toBe("ok");
+    expect(stats2.failures).toEqual([]);
+    expect(stats2.bodies).not.toContain("squatter");
+    expect(logOf("dep_sq")).toContain(
+      `port ${STANDBY_PORT} is taken in the pod: starting it in a container of its own`,
+    );
+    expect((await httpGet(agent.port, host)).body).toBe("v-sq hello from greet hi-env");
+    await inPod("pkill -f squatter");
   });
 
   it("the token is nowhere: not in build.log, the deploy-log messages, the pod's files or the host's repo", async () => {

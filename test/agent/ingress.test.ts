@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ingress } from "../../agent/ingress/nginx";
-import { renderVhost } from "../../agent/ingress/vhost";
+import { renderVhost, STANDBY_PORT } from "../../agent/ingress/vhost";
 import { createLogger } from "../../agent/logger";
 import { freePort, httpGet, until } from "./helpers";
 
@@ -161,6 +161,49 @@ describe("Ingress", () => {
       await ingress.remove("upload");
       upstream.close();
       await rm(join(file, ".."), { recursive: true, force: true });
+    }
+  });
+
+  it("sends a request to the pod's standby port only while its own port refuses, trying its own first every time", async () => {
+    const serve = (body: string, status = 200) =>
+      createServer((_q, r) => {
+        r.statusCode = status;
+        r.end(body);
+      });
+    const listen = (srv: ReturnType<typeof createServer>, p: number) =>
+      new Promise<void>((resolve) => srv.listen(p, "127.0.0.1", resolve));
+    const close = (srv: ReturnType<typeof createServer>) => {
+      srv.closeAllConnections();
+      return new Promise<void>((resolve) => srv.close(() => resolve()));
+    };
+    const appPort = await freePort();
+    let app = serve("app");
+    const standby = serve("standby");
+    await listen(app, appPort);
+    await listen(standby, STANDBY_PORT);
+    try {
+      await ingress.upsert(vhost("delta", "127.0.0.1", appPort));
+      expect((await httpGet(port, "delta.pods.test")).body).toBe("app");
+      // the app restarts: its port refuses, the standby answers every request meanwhile
+      await close(app);
+      for (let i = 0; i < 5; i++) expect((await httpGet(port, "delta.pods.test")).body).toBe("standby");
+      // back at once (a refusal never marks the app's port down for the next 10 s)
+      app = serve("app");
+      await listen(app, appPort);
+      expect((await httpGet(port, "delta.pods.test")).body).toBe("app");
+      // an answer of any status is the app's own: an error is not retried on the standby
+      await close(app);
+      app = serve("app failed", 500);
+      await listen(app, appPort);
+      const failed = await httpGet(port, "delta.pods.test");
+      expect([failed.status, failed.body]).toEqual([500, "app failed"]);
+      // nothing on either port: nginx's 502
+      await close(app);
+      await close(standby);
+      expect((await httpGet(port, "delta.pods.test")).status).toBe(502);
+    } finally {
+      await Promise.all([close(app), close(standby)].map((p) => p.catch(() => undefined)));
+      await ingress.remove("delta");
     }
   });
 

@@ -79,7 +79,7 @@ describe("pod.create", () => {
     const vhost = await readFile(agent.ingress.vhostPath("web"), "utf8");
     const { ip } = await agent.handlers["pod.inspect"]({ name: "web" }, agent.ctx);
     expect(vhost).toContain(`server_name ${web.domain};`);
-    expect(vhost).toContain(`proxy_pass http://${ip}:8080;`);
+    expect(vhost).toContain(`server ${ip}:8080 max_fails=0;`);
   });
 
   it("is idempotent: a retry adopts the running pod", async () => {
@@ -191,7 +191,7 @@ describe("stop, start, restart, resize", () => {
     console.info(`pod.stop: ${stopMs} ms, pod.start: ${startMs} ms`);
     expect(started.state).toBe("running");
     const vhost = await readFile(agent.ingress.vhostPath("web"), "utf8");
-    expect(vhost).toContain(`proxy_pass http://${started.ip}:8080;`);
+    expect(vhost).toContain(`server ${started.ip}:8080 max_fails=0;`);
     expect((await until(async () => (await page()).status === 200)) as boolean).toBe(true);
     // a second start is a no-op
     expect((await agent.handlers["pod.start"]({ name: "web" }, agent.ctx)).ip).toBe(started.ip);
