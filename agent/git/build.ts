@@ -1,14 +1,11 @@
-import { StringDecoder } from "node:string_decoder";
 import type { ContainerCreateOptions } from "dockerode";
 import type { GitConfig } from "../config";
 import { type DockerClient, isConflict } from "../docker/client";
-import { FrameParser, STDERR } from "../docker/frames";
 import { POD_ISOLATION } from "../docker/isolation";
 import { HOME, helperName, LABEL_PREFIX, podNames } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { inspectContainer, removeContainer, startContainer } from "../docker/resources";
 import { AgentError } from "../errors";
-import type { DeployLog } from "./log";
 
 /**
  * The build container: the pod's image, the pod's home volume and network, and limits of its own
@@ -100,8 +97,6 @@ export interface BuildBox {
   name: string;
   /** the container's id: a removal later never hits the next deploy's container of the same name */
   id: string;
-  /** run `argv` (the pod's PATH unless `agentPath`), its output into the log; the exit code */
-  step(argv: string[], opts?: { log?: DeployLog; env?: string[]; workingDir?: string }): Promise<number>;
   /** whether the deploy's wall clock ran out (the container was then killed) */
   readonly timedOut: boolean;
   /** start it again after its timeout killed it (only for the clean-up of what the deploy made) */
@@ -159,48 +154,5 @@ export async function startBuildBox(
         await new Promise((r) => setTimeout(r, 50));
       await startContainer(docker, name);
     },
-    step: (argv, o = {}) => streamStep(docker, name, argv, o),
   };
-}
-
-/**
- * An exec whose stdout and stderr go to the deploy log as they come (decoded per stream, so a
- * character split across reads stays whole); nothing of it is kept here, the log caps itself.
- */
-async function streamStep(
-  docker: DockerClient,
-  name: string,
-  argv: string[],
-  o: { log?: DeployLog; env?: string[]; workingDir?: string },
-): Promise<number> {
-  const exec = await docker.getContainer(name).exec({
-    Cmd: argv,
-    User: "1000:1000",
-    WorkingDir: o.workingDir ?? HOME,
-    Env: o.env,
-    AttachStdout: true,
-    AttachStderr: true,
-    Tty: false,
-  });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  const parser = new FrameParser();
-  const decoders = [new StringDecoder("utf8"), new StringDecoder("utf8")];
-  await new Promise<void>((resolve, reject) => {
-    stream.on("data", (chunk: Buffer) =>
-      parser.push(chunk, (type, payload) => {
-        o.log?.write((decoders[type === STDERR ? 1 : 0] as StringDecoder).write(payload));
-      }),
-    );
-    stream.once("end", resolve);
-    stream.once("close", resolve);
-    stream.once("error", reject);
-  });
-  for (const d of decoders) o.log?.write(d.end());
-  for (let i = 0; ; i++) {
-    const info = await exec.inspect();
-    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
-    // A killed container (the deploy's timeout) may never record the exec's exit code.
-    if (i > 20 && !(await docker.getContainer(name).inspect()).State.Running) return 137;
-    await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** i, 100)));
-  }
 }

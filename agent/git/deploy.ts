@@ -7,7 +7,6 @@ import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { podNames } from "../docker/naming";
-import { BASH } from "../docker/pod-bin";
 import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { Ingress } from "../ingress/nginx";
@@ -24,6 +23,7 @@ import {
   treeReader,
 } from "./fetch";
 import { DeployLog, type DeployLogMessage } from "./log";
+import { prepareRelease } from "./prepare";
 import { keepAfter, PodRecord } from "./record";
 import { Redactor } from "./redact";
 import {
@@ -34,9 +34,7 @@ import {
   findWebRoot,
   hasStartOverride,
   pruneReleases,
-  RELEASES,
   releaseExists,
-  unpackRelease,
 } from "./release";
 import { healthGatedSwitch } from "./switch";
 
@@ -147,24 +145,25 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     // Any kept release (newest first) whose dependency files and install command were the same.
     const depDir = DEPENDENCY_DIR[p.preset];
     const prev = depsKey ? releases.releases.find((r) => r.depsKey === depsKey) : undefined;
-    const reuse = depDir && prev ? { release: prev.id, dir: depDir } : null;
 
     box = await boxStart;
     log.note("build container ready; unpacking the commit");
     const archive = archiveStream(record.repoDir, commit.sha, home, deps.config.git.maxTreeBytes);
-    let unpacked: Awaited<ReturnType<typeof unpackRelease>>;
     try {
-      unpacked = await unpackRelease(deps.exec, box.name, id, archive.stream, reuse, signal);
+      await prepareRelease(deps.exec, {
+        box,
+        id,
+        tar: archive.stream,
+        reuseFrom: depDir && prev ? { release: prev.id, dir: depDir } : null,
+        install: detected.install_command,
+        build: detected.build_command,
+        path: podPath(main),
+        log,
+        signal,
+      });
     } finally {
       archive.kill();
     }
-    const { reused } = unpacked;
-    const dir = `${RELEASES}/${id}`;
-    if (reused && prev) log.note(`dependencies unchanged: reusing ${depDir} of release ${prev.id}`);
-    else if (detected.install_command) {
-      await runStep(box, log, detected.install_command, dir, "dependency_install");
-    }
-    if (detected.build_command) await runStep(box, log, detected.build_command, dir, "build_script");
     // a static site's build output (vite: dist/, next export: out/) is what the pod serves
     const webRoot =
       p.preset === "static" && detected.build_command ? await findWebRoot(docker, box.name, id) : null;
@@ -294,6 +293,12 @@ export async function rollback(
   return outcome;
 }
 
+/** the pod's PATH (its image's): what the install and build find their tools on */
+function podPath(main: ContainerInspectInfo): string {
+  const entry = (main.Config.Env ?? []).find((e) => e.startsWith("PATH="));
+  return entry ? entry.slice(5) : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+}
+
 /** Record the serving release and which releases stay (it and the newest others). */
 async function settle(
   record: PodRecord,
@@ -345,23 +350,6 @@ function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
     if (deps.pending.get(pod) === work) deps.pending.delete(pod);
     return box.remove().catch(() => undefined);
   });
-}
-
-async function runStep(
-  box: BuildBox,
-  log: DeployLog,
-  command: string,
-  dir: string,
-  cls: "dependency_install" | "build_script",
-): Promise<void> {
-  log.note(`$ ${command}`);
-  const code = await box.step([BASH, "-c", command], { log, workingDir: dir });
-  if (box.timedOut) throw new DeployFailure("timeout", `the build did not finish in time (${command})`);
-  if (code !== 0) {
-    const what = cls === "dependency_install" ? "installing dependencies" : "the build";
-    const oom = code === 137 ? " (killed: out of memory or time)" : "";
-    throw new DeployFailure(cls, `${what} failed with exit status ${code}${oom}: ${command}`);
-  }
 }
 
 /** sha256 of the preset, the install command and the dependency files; null: never reuse. */

@@ -1,10 +1,7 @@
-import type { Readable } from "node:stream";
-import { CappedBytes } from "../docker/capped";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
-import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME } from "../docker/naming";
-import { SH, TIMEOUT } from "../docker/pod-bin";
+import { SH } from "../docker/pod-bin";
 import { RUNIT_FNS } from "../docker/runit";
 import { AgentError } from "../errors";
 
@@ -31,7 +28,7 @@ export function checkReleaseId(id: string): string {
   return id;
 }
 
-const PRELUDE = `set -u
+export const PRELUDE = `set -u
 H=${HOME}; R="$H/releases"
 umask 022
 wipe() { chmod -R u+rwx "$1" 2>/dev/null; rm -rf "$1"; }
@@ -41,32 +38,6 @@ copy_env() { # the serving app's .env into release dir $1 (not when it is that r
   fi
 }
 `;
-
-// $1 id, $2 the release whose dependency directory to reuse ("" none), $3 that directory's name.
-// Stdin: the commit's tar (git archive). Exit 71: tar failed. Then, in the same exec (each one
-// costs ~60 ms on a deploy's path): the pod's .env copied in, the dependencies reused.
-const UNPACK = `${PRELUDE}
-id=$1; prev=$2; dep=$3; d="$R/$id"
-mkdir -p "$R" "$H/logs" "$H/.cache" "$H/.pod" || exit 70
-[ -e "$d" ] && wipe "$d"
-mkdir "$d" || exit 70
-tar -x -f - -C "$d" --no-same-owner --no-same-permissions --warning=no-timestamp || exit 71
-chmod 755 "$d"
-echo unpacked
-copy_env "$d" || exit 73
-if [ -n "$prev" ] && [ -n "$dep" ] && [ -d "$R/$prev/$dep" ] && [ ! -L "$R/$prev/$dep" ] && [ ! -e "$d/$dep" ]; then
-  cp -al "$R/$prev/$dep" "$d/$dep" || exit 75
-  # a venv names its own path in its scripts (shebangs, activate): point the copies at this release
-  # (a new file each, so the hard-linked originals of the previous release stay as they were)
-  if [ "$dep" = .venv ]; then
-    for f in "$d/.venv/bin/"*; do
-      [ -f "$f" ] && [ ! -L "$f" ] && grep -qF -- "$R/$prev/.venv" "$f" 2>/dev/null || continue
-      sed "s|$R/$prev/.venv|$d/.venv|g" "$f" >"$f.podhost" && chmod --reference="$f" "$f.podhost" && mv -f "$f.podhost" "$f" || exit 75
-    done
-  fi
-  echo reused
-fi
-exit 0`;
 
 // $1 id, $2 the web root inside it ("" the release itself). Points ~/app at it (a pod's first ~/app
 // directory is kept as a release).
@@ -112,56 +83,6 @@ const fail = (what: string, r: { exitCode: number; stderr: string; stdout?: stri
     "internal",
     `${what} failed (exit ${r.exitCode}): ${(r.stderr || r.stdout || "").trim().slice(0, 300)}`,
   );
-
-/**
- * Stream the commit's tar into `~/releases/<id>` (a leftover of the same id is replaced), copy the
- * pod's .env in and, when `reuseFrom` is given, hard-link its dependency directory.
- */
-export async function unpackRelease(
-  exec: StreamExecutor,
-  box: string,
-  id: string,
-  tar: Readable,
-  reuseFrom: { release: string; dir: string } | null,
-  signal?: AbortSignal,
-): Promise<{ reused: boolean }> {
-  const argv = [
-    TIMEOUT,
-    "-k",
-    "5",
-    "600",
-    SH,
-    "-c",
-    UNPACK,
-    "sh",
-    id,
-    reuseFrom?.release ?? "",
-    reuseFrom?.dir ?? "",
-  ];
-  const run = await exec(box, argv, {
-    workingDir: HOME,
-    stdin: tar,
-    signal,
-  });
-  const out = new CappedBytes(4096);
-  run.stdout.on("data", out.push);
-  run.stdout.on("error", () => undefined);
-  let result: { exitCode: number; stderr: string };
-  let streamError: unknown;
-  tar.once("error", (e) => {
-    streamError = e;
-  });
-  try {
-    result = await run.done;
-  } catch (err) {
-    throw streamError ?? err;
-  }
-  if (streamError) throw streamError;
-  const lines = out.text().split("\n");
-  if (!lines.includes("unpacked")) throw fail("unpacking the commit", result);
-  if (result.exitCode !== 0) throw fail("preparing the release", result);
-  return { reused: lines.includes("reused") };
-}
 
 /** Point ~/app at the release (atomic rename of a new symlink); the .env comes along. */
 export async function switchRelease(

@@ -1,0 +1,225 @@
+import { randomBytes } from "node:crypto";
+import type { Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
+import type { StreamExecutor } from "../docker/exec-stream";
+import { HOME } from "../docker/naming";
+import { SH } from "../docker/pod-bin";
+import { AgentError } from "../errors";
+import type { BuildBox } from "./build";
+import { DeployFailure } from "./failure";
+import type { DeployLog } from "./log";
+import { PRELUDE } from "./release";
+
+/**
+ * A release made ready in one process in the build container: the commit's tar unpacked into
+ * `~/releases/<id>`, the pod's .env copied in, the dependencies reused (hard links of a kept
+ * release's, when its dependency files were the same) or installed, and the build run. One exec
+ * for all of it: each exec is ~40–60 ms of the engine's or runc's own on a deploy's path.
+ *
+ * The script is fixed text; the ids, the commands and the PATH are positional arguments. The
+ * install and build commands are the repository's or the user's and run as they would in a shell
+ * (`bash -c`), as pod_user, inside the build container's limits. Their output, and the script's,
+ * is the deploy log. What the script reports to the agent (unpacked, reused, a step starting, a
+ * step's exit status) are lines starting with a random token of this run: the build's output
+ * cannot pass for one unless it reads the script's arguments, which only misleads its own deploy.
+ */
+
+// $1 id, $2 the release whose dependency directory to reuse ("" none), $3 that directory's name,
+// $4 the report token, $5 the install command ("" none), $6 the build command ("" none), $7 the
+// pod's PATH for them. Stdin: the commit's tar (git archive). Exits: 70 the release's directory,
+// 71 tar, 73 .env, 75 reuse, 80 a step failed (its status reported first).
+const PREPARE = `${PRELUDE}
+id=$1; prev=$2; dep=$3; m=$4; install=$5; build=$6; podpath=$7; d="$R/$id"
+exec 2>&1
+say() { echo "$m $*"; }
+mkdir -p "$R" "$H/logs" "$H/.cache" "$H/.pod" || exit 70
+[ -e "$d" ] && wipe "$d"
+mkdir "$d" || exit 70
+/usr/bin/timeout -k 5 600 tar -x -f - -C "$d" --no-same-owner --no-same-permissions --warning=no-timestamp || exit 71
+chmod 755 "$d"
+say unpacked
+copy_env "$d" || exit 73
+reused=
+if [ -n "$prev" ] && [ -n "$dep" ] && [ -d "$R/$prev/$dep" ] && [ ! -L "$R/$prev/$dep" ] && [ ! -e "$d/$dep" ]; then
+  cp -al "$R/$prev/$dep" "$d/$dep" || exit 75
+  # a venv names its own path in its scripts (shebangs, activate): point the copies at this release
+  # (a new file each, so the hard-linked originals of the previous release stay as they were)
+  if [ "$dep" = .venv ]; then
+    for f in "$d/.venv/bin/"*; do
+      [ -f "$f" ] && [ ! -L "$f" ] && grep -qF -- "$R/$prev/.venv" "$f" 2>/dev/null || continue
+      sed "s|$R/$prev/.venv|$d/.venv|g" "$f" >"$f.podhost" && chmod --reference="$f" "$f.podhost" && mv -f "$f.podhost" "$f" || exit 75
+    done
+  fi
+  reused=1
+  say reused
+fi
+cd "$d" || exit 70
+export PATH="$podpath"
+step() { # $1 install|build, $2 the command
+  say step "$1"
+  /bin/bash -c "$2" </dev/null
+  s=$?
+  [ "$s" -eq 0 ] || { say failed "$1" "$s"; exit 80; }
+}
+[ -z "$install" ] || [ -n "$reused" ] || step install "$install"
+[ -z "$build" ] || step build "$build"
+say ready
+exit 0`;
+
+export interface PrepareParams {
+  box: BuildBox;
+  id: string;
+  /** the commit's files as a tar stream */
+  tar: Readable;
+  /** a kept release whose dependency directory to hard-link (same dependency files) */
+  reuseFrom: { release: string; dir: string } | null;
+  install: string | null;
+  build: string | null;
+  /** the pod's PATH (its image's), for the install and build */
+  path: string;
+  log: DeployLog;
+  signal?: AbortSignal;
+}
+
+/** Unpack, reuse or install, build: whether the dependencies were reused. Failures by class. */
+export async function prepareRelease(exec: StreamExecutor, p: PrepareParams): Promise<{ reused: boolean }> {
+  const token = randomBytes(16).toString("hex");
+  const argv = [
+    SH,
+    "-c",
+    PREPARE,
+    "sh",
+    p.id,
+    p.reuseFrom?.release ?? "",
+    p.reuseFrom?.dir ?? "",
+    token,
+    p.install ?? "",
+    p.build ?? "",
+    p.path,
+  ];
+  const seen = new Set<string>();
+  let failed: { step: string; status: number } | null = null;
+  const reports = new Reports(token, p.log, (words) => {
+    const [what, step, status] = words;
+    if (what === "unpacked" || what === "reused" || what === "ready") seen.add(what);
+    else if (what === "step" && step === "install") p.log.note(`$ ${p.install}`);
+    else if (what === "step" && step === "build") p.log.note(`$ ${p.build}`);
+    else if (what === "failed" && step) failed = { step, status: Number(status) };
+    if (what === "reused" && p.reuseFrom)
+      p.log.note(`dependencies unchanged: reusing ${p.reuseFrom.dir} of release ${p.reuseFrom.release}`);
+  });
+  const run = await exec(p.box.name, argv, { workingDir: HOME, stdin: p.tar, signal: p.signal });
+  run.stdout.on("data", (chunk: Buffer) => reports.push(chunk));
+  let streamError: unknown;
+  p.tar.once("error", (e) => {
+    streamError = e;
+  });
+  let exitCode: number;
+  try {
+    ({ exitCode } = await run.done);
+  } catch (err) {
+    throw streamError ?? err;
+  }
+  reports.end();
+  if (streamError) throw streamError;
+  if (p.box.timedOut) throw new DeployFailure("timeout", "the build did not finish in time");
+  const f = failed as { step: string; status: number } | null;
+  if (f) {
+    const oom = f.status === 137 ? " (killed: out of memory or time)" : "";
+    if (f.step === "install")
+      throw new DeployFailure(
+        "dependency_install",
+        `installing dependencies failed with exit status ${f.status}${oom}: ${p.install}`,
+      );
+    throw new DeployFailure(
+      "build_script",
+      `the build failed with exit status ${f.status}${oom}: ${p.build}`,
+    );
+  }
+  if (!seen.has("unpacked")) throw fail("unpacking the commit", exitCode, reports.tail());
+  if (exitCode !== 0 || !seen.has("ready")) throw fail("preparing the release", exitCode, reports.tail());
+  return { reused: seen.has("reused") };
+}
+
+const fail = (what: string, exitCode: number, tail: string) =>
+  new AgentError("internal", `${what} failed (exit ${exitCode}): ${tail.trim().slice(-300)}`);
+
+/** the longest line a report can be (the token, a word, a step, a status) */
+const MAX_REPORT = 128;
+/** what is kept of the output's end for an error message */
+const TAIL = 1024;
+
+/**
+ * The script's output split into its reports (whole lines starting with the token) and the rest,
+ * which goes to the deploy log as it comes: only the start of a line is held back, and only while
+ * it could still become a report.
+ */
+class Reports {
+  private readonly decoder = new StringDecoder("utf8");
+  private line = "";
+  private mid = false;
+  private last = "";
+
+  constructor(
+    private readonly token: string,
+    private readonly log: DeployLog,
+    private readonly onReport: (words: string[]) => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    this.take(this.decoder.write(chunk));
+  }
+
+  end(): void {
+    this.take(this.decoder.end());
+    if (this.line) this.out(this.line);
+    this.line = "";
+  }
+
+  /** the output's last bytes (reports left out) */
+  tail(): string {
+    return this.last;
+  }
+
+  private take(text: string): void {
+    let rest = this.line + text;
+    this.line = "";
+    if (this.mid) {
+      // the rest of a line already passed on: never a report
+      const nl = rest.indexOf("\n");
+      this.out(nl < 0 ? rest : rest.slice(0, nl + 1));
+      if (nl < 0) return;
+      rest = rest.slice(nl + 1);
+      this.mid = false;
+    }
+    for (;;) {
+      const nl = rest.indexOf("\n");
+      if (nl < 0) break;
+      this.lineDone(rest.slice(0, nl + 1));
+      rest = rest.slice(nl + 1);
+    }
+    // an unfinished line is held only while it may still become a report
+    const head = `${this.token} `;
+    if (rest.length <= MAX_REPORT && (rest.startsWith(head) || head.startsWith(rest))) this.line = rest;
+    else if (rest) {
+      this.out(rest);
+      this.mid = true;
+    }
+  }
+
+  private lineDone(line: string): void {
+    if (line.length <= MAX_REPORT && line.startsWith(`${this.token} `))
+      this.onReport(
+        line
+          .slice(this.token.length + 1)
+          .trim()
+          .split(" "),
+      );
+    else this.out(line);
+  }
+
+  private out(text: string): void {
+    this.log.write(text);
+    this.last = (this.last + text).slice(-TAIL);
+  }
+}
