@@ -12,7 +12,14 @@ import { AgentError } from "../errors";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
 import { type BuildBox, buildContainerOptions, startBuildBox } from "./build";
-import { DEPENDENCY_DIR, DEPENDENCY_FILES, DETECT_FILES, type DetectFile, detectCommands } from "./detect";
+import {
+  DEPENDENCY_DIR,
+  DEPENDENCY_FILES,
+  DETECT_FILES,
+  type DetectFile,
+  detectCommands,
+  npmStartOf,
+} from "./detect";
 import { DeployFailure } from "./failure";
 import {
   archiveStream,
@@ -20,6 +27,7 @@ import {
   type FetchedCommit,
   fetchBranch,
   type GitLimits,
+  tidyRepo,
   treeReader,
 } from "./fetch";
 import { DeployLog, type DeployLogMessage } from "./log";
@@ -36,6 +44,7 @@ import {
   pruneReleases,
   releaseExists,
 } from "./release";
+import { type StandbyCandidate, standbyBaseline, standbyRoute } from "./standby";
 import { healthGatedSwitch } from "./switch";
 
 /** What a deploy works with; agent/handlers/git.ts builds it from the handler deps. */
@@ -65,7 +74,12 @@ export async function gitHome(config: AgentConfig): Promise<string> {
   return home;
 }
 
-/** Read what detection needs from the fetched commit and detect. */
+/** what detection reads of a root file at most (a larger one is as good as absent) */
+const DETECT_MAX = 256 * 1024;
+/** what the dependency key reads of a dependency file at most (lockfiles grow large) */
+const DEPENDENCY_MAX = 16 * 1024 * 1024;
+
+/** Read what detection (and, with a preset, the dependency key) needs from the commit, and detect. */
 async function detectIn(
   repoDir: string,
   sha: string,
@@ -73,11 +87,16 @@ async function detectIn(
   preset?: Preset,
   buildCommand?: string | null,
 ) {
-  const tree = await treeReader(repoDir, sha, home);
+  const wanted = new Map<string, number>(DETECT_FILES.map((f) => [f, DETECT_MAX]));
+  for (const f of preset ? DEPENDENCY_FILES[preset] : []) wanted.set(f, DEPENDENCY_MAX);
+  const tree = await treeReader(repoDir, sha, home, wanted);
   const text: Partial<Record<DetectFile, string | null>> = {};
-  for (const f of DETECT_FILES) text[f] = await tree.read(f);
+  for (const f of DETECT_FILES) {
+    const t = tree.read(f);
+    text[f] = t !== null && t.length <= DETECT_MAX ? t : null;
+  }
   const detected = detectCommands({ names: tree.names, text }, { preset, buildCommand });
-  return { detected, tree };
+  return { detected, tree, text };
 }
 
 /** `repo.inspect`: a shallow fetch into a temporary repository, detection, the repository removed. */
@@ -113,9 +132,11 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   if (done) return done;
   await deps.pending.get(p.name);
   const { docker } = deps;
-  const main = await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container);
+  const names = podNames(deps.config.namePrefix, p.name);
+  const main = await inspectContainer(docker, names.container);
   if (!main) throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
   const image = deps.config.images[p.preset];
+  const route = standbyRoute(deps.ingress, p.name, p.preset, main, names.network);
   const redactor = new Redactor(p.source.token);
   const log = new DeployLog(id, redactor, deps.send);
   const started = Date.now();
@@ -130,16 +151,29 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
     boxStart = startBox(deps, p.name, image, main, signal);
     boxStart.catch(() => undefined);
+    // The standby goes first in the vhost once the last deploy's box is gone (a candidate in it may
+    // still be finishing requests); the reload runs beside the unpack and install.
+    if (route)
+      void boxStart.then(
+        () => route.prefer(main),
+        () => undefined,
+      );
     // checked before it is logged: a URL with credentials in it is refused, never written
     const { url } = checkRepoUrl(p.source.url);
     log.note(`fetching branch ${p.source.branch} of ${url}`);
     commit = await fetchBranch(p.source, record.repoDir, limitsOf(deps.config), home, signal);
     log.note(`commit ${commit.sha.slice(0, 12)} ${commit.message.split("\n")[0]?.slice(0, 200) ?? ""}`);
-    const { detected, tree } = await detectIn(record.repoDir, commit.sha, home, p.preset, p.buildCommand);
+    const { detected, tree, text } = await detectIn(
+      record.repoDir,
+      commit.sha,
+      home,
+      p.preset,
+      p.buildCommand,
+    );
     log.note(
       `detected: install ${detected.install_command ?? "-"}; build ${detected.build_command ?? "-"}; start ${detected.start_command ?? "-"}; port ${detected.port}`,
     );
-    const depsKey = await dependencyKey(tree.read, p.preset, detected);
+    const depsKey = dependencyKey(tree.read, p.preset, detected);
 
     const releases = await record.releases();
     // Any kept release (newest first) whose dependency files and install command were the same.
@@ -147,10 +181,13 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     const prev = depsKey ? releases.releases.find((r) => r.depsKey === depsKey) : undefined;
 
     box = await boxStart;
+    // the new release starts on the standby at the end of the build's exec (./standby.ts)
+    const baseline = route && detected.start_command ? await standbyBaseline(main, route.vhost.ip) : null;
     log.note("build container ready; unpacking the commit");
     const archive = archiveStream(record.repoDir, commit.sha, home, deps.config.git.maxTreeBytes);
+    let candidate: StandbyCandidate | null;
     try {
-      await prepareRelease(deps.exec, {
+      ({ candidate } = await prepareRelease(deps.exec, {
         box,
         id,
         tar: archive.stream,
@@ -158,9 +195,12 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
         install: detected.install_command,
         build: detected.build_command,
         path: podPath(main),
+        candidate: baseline
+          ? { preset: p.preset, npm: p.preset === "nodejs" ? npmStartOf(text["package.json"]) : null }
+          : null,
         log,
         signal,
-      });
+      }));
     } finally {
       archive.kill();
     }
@@ -194,6 +234,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
         box,
         log,
         signal,
+        standby: route ? { route, baseline, candidate } : null,
       },
     );
     switched = true;
@@ -224,6 +265,10 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     };
   } finally {
     if (!box && boxStart) box = await boxStart.catch(() => null);
+    // the pod's port first again (done already after a switch on the standby) before the box goes
+    await route
+      ?.restore()
+      .catch((e: unknown) => deps.log.warn("restoring the vhost failed", { error: String(e) }));
     await cleanup(deps, p.name, box, id, switched, log, kept);
   }
   await record.saveOutcome(id, outcome);
@@ -243,7 +288,8 @@ export async function rollback(
   if (done) return done;
   await deps.pending.get(p.name);
   const { docker } = deps;
-  const main = await inspectContainer(docker, podNames(deps.config.namePrefix, p.name).container);
+  const names = podNames(deps.config.namePrefix, p.name);
+  const main = await inspectContainer(docker, names.container);
   if (!main) throw new AgentError("not_found", `pod ${p.name} has no container on this host`);
   const releases = await record.releases();
   const rel = releases.releases.find((r) => r.id === target);
@@ -251,6 +297,8 @@ export async function rollback(
   const log = new DeployLog(id, new Redactor(undefined), deps.send);
   const image = deps.config.images[rel.detected.preset];
   const box = await startBox(deps, p.name, image, main, signal);
+  const route = standbyRoute(deps.ingress, p.name, rel.detected.preset, main, names.network);
+  void route?.prefer(main);
   let outcome: DeployOutcome;
   let kept: string[] | null = null;
   try {
@@ -274,6 +322,7 @@ export async function rollback(
         box,
         log,
         signal,
+        standby: route ? { route, baseline: null, candidate: null } : null,
       },
     );
     kept = await settle(record, target, null);
@@ -285,6 +334,9 @@ export async function rollback(
     if (!failure) throw err;
     outcome = { ok: false, class: failure.cls, message: failure.message.slice(0, 2000), commit: rel.commit };
   } finally {
+    await route
+      ?.restore()
+      .catch((e: unknown) => deps.log.warn("restoring the vhost failed", { error: String(e) }));
     await appendBuildLog(docker, box.name, log.close()).catch(() => undefined);
     if (kept) pruneLater(deps, p.name, box, kept);
     else await box.remove();
@@ -340,11 +392,17 @@ const startBox = (
  * hold (a standby candidate finishing requests in flight): the next deploy's box replaces it.
  */
 function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
-  const work = pruneReleases(deps.docker, box.name, keep).catch(async (e: unknown) => {
+  const prune = pruneReleases(deps.docker, box.name, keep).catch(async (e: unknown) => {
     // the pod's deletion (or the agent's stop) took the container away meanwhile: nothing to say
     if ((await inspectContainer(deps.docker, box.id))?.State.Running)
       deps.log.warn("pruning old releases failed", { error: String(e) });
   });
+  const tidy = gitHome(deps.config)
+    .then((home) =>
+      tidyRepo(new PodRecord(deps.config.stateDir, pod).repoDir, home, deps.config.git.fetchTimeoutMs),
+    )
+    .catch(() => undefined);
+  const work = Promise.all([prune, tidy]).then(() => undefined);
   deps.pending.set(pod, work);
   void work.then(() => {
     if (deps.pending.get(pod) === work) deps.pending.delete(pod);
@@ -353,17 +411,17 @@ function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
 }
 
 /** sha256 of the preset, the install command and the dependency files; null: never reuse. */
-async function dependencyKey(
-  read: (name: string, max?: number) => Promise<string | null>,
+function dependencyKey(
+  read: (name: string) => string | null,
   preset: Preset,
   detected: DetectedCommands,
-): Promise<string | null> {
+): string | null {
   if (!detected.install_command) return null;
   // `pip install .` installs the project itself: its venv is never the same twice
   if (preset === "python" && !detected.install_command.includes("-r requirements.txt")) return null;
   const h = createHash("sha256").update(`${preset}\0${detected.install_command}\0`);
   for (const f of DEPENDENCY_FILES[preset]) {
-    const text = await read(f, 16 * 1024 * 1024);
+    const text = read(f);
     h.update(`${f}\0${text === null ? "-" : text.length}\0${text ?? ""}\0`);
   }
   return h.digest("hex");

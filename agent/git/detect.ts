@@ -1,4 +1,5 @@
 import type { DetectedCommands } from "../../shared/protocol/git";
+import type { NpmStart } from "./candidate";
 
 /**
  * What a repository's root files say about installing, building and starting it. Pure: the caller
@@ -54,6 +55,28 @@ function parsePackageJson(text: string | null | undefined): PackageJson | null {
       if (d && typeof d === "object") for (const k of Object.keys(d)) deps.add(k);
     }
     return { scripts, deps };
+  } catch {
+    return null;
+  }
+}
+
+/** package.json's start script with the name, version and hooks npm gives it; null without one. */
+export function npmStartOf(text: string | null | undefined): NpmStart | null {
+  if (!text) return null;
+  try {
+    const raw: unknown = JSON.parse(text);
+    if (!raw || typeof raw !== "object") return null;
+    const o = raw as Record<string, unknown>;
+    const scripts = (o.scripts && typeof o.scripts === "object" ? o.scripts : {}) as Record<string, unknown>;
+    const str = (v: unknown) => (typeof v === "string" ? v.replaceAll("\0", "") : "");
+    const script = str(scripts.start);
+    if (!script) return null;
+    return {
+      script,
+      name: str(o.name),
+      version: str(o.version),
+      hooks: Boolean(scripts.prestart || scripts.poststart),
+    };
   } catch {
     return null;
   }

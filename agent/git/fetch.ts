@@ -120,12 +120,17 @@ export async function runGit(
     signal?: AbortSignal;
     maxStdout?: number;
     watch?: { dir: string; maxBytes: number };
+    /** written to git's stdin, which is then closed */
+    stdin?: string;
   },
 ): Promise<GitRun> {
   const watch = opts.watch;
   const baseline = watch ? await dirBytes(watch.dir) : 0;
   const run = await new Promise<GitRun>((resolve, reject) => {
-    const child = spawn("git", args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("git", args, { env, stdio: ["pipe", "pipe", "pipe"] });
+    // git's stdin: what the command reads (cat-file --batch), else closed at once
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(opts.stdin ?? "");
     const out = new CappedBytes(opts.maxStdout ?? 1024 * 1024);
     const err = new CappedBytes(MAX_STDERR);
     child.stdout.on("data", out.push);
@@ -311,8 +316,6 @@ export async function fetchBranch(
     if (run.tooLarge) await rm(repoDir, { recursive: true, force: true });
     throw classifyGitFailure(run, redactor, limits);
   }
-  // Old commits' objects pile up in a pod's cache; git decides when a clean-up is due (cheap when not).
-  await runGit(["-C", repoDir, "gc", "--auto", "--quiet"], env, { timeoutMs: limits.timeoutMs, signal });
   const show = await runGit(["-C", repoDir, "log", "-1", "--format=%H%n%B", DEPLOY_REF], env, {
     ...local,
     maxStdout: MAX_MESSAGE + 64,
@@ -327,33 +330,81 @@ export async function fetchBranch(
   return { sha, message: redactor.redact(text.slice(41).trim()).slice(0, MAX_MESSAGE) };
 }
 
-/** Root entries of the commit's tree, and a reader of small root files (for detection). */
-export async function treeReader(repoDir: string, sha: string, home: string) {
+/**
+ * Old commits' objects pile up in a pod's cache: git decides when a clean-up is due (cheap when
+ * not). Run after a deploy, off its path; the pod's next deploy waits for it.
+ */
+export async function tidyRepo(repoDir: string, home: string, timeoutMs: number): Promise<void> {
+  await runGit(["-C", repoDir, "gc", "--auto", "--quiet"], gitEnv({}, false, home), { timeoutMs });
+}
+
+/**
+ * Root entries of the commit's tree and the text of the root files `wanted` (name → the most bytes
+ * read; a larger file reads as absent): one `git ls-tree` with sizes, then one `git cat-file
+ * --batch` for all of them (each git process is a few milliseconds on a deploy's path).
+ */
+export async function treeReader(
+  repoDir: string,
+  sha: string,
+  home: string,
+  wanted: ReadonlyMap<string, number>,
+) {
   const env = gitEnv({}, false, home);
   const opts = { timeoutMs: 30_000 };
-  const ls = await runGit(["-C", repoDir, "ls-tree", "-z", "--name-only", sha], env, {
+  const ls = await runGit(["-C", repoDir, "ls-tree", "-z", "-l", sha], env, {
     ...opts,
-    maxStdout: 1024 * 1024,
+    maxStdout: 4 * 1024 * 1024,
   });
   if (ls.code !== 0)
     throw new AgentError("internal", `git ls-tree failed: ${ls.stderr.trim().slice(0, 300)}`);
-  const names = new Set(
-    ls.stdout
-      .toString("utf8")
-      .split("\0")
-      .filter((n) => n.length > 0),
-  );
-  /** a root file's text, null when absent or larger than `max` bytes */
-  const read = async (name: string, max = 256 * 1024): Promise<string | null> => {
-    if (!names.has(name)) return null;
-    const r = await runGit(["-C", repoDir, "cat-file", "blob", `${sha}:${name}`], env, {
+  const names = new Set<string>();
+  const blobs = new Map<string, string>();
+  // "<mode> <type> <object> <size>\t<name>", NUL-terminated
+  for (const entry of ls.stdout.toString("utf8").split("\0")) {
+    const tab = entry.indexOf("\t");
+    if (tab < 0) continue;
+    const name = entry.slice(tab + 1);
+    names.add(name);
+    const [, type, object, size] = entry.slice(0, tab).split(/ +/);
+    const max = wanted.get(name);
+    if (type === "blob" && object && max !== undefined && Number(size) <= max) blobs.set(name, object);
+  }
+  const text = new Map<string, string>();
+  const objects = [...blobs.values()];
+  if (objects.length > 0) {
+    const batch = await runGit(["-C", repoDir, "cat-file", "--batch"], env, {
       ...opts,
-      maxStdout: max + 1,
+      stdin: `${objects.join("\n")}\n`,
+      maxStdout: [...blobs.keys()].reduce((n, name) => n + (wanted.get(name) ?? 0) + 128, 0),
     });
-    if (r.code !== 0 || r.stdout.length > max) return null;
-    return r.stdout.toString("utf8");
-  };
+    if (batch.code !== 0)
+      throw new AgentError("internal", `git cat-file failed: ${batch.stderr.trim().slice(0, 300)}`);
+    const contents = parseBatch(batch.stdout);
+    for (const [name, object] of blobs) {
+      const body = contents.get(object);
+      if (body) text.set(name, body.toString("utf8"));
+    }
+  }
+  /** a wanted root file's text, null when absent or too large */
+  const read = (name: string): string | null => text.get(name) ?? null;
   return { names, read };
+}
+
+/** `git cat-file --batch` output: "<object> <type> <size>\n<contents>\n" per object. */
+function parseBatch(out: Buffer): Map<string, Buffer> {
+  const found = new Map<string, Buffer>();
+  let at = 0;
+  while (at < out.length) {
+    const nl = out.indexOf(10, at);
+    if (nl < 0) break;
+    const [object, type, size] = out.subarray(at, nl).toString("latin1").split(" ");
+    at = nl + 1;
+    if (type === "missing" || !object || size === undefined) continue;
+    const n = Number(size);
+    found.set(object, out.subarray(at, at + n));
+    at += n + 1;
+  }
+  return found;
 }
 
 /**

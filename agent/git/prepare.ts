@@ -5,10 +5,13 @@ import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME } from "../docker/naming";
 import { SH } from "../docker/pod-bin";
 import { AgentError } from "../errors";
+import { STANDBY_PORT } from "../ingress/vhost";
 import type { BuildBox } from "./build";
+import { CANDIDATE_RUN, candidateArgs, type NpmStart } from "./candidate";
 import { DeployFailure } from "./failure";
 import type { DeployLog } from "./log";
-import { PRELUDE } from "./release";
+import { PRELUDE, RELEASES } from "./release";
+import type { StandbyCandidate } from "./standby";
 
 /**
  * A release made ready in one process in the build container: the commit's tar unpacked into
@@ -26,10 +29,13 @@ import { PRELUDE } from "./release";
 
 // $1 id, $2 the release whose dependency directory to reuse ("" none), $3 that directory's name,
 // $4 the report token, $5 the install command ("" none), $6 the build command ("" none), $7 the
-// pod's PATH for them. Stdin: the commit's tar (git archive). Exits: 70 the release's directory,
-// 71 tar, 73 .env, 75 reuse, 80 a step failed (its status reported first).
+// pod's PATH for them, $8 the candidate's script to become once ready ("" none), the rest its
+// arguments (./candidate.ts).
+// Stdin: the commit's tar (git archive). Exits: 70 the release's directory, 71 tar, 73 .env, 75
+// reuse, 80 a step failed (its status reported first); with a candidate, this process becomes it.
 const PREPARE = `${PRELUDE}
-id=$1; prev=$2; dep=$3; m=$4; install=$5; build=$6; podpath=$7; d="$R/$id"
+id=$1; prev=$2; dep=$3; m=$4; install=$5; build=$6; podpath=$7; run=$8; d="$R/$id"
+shift 8
 exec 2>&1
 say() { echo "$m $*"; }
 mkdir -p "$R" "$H/logs" "$H/.cache" "$H/.pod" || exit 70
@@ -64,7 +70,8 @@ step() { # $1 install|build, $2 the command
 [ -z "$install" ] || [ -n "$reused" ] || step install "$install"
 [ -z "$build" ] || step build "$build"
 say ready
-exit 0`;
+[ -n "$run" ] || exit 0
+exec /bin/bash -c "$run" run-app "$@"`;
 
 export interface PrepareParams {
   box: BuildBox;
@@ -75,14 +82,22 @@ export interface PrepareParams {
   reuseFrom: { release: string; dir: string } | null;
   install: string | null;
   build: string | null;
-  /** the pod's PATH (its image's), for the install and build */
+  /** the pod's PATH (its image's), for the install and build (and the candidate) */
   path: string;
+  /** start the release's app on the standby port once it is ready (./standby.ts) */
+  candidate: { preset: string; npm: NpmStart | null } | null;
   log: DeployLog;
   signal?: AbortSignal;
 }
 
-/** Unpack, reuse or install, build: whether the dependencies were reused. Failures by class. */
-export async function prepareRelease(exec: StreamExecutor, p: PrepareParams): Promise<{ reused: boolean }> {
+/**
+ * Unpack, reuse or install, build, and start the candidate when asked: whether the dependencies were
+ * reused, and the candidate (whose process is this exec's, so its end is the exec's). Failures by class.
+ */
+export async function prepareRelease(
+  exec: StreamExecutor,
+  p: PrepareParams,
+): Promise<{ reused: boolean; candidate: StandbyCandidate | null }> {
   const token = randomBytes(16).toString("hex");
   const argv = [
     SH,
@@ -96,12 +111,25 @@ export async function prepareRelease(exec: StreamExecutor, p: PrepareParams): Pr
     p.install ?? "",
     p.build ?? "",
     p.path,
+    ...(p.candidate
+      ? [
+          CANDIDATE_RUN,
+          ...candidateArgs(p.candidate.preset, `${RELEASES}/${p.id}`, STANDBY_PORT, p.candidate.npm),
+        ]
+      : [""]),
   ];
   const seen = new Set<string>();
+  let ready: () => void = () => undefined;
+  const readyReported = new Promise<void>((resolve) => {
+    ready = resolve;
+  });
   let failed: { step: string; status: number } | null = null;
   const reports = new Reports(token, p.log, (words) => {
     const [what, step, status] = words;
     if (what === "unpacked" || what === "reused" || what === "ready") seen.add(what);
+    if (what === "ready" && p.candidate)
+      p.log.note(`starting the new release beside the serving one (standby port ${STANDBY_PORT})`);
+    if (what === "ready") ready();
     else if (what === "step" && step === "install") p.log.note(`$ ${p.install}`);
     else if (what === "step" && step === "build") p.log.note(`$ ${p.build}`);
     else if (what === "failed" && step) failed = { step, status: Number(status) };
@@ -116,7 +144,10 @@ export async function prepareRelease(exec: StreamExecutor, p: PrepareParams): Pr
   });
   let exitCode: number;
   try {
-    ({ exitCode } = await run.done);
+    // with a candidate the exec goes on as its process: "ready" ends the preparation
+    const ended = await (p.candidate ? Promise.race([run.done, readyReported.then(() => null)]) : run.done);
+    if (ended === null) return { reused: seen.has("reused"), candidate: { exited: run.done } };
+    exitCode = ended.exitCode;
   } catch (err) {
     throw streamError ?? err;
   }
@@ -137,8 +168,11 @@ export async function prepareRelease(exec: StreamExecutor, p: PrepareParams): Pr
     );
   }
   if (!seen.has("unpacked")) throw fail("unpacking the commit", exitCode, reports.tail());
-  if (exitCode !== 0 || !seen.has("ready")) throw fail("preparing the release", exitCode, reports.tail());
-  return { reused: seen.has("reused") };
+  if (!seen.has("ready")) throw fail("preparing the release", exitCode, reports.tail());
+  // a candidate that ended at once: the switch finds it exited (and tries a container)
+  if (p.candidate) return { reused: seen.has("reused"), candidate: { exited: Promise.resolve() } };
+  if (exitCode !== 0) throw fail("preparing the release", exitCode, reports.tail());
+  return { reused: seen.has("reused"), candidate: null };
 }
 
 const fail = (what: string, exitCode: number, tail: string) =>

@@ -2,19 +2,29 @@ import type { ContainerCreateOptions, ContainerInspectInfo } from "dockerode";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import { POD_ISOLATION } from "../docker/isolation";
-import { HOME, LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } from "../docker/naming";
+import { HOME, LABEL_PORT, LABEL_PREFIX, podNames } from "../docker/naming";
 import { SV } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { listeningPorts } from "../docker/proc-net";
-import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
+import { inspectContainer, removeContainer, waitRunning } from "../docker/resources";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
 import { STANDBY_PORT } from "../ingress/vhost";
 import { type BuildBox, candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";
+import { candidateArgv } from "./candidate";
 import { DeployFailure } from "./failure";
 import type { DeployLog } from "./log";
 import { RELEASES, switchAndRestart, switchRelease } from "./release";
-import { CANDIDATE_PID_FILE, startOnStandby, stopCandidate } from "./standby";
+import {
+  awaitStandby,
+  podVhost,
+  type StandbyBaseline,
+  type StandbyCandidate,
+  type StandbyRoute,
+  standbyBaseline,
+  startOnStandby,
+  stopCandidate,
+} from "./standby";
 
 /**
  * The health-gated switch. Node.js and Python: the new release starts beside the serving one, on
@@ -48,50 +58,18 @@ export interface SwitchTarget {
   box: BuildBox;
   log: DeployLog;
   signal?: AbortSignal;
+  /**
+   * The standby (./standby.ts), when the pod runs and its vhost is known: the route the deploy put
+   * first, and the candidate the build's exec already started with the listeners before it.
+   */
+  standby?: {
+    route: StandbyRoute;
+    baseline: StandbyBaseline | null;
+    candidate: StandbyCandidate | null;
+  } | null;
 }
 
 const APP_PRESETS = new Set(["nodejs", "python"]);
-
-/**
- * The candidate's app: the images' `run-app` rules (images/README.md: `~/.pod/start`, a Procfile's
- * web: line, then the preset's defaults, `.env` loaded by pod-env-exec) applied to the release's
- * directory instead of ~/app. Kept here rather than in the images so a deploy does not depend on
- * an image rebuild; the switch then checks that the pod's own app answers too, and goes back to
- * the previous release when it does not. $1 preset, $2 the release's directory, $3 the port.
- */
-const CANDIDATE_RUN = `set -euo pipefail
-H=${HOME}; P=$1; APP=$2
-exec >>"$H/logs/app.log" 2>&1
-# each exec is a session leader: its pid names the process group a stop ends (./standby.ts)
-{ echo $$ >${CANDIDATE_PID_FILE}; } 2>/dev/null || true
-cd "$APP"
-export PORT=$3
-if [ "$P" = nodejs ]; then
-  . /opt/podhost/lib/node-major.sh; node_major; export PATH="/opt/node/$NODE_MAJOR/bin:$PATH"
-elif [ -x "$APP/.venv/bin/python" ]; then
-  export VIRTUAL_ENV="$APP/.venv" PATH="$APP/.venv/bin:$PATH"
-fi
-set --
-if [ -s "$H/.pod/start" ]; then
-  set -- bash -c "$(cat "$H/.pod/start")"
-elif [ -f Procfile ] && web=$(sed -n 's/^web:[[:space:]]*//p' Procfile | head -n 1) && [ -n "$web" ]; then
-  set -- bash -c "$web"
-elif [ "$P" = nodejs ]; then
-  if [ -f package.json ] && [ -f /opt/podhost/lib/npm-start.sh ]; then
-    . /opt/podhost/lib/npm-start.sh && npm_start && set -- "\${NPM_START[@]}"
-  elif [ -f package.json ] && node -e 'process.exit(require("./package.json").scripts?.start ? 0 : 1)' 2>/dev/null; then
-    set -- npm start # an image from before lib/npm-start.sh
-  fi
-  if [ $# -eq 0 ]; then
-    for f in server.js index.js app.js main.js; do [ -f "$f" ] && { set -- node "$f"; break; }; done
-  fi
-else
-  for f in app.py main.py server.py; do [ -f "$f" ] && { set -- python "$f"; break; }; done
-fi
-printf -v now '%(%Y-%m-%dT%H:%M:%SZ)T' -1
-[ $# -gt 0 ] || { echo "[podhost] $now candidate: no start command found in $APP"; exit 1; }
-echo "[podhost] $now starting the new release (candidate): $*"
-exec /opt/podhost/bin/pod-env-exec "$APP/.env" "$@"`;
 
 export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Promise<void> {
   const { docker } = deps;
@@ -111,37 +89,42 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
     t.log.note(running ? "switched ~/app to the new release" : "switched ~/app (the pod is stopped)");
     return;
   }
-  const labels = main.Config.Labels ?? {};
+  const vhost = podVhost(t.pod, main, n.network);
   const pod: PodAddress = {
-    port: Number(labels[LABEL_PORT]),
-    domain: labels[LABEL_DOMAIN] ?? "",
-    podId: labels[LABEL_POD_ID] ?? "",
-    ip: containerIp(main, n.network) ?? "",
+    ip: vhost?.ip ?? "",
+    port: vhost?.port ?? Number(main.Config.Labels?.[LABEL_PORT]),
+    domain: vhost?.domains[0] ?? "",
+    podId: vhost?.podId ?? "",
   };
-  if (pod.domain && pod.podId && pod.ip) {
-    // the pod's vhost as this agent renders it, with the standby upstream (a no-op when it has it)
-    await deps.ingress.upsert({
-      pod: t.pod,
-      podId: pod.podId,
-      domains: [pod.domain],
-      ip: pod.ip,
-      port: pod.port,
-    });
-    t.log.note(`starting the new release beside the serving one (standby port ${STANDBY_PORT})`);
-    const standby = await startOnStandby({
-      docker,
-      box: t.box.name,
-      main,
-      ip: pod.ip,
-      port: pod.port,
-      argv: (port) => candidateArgv(t.release, t.preset, port),
-      startTimeoutMs: deps.startTimeoutMs,
-      signal: t.signal,
-    });
-    if (standby.kind === "answers") return switchFromStandby(deps, t, n.container, pod);
-    if (standby.kind === "port_mismatch") throw portMismatch(standby.ports, pod.port);
-    if (standby.kind === "timeout") throw await notAnswering(docker, t.box.name, pod.port, true);
-    t.log.note(`${standby.why}: starting it in a container of its own`);
+  if (t.standby && vhost) {
+    let { candidate, baseline } = t.standby;
+    if (!candidate) {
+      baseline = await standbyBaseline(main, pod.ip);
+      if (baseline) {
+        t.log.note(`starting the new release beside the serving one (standby port ${STANDBY_PORT})`);
+        const argv = candidateArgv(t.release, t.preset, STANDBY_PORT);
+        candidate = await startOnStandby(docker, t.box.name, main, argv);
+      }
+    }
+    if (candidate && baseline) {
+      const outcome = await awaitStandby({
+        docker,
+        box: t.box.name,
+        ip: pod.ip,
+        port: pod.port,
+        baseline,
+        candidate,
+        startTimeoutMs: deps.startTimeoutMs,
+        signal: t.signal,
+      });
+      if (outcome.kind === "answers") return switchFromStandby(deps, t, n.container, pod, t.standby.route);
+      if (outcome.kind === "port_mismatch") throw portMismatch(outcome.ports, pod.port);
+      if (outcome.kind === "timeout") throw await notAnswering(docker, t.box.name, pod.port, true);
+      t.log.note(`${outcome.why}: starting it in a container of its own`);
+    } else
+      t.log.note(
+        `port ${STANDBY_PORT} is taken in the pod: starting the new release in a container of its own`,
+      );
   }
   await switchThroughContainer(deps, t, main, pod);
 }
@@ -159,12 +142,20 @@ interface PodAddress {
  * ingress sends every request to the standby; once the pod's app answers, the candidate goes with
  * the build container (a second later at the earliest: requests in flight to it finish).
  */
-async function switchFromStandby(deps: SwitchDeps, t: SwitchTarget, container: string, pod: PodAddress) {
+async function switchFromStandby(
+  deps: SwitchDeps,
+  t: SwitchTarget,
+  container: string,
+  pod: PodAddress,
+  route: StandbyRoute,
+) {
   const { docker } = deps;
   t.log.note("the new release answers; restarting the pod's app on it (the new release serves meanwhile)");
   try {
     await deps.podLock(() => switchAndRestart(docker, container, t.release));
     await expectPodAnswers(deps, t, container, pod);
+    // the pod's port first again before the candidate may go
+    await route.restore();
   } catch (err) {
     await stopCandidate(docker, t.box.name);
     throw err;
@@ -237,16 +228,6 @@ async function switchThroughContainer(
   }
   t.log.note("switched: the pod serves the new release");
 }
-
-const candidateArgv = (release: string, preset: string, port: number) => [
-  "/bin/bash",
-  "-c",
-  CANDIDATE_RUN,
-  "run-app",
-  preset,
-  `${RELEASES}/${release}`,
-  String(port),
-];
 
 function candidateOptions(
   prefix: string,

@@ -31,6 +31,11 @@ export interface VhostSpec {
   port: number;
   /** the visitor feedback widget (docs/feedback.md); absent or disabled: nothing is injected */
   feedback?: FeedbackVhost;
+  /**
+   * During a git deploy: the standby port first, the pod's own as the backup, so the new release
+   * takes every request from the moment it listens (docs/git.md "Zero downtime")
+   */
+  standbyFirst?: boolean;
 }
 
 /** the cookie that keeps the widget on later pages of a visitor who opened the share link */
@@ -91,8 +96,8 @@ export function renderVhost(listen: string, v: VhostSpec): string {
   // it first (with the default, one refusal would send the next 10 s of requests to the standby)
   return `# pod ${v.pod} (${v.podId}), rendered by podhost-agent: edits are overwritten
 upstream podhost_${v.podId} {
-  server ${v.ip}:${v.port} max_fails=0;
-  server ${v.ip}:${STANDBY_PORT} max_fails=0 backup;
+  server ${v.ip}:${v.standbyFirst ? STANDBY_PORT : v.port} max_fails=0;
+  server ${v.ip}:${v.standbyFirst ? v.port : STANDBY_PORT} max_fails=0 backup;
 }
 server {
   listen ${listen};

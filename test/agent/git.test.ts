@@ -416,7 +416,7 @@ describe("git deployments", () => {
     expect(stats2.failures).toEqual([]);
     expect(stats2.bodies).not.toContain("squatter");
     expect(logOf("dep_sq")).toContain(
-      `port ${STANDBY_PORT} is taken in the pod: starting it in a container of its own`,
+      `port ${STANDBY_PORT} is taken in the pod: starting the new release in a container of its own`,
     );
     expect((await httpGet(agent.port, host)).body).toBe("v-sq hello from greet hi-env");
     await inPod("pkill -f squatter");

@@ -17,17 +17,23 @@ npm_start() {
 const p = require(process.cwd() + "/package.json");
 const s = (p && p.scripts) || {};
 const str = (v) => (typeof v === "string" ? v.replaceAll("\0", "") : "");
-const start = str(s.start);
 const hooks = s.prestart || s.poststart ? "hooks" : "";
-process.stdout.write([start, str(p.name), str(p.version), hooks].join("\0") + "\0");
+process.stdout.write([str(s.start), str(p.name), str(p.version), hooks].join("\0") + "\0");
 ' 2>/dev/null)
-  [ -n "${f[0]:-}" ] || return 0
-  if [ -n "${f[3]:-}" ]; then
+  npm_start_from "${f[0]:-}" "${f[1]:-}" "${f[2]:-}" "${f[3]:-}"
+}
+
+# npm_start_from START NAME VERSION HOOKS: the same from fields already read (a git deploy's
+# candidate: the agent read package.json from the commit). HOOKS non-empty: prestart/poststart.
+npm_start_from() {
+  NPM_START=()
+  [ -n "$1" ] || return 0
+  if [ -n "$4" ]; then
     NPM_START=(npm start)
     return 0
   fi
   export PATH="$PWD/node_modules/.bin:$PATH" npm_lifecycle_event=start npm_command=start \
-    npm_lifecycle_script="${f[0]}" npm_package_name="${f[1]:-}" npm_package_version="${f[2]:-}" \
+    npm_lifecycle_script="$1" npm_package_name="$2" npm_package_version="$3" \
     npm_package_json="$PWD/package.json" INIT_CWD="$PWD" NODE="$(type -P node)"
-  NPM_START=(/bin/sh -c "${f[0]}")
+  NPM_START=(/bin/sh -c "$1")
 }
