@@ -82,7 +82,7 @@ const Env = z.object({
   PODHOST_GIT_MAX_TREE_MB: z.coerce.number().int().min(1).max(65536).default(2048),
   /** a deploy's build container: its own limits, apart from the serving pod's */
   PODHOST_BUILD_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(1024),
-  PODHOST_BUILD_CPUS: z.coerce.number().min(0.1).max(64).default(1),
+  PODHOST_BUILD_CPUS: z.coerce.number().min(0.1).max(64).default(2),
   PODHOST_BUILD_PIDS: z.coerce.number().int().min(32).max(65536).default(512),
   PODHOST_BUILD_TIMEOUT_S: z.coerce.number().int().min(5).max(7200).default(900),
   /** how long a new release may take to listen on its port before the deploy fails */

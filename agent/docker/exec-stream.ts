@@ -18,6 +18,8 @@ import type { RuncContainers } from "./runc";
  */
 
 export interface StreamExecOptions {
+  /** the container's id when the caller knows it (one engine round trip less) */
+  id?: string;
   user?: string;
   workingDir?: string;
   /** piped to the process's stdin, which is closed when it ends (destroyed if it fails) */
@@ -64,7 +66,7 @@ export type StreamExecutor = (
  */
 export function streamExecutor(docker: DockerClient, runc: RuncContainers | null): StreamExecutor {
   return async (containerName, argv, opts = {}) => {
-    const id = runc ? await runc.idOf(containerName) : null;
+    const id = runc ? await runc.idOf(containerName, opts.id) : null;
     return id && runc
       ? runcExecStream(runc, id, argv, opts)
       : engineExecStream(docker, containerName, argv, opts);

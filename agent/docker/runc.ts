@@ -34,19 +34,22 @@ export class RuncContainers {
     private readonly runc = "runc",
   ) {}
 
-  /** The container's full id when it runs and runc knows it on this host (else null: use the engine). */
-  async idOf(container: string): Promise<string | null> {
-    let id = this.ids.get(container);
+  /**
+   * The container's full id when it runs and runc knows it on this host (else null: use the engine).
+   * `known`: its id as the caller has it (the container it just started), which saves an inspect.
+   */
+  async idOf(container: string, known?: string): Promise<string | null> {
+    let id = known ?? this.ids.get(container);
     if (!id) {
       const info = await this.docker.getContainer(container).inspect();
       if (!info.State.Running) return null; // the engine's exec gives the usual "not running" error
       id = info.Id;
     }
     // A stopped container's state is gone; a restarted one keeps its id; a re-created one has a new id.
-    const known = await this.has(id);
-    if (known) this.ids.set(container, id);
+    const present = await this.has(id);
+    if (present) this.ids.set(container, id);
     else this.ids.delete(container);
-    return known ? id : null;
+    return present ? id : null;
   }
 
   /** whether runc still has the container `id` (gone once it stopped) */

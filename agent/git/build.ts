@@ -20,6 +20,8 @@ import { AgentError } from "../errors";
 export const LABEL_GIT_POD = "podhost.git.pod";
 export const HELPER_BUILD = "git-build";
 export const HELPER_CANDIDATE = "git-candidate";
+/** the build container's CPU weight against the pods' 1024 */
+export const BUILD_CPU_SHARES = 256;
 
 export const buildName = (prefix: string, pod: string) =>
   helperName(podNames(prefix, pod).container, "build");
@@ -83,6 +85,9 @@ export function buildContainerOptions(
       Memory: limits.memoryBytes,
       MemorySwap: limits.memoryBytes,
       NanoCpus: limits.nanoCpus,
+      // A quarter of a pod's CPU weight (the engine's default, 1024): up to its cap on an idle host
+      // (a build is a burst; an install is as fast as by hand), and the pods first on a busy one.
+      CpuShares: BUILD_CPU_SHARES,
       PidsLimit: limits.pids,
       OomScoreAdj: 800,
       Mounts: [{ Type: "volume", Source: n.volume, Target: HOME, ReadOnly: false }],

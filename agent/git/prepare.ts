@@ -60,6 +60,11 @@ if [ -n "$prev" ] && [ -n "$dep" ] && [ -d "$R/$prev/$dep" ] && [ ! -L "$R/$prev
   say reused
 fi
 cd "$d" || exit 70
+# the pod's Node first: npm and node straight from it, not through the image's version shims
+if [ -n "$install$build" ]; then
+  nb=/opt/node/$(/opt/podhost/bin/pod-node-version 2>/dev/null)/bin
+  [ -x "$nb/node" ] && podpath="$nb:$podpath"
+fi
 export PATH="$podpath"
 step() { # $1 install|build, $2 the command
   say step "$1"
@@ -136,7 +141,12 @@ export async function prepareRelease(
     if (what === "reused" && p.reuseFrom)
       p.log.note(`dependencies unchanged: reusing ${p.reuseFrom.dir} of release ${p.reuseFrom.release}`);
   });
-  const run = await exec(p.box.name, argv, { workingDir: HOME, stdin: p.tar, signal: p.signal });
+  const run = await exec(p.box.name, argv, {
+    id: p.box.id,
+    workingDir: HOME,
+    stdin: p.tar,
+    signal: p.signal,
+  });
   run.stdout.on("data", (chunk: Buffer) => reports.push(chunk));
   let streamError: unknown;
   p.tar.once("error", (e) => {

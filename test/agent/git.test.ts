@@ -48,12 +48,15 @@ function poll(port: number, host: string) {
   let stop = false;
   const bodies = new Set<string>();
   const failures: string[] = [];
+  const took: number[] = [];
   let count = 0;
   const t0 = performance.now();
   const done = (async () => {
     while (!stop) {
       try {
+        const sent = performance.now();
         const r = await httpGet(port, host);
+        took.push(performance.now() - sent);
         count++;
         if (r.status !== 200) failures.push(`+${ms(t0)} ms: ${r.status} ${r.body.slice(0, 40)}`);
         else bodies.add(r.body);
@@ -67,7 +70,8 @@ function poll(port: number, host: string) {
     async end() {
       stop = true;
       await done;
-      return { count, failures, bodies: [...bodies] };
+      const sorted = [...took].sort((a, b) => a - b);
+      return { count, failures, bodies: [...bodies], p50: sorted[Math.floor(sorted.length / 2)] ?? 0 };
     },
   };
 }
@@ -352,6 +356,32 @@ describe("git deployments", () => {
     expect(failed(o)).toMatch(/^build_script: .*exit status 137/);
     expect(stats.failures).toEqual([]);
     expect(stats.bodies).toEqual(["v3 hello from greet hi-env"]);
+  });
+
+  it("a build that burns every core yields to the serving app (a quarter of a pod's CPU weight)", async () => {
+    const quiet = poll(agent.port, host);
+    await new Promise((r) => setTimeout(r, 1000));
+    const before = await quiet.end();
+    await server.commit("app", nodeApp("v12"), { message: "busy build" });
+    const p = poll(agent.port, host);
+    // two busy loops (the build's cap is 2 CPUs, all this host has) for 3 s, then a failure
+    const running = deploy("dep_12", {
+      buildCommand: 'for i in 1 2; do timeout 3 sh -c "while :; do :; done" & done; wait; exit 1',
+    });
+    const box = await until(async () => {
+      const [c] = await agent.docker.listContainers({ filters: { label: [`${LABEL_GIT_POD}=${pod}`] } });
+      return c ? (await agent.docker.getContainer(c.Id).inspect()).HostConfig : null;
+    });
+    const o = await running;
+    const stats = await p.end();
+    expect(box).toMatchObject({ CpuShares: 256, NanoCpus: 2e9 });
+    console.log(
+      `busy build: p50 ${before.p50.toFixed(1)} ms before, ${stats.p50.toFixed(1)} ms during (${stats.count} requests)`,
+    );
+    expect(failed(o)).toMatch(/^build_script: /);
+    expect(stats.failures).toEqual([]);
+    expect(stats.bodies).toEqual(["v3 hello from greet hi-env"]);
+    expect(stats.p50).toBeLessThan(Math.max(50, before.p50 * 5));
   });
 
   it("rolls back to a kept release (env kept); an unknown release is not_found", async () => {
