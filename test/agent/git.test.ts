@@ -416,6 +416,36 @@ describe("git deployments", () => {
     expect(await dirs()).toEqual(want);
   });
 
+  it("runs package.json's start script as npm would, without npm; with a prestart hook, through npm itself", async () => {
+    const report = `require("http").createServer((q, s) => s.end([
+  process.env.npm_package_name, process.env.npm_package_version, process.env.npm_lifecycle_event,
+  (process.env.PATH || "").split(":")[0].endsWith("/node_modules/.bin"), require("fs").existsSync("hooked"),
+].join(" "))).listen(Number(process.env.PORT), "0.0.0.0");\n`;
+    const pkg = (scripts: Record<string, string>) =>
+      JSON.stringify({
+        name: "npm-app",
+        version: "2.3.4",
+        scripts,
+        dependencies: { greet: "file:./vendor/greet" },
+      });
+    await server.commit(
+      "app",
+      nodeApp("-", { "server.js": report, "package.json": pkg({ start: "node server.js" }) }),
+    );
+    const p = poll(agent.port, host);
+    expect(failed(await deploy("dep_npm"))).toBe("ok");
+    const stats = await p.end();
+    expect(stats.failures).toEqual([]);
+    // the candidate on the standby (start fields from the agent) and the pod's own app (run-app) alike
+    expect(stats.bodies.filter((b) => b.startsWith("npm-app"))).toEqual(["npm-app 2.3.4 start true false"]);
+    expect((await httpGet(agent.port, host)).body).toBe("npm-app 2.3.4 start true false");
+    expect((await inPod("ps -eo args")).stdout).not.toMatch(/\bnpm\b/);
+    const hooked = pkg({ prestart: "touch hooked", start: "node server.js" });
+    await server.commit("app", nodeApp("-", { "server.js": report, "package.json": hooked }));
+    expect(failed(await deploy("dep_npm_hook"))).toBe("ok");
+    expect((await httpGet(agent.port, host)).body).toBe("npm-app 2.3.4 start true true");
+  });
+
   it("an app that ignores PORT starts in a candidate container of its own, as does one whose standby port is taken", async () => {
     // bound to the pod's port whatever PORT says: beside the serving app it cannot listen there
     const fixed =
