@@ -1,6 +1,3 @@
-import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { ContainerInspectInfo } from "dockerode";
 import type { DeployOutcome, DetectedCommands, RepoSource } from "../../shared/protocol/git";
 import type { AgentConfig } from "../config";
@@ -12,24 +9,10 @@ import { AgentError } from "../errors";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
 import { type BuildBox, buildContainerOptions, startBuildBox } from "./build";
-import {
-  DEPENDENCY_DIR,
-  DEPENDENCY_FILES,
-  DETECT_FILES,
-  type DetectFile,
-  detectCommands,
-  npmStartOf,
-} from "./detect";
+import { dependencyKey, detectIn, gitHome, limitsOf } from "./commit";
+import { DEPENDENCY_DIR, npmStartOf } from "./detect";
 import { DeployFailure } from "./failure";
-import {
-  archiveStream,
-  checkRepoUrl,
-  type FetchedCommit,
-  fetchBranch,
-  type GitLimits,
-  tidyRepo,
-  treeReader,
-} from "./fetch";
+import { checkRepoUrl, type FetchedCommit, fetchBranch, tidyRepo } from "./fetch";
 import { DeployLog, type DeployLogMessage } from "./log";
 import { prepareRelease } from "./prepare";
 import { keepAfter, PodRecord } from "./record";
@@ -46,6 +29,7 @@ import {
 } from "./release";
 import { type StandbyCandidate, standbyBaseline, standbyRoute } from "./standby";
 import { healthGatedSwitch } from "./switch";
+import { archiveStream } from "./tree";
 
 /** What a deploy works with; agent/handlers/git.ts builds it from the handler deps. */
 export interface GitDeps {
@@ -61,55 +45,6 @@ export interface GitDeps {
 }
 
 type Preset = DetectedCommands["preset"];
-
-const limitsOf = (config: AgentConfig): GitLimits => ({
-  timeoutMs: config.git.fetchTimeoutMs,
-  maxFetchBytes: config.git.maxFetchBytes,
-});
-
-/** git's HOME: an empty directory of the agent's (no user config is ever read) */
-export async function gitHome(config: AgentConfig): Promise<string> {
-  const home = join(config.stateDir, "git", ".home");
-  await mkdir(home, { recursive: true, mode: 0o700 });
-  return home;
-}
-
-/** what detection reads of a root file at most (a larger one is as good as absent) */
-const DETECT_MAX = 256 * 1024;
-/** what the dependency key reads of a dependency file at most (lockfiles grow large) */
-const DEPENDENCY_MAX = 16 * 1024 * 1024;
-
-/** Read what detection (and, with a preset, the dependency key) needs from the commit, and detect. */
-async function detectIn(
-  repoDir: string,
-  sha: string,
-  home: string,
-  preset?: Preset,
-  buildCommand?: string | null,
-) {
-  const wanted = new Map<string, number>(DETECT_FILES.map((f) => [f, DETECT_MAX]));
-  for (const f of preset ? DEPENDENCY_FILES[preset] : []) wanted.set(f, DEPENDENCY_MAX);
-  const tree = await treeReader(repoDir, sha, home, wanted);
-  const text: Partial<Record<DetectFile, string | null>> = {};
-  for (const f of DETECT_FILES) {
-    const t = tree.read(f);
-    text[f] = t !== null && t.length <= DETECT_MAX ? t : null;
-  }
-  const detected = detectCommands({ names: tree.names, text }, { preset, buildCommand });
-  return { detected, tree, text };
-}
-
-/** `repo.inspect`: a shallow fetch into a temporary repository, detection, the repository removed. */
-export async function inspectRepo(config: AgentConfig, source: RepoSource, signal?: AbortSignal) {
-  const home = await gitHome(config);
-  const tmp = await mkdtemp(join(config.stateDir, "git", "inspect-"));
-  try {
-    const commit = await fetchBranch(source, join(tmp, "repo.git"), limitsOf(config), home, signal);
-    return (await detectIn(join(tmp, "repo.git"), commit.sha, home)).detected;
-  } finally {
-    await rm(tmp, { recursive: true, force: true });
-  }
-}
 
 export interface DeployParams {
   name: string;
@@ -408,23 +343,6 @@ function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
     if (deps.pending.get(pod) === work) deps.pending.delete(pod);
     return box.remove().catch(() => undefined);
   });
-}
-
-/** sha256 of the preset, the install command and the dependency files; null: never reuse. */
-function dependencyKey(
-  read: (name: string) => string | null,
-  preset: Preset,
-  detected: DetectedCommands,
-): string | null {
-  if (!detected.install_command) return null;
-  // `pip install .` installs the project itself: its venv is never the same twice
-  if (preset === "python" && !detected.install_command.includes("-r requirements.txt")) return null;
-  const h = createHash("sha256").update(`${preset}\0${detected.install_command}\0`);
-  for (const f of DEPENDENCY_FILES[preset]) {
-    const text = read(f);
-    h.update(`${f}\0${text === null ? "-" : text.length}\0${text ?? ""}\0`);
-  }
-  return h.digest("hex");
 }
 
 function asFailure(err: unknown, box: BuildBox | null): DeployFailure | null {

@@ -6,10 +6,10 @@ import { HOME, LABEL_PORT, LABEL_PREFIX, podNames } from "../docker/naming";
 import { SV } from "../docker/pod-bin";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { listeningPorts } from "../docker/proc-net";
-import { inspectContainer, removeContainer, waitRunning } from "../docker/resources";
+import { containerIp, inspectContainer, removeContainer, waitRunning } from "../docker/resources";
 import { waitForPort } from "../docker/wait-port";
 import type { Ingress } from "../ingress/nginx";
-import { STANDBY_PORT } from "../ingress/vhost";
+import { STANDBY_PORT, type VhostSpec } from "../ingress/vhost";
 import { type BuildBox, candidateName, HELPER_CANDIDATE, LABEL_GIT_POD, removeAndWait } from "./build";
 import { candidateArgv } from "./candidate";
 import { DeployFailure } from "./failure";
@@ -89,12 +89,11 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
     t.log.note(running ? "switched ~/app to the new release" : "switched ~/app (the pod is stopped)");
     return;
   }
+  // the pod's own address and port, where its app answers (and the ingress sends)
   const vhost = podVhost(t.pod, main, n.network);
-  const pod: PodAddress = {
-    ip: vhost?.ip ?? "",
-    port: vhost?.port ?? Number(main.Config.Labels?.[LABEL_PORT]),
-    domain: vhost?.domains[0] ?? "",
-    podId: vhost?.podId ?? "",
+  const pod: PodPort = {
+    ip: containerIp(main, n.network) ?? "",
+    port: Number(main.Config.Labels?.[LABEL_PORT]),
   };
   if (t.standby && vhost) {
     let { candidate, baseline } = t.standby;
@@ -126,14 +125,12 @@ export async function healthGatedSwitch(deps: SwitchDeps, t: SwitchTarget): Prom
         `port ${STANDBY_PORT} is taken in the pod: starting the new release in a container of its own`,
       );
   }
-  await switchThroughContainer(deps, t, main, pod);
+  await switchThroughContainer(deps, t, main, pod, vhost);
 }
 
-interface PodAddress {
+interface PodPort {
   ip: string;
   port: number;
-  domain: string;
-  podId: string;
 }
 
 /**
@@ -146,7 +143,7 @@ async function switchFromStandby(
   deps: SwitchDeps,
   t: SwitchTarget,
   container: string,
-  pod: PodAddress,
+  pod: PodPort,
   route: StandbyRoute,
 ) {
   const { docker } = deps;
@@ -168,7 +165,7 @@ async function switchFromStandby(
  * The pod's own app must answer on its port after the switch. When it does not (the candidate did),
  * ~/app goes back to the release that served before and the app restarts on it.
  */
-async function expectPodAnswers(deps: SwitchDeps, t: SwitchTarget, container: string, pod: PodAddress) {
+async function expectPodAnswers(deps: SwitchDeps, t: SwitchTarget, container: string, pod: PodPort) {
   if (await waitForPort(pod.ip, pod.port, deps.startTimeoutMs, t.signal)) return;
   const previous = t.previous;
   if (previous) {
@@ -190,26 +187,25 @@ async function switchThroughContainer(
   deps: SwitchDeps,
   t: SwitchTarget,
   main: ContainerInspectInfo,
-  pod: PodAddress,
+  pod: PodPort,
+  vhost: VhostSpec | null,
 ): Promise<void> {
   const { docker } = deps;
   const n = podNames(deps.prefix, t.pod);
-  const { port, domain, podId } = pod;
-  const mainIp = pod.ip || null;
   const cname = candidateName(deps.prefix, t.pod);
   await removeAndWait(docker, cname);
-  await docker.createContainer(candidateOptions(deps.prefix, t.pod, main, t.release, t.preset, port));
+  await docker.createContainer(candidateOptions(deps.prefix, t.pod, main, t.release, t.preset, pod.port));
   let routedToCandidate = false;
   try {
     await docker.getContainer(cname).start();
     const { ip } = await waitRunning(docker, cname, n.network, t.signal).catch(async () => {
-      throw await startFailure(docker, cname, port, t.box.name);
+      throw await startFailure(docker, cname, pod.port, t.box.name);
     });
-    if (!(await waitAnswer(docker, cname, ip, port, deps.startTimeoutMs, t.signal)))
-      throw await startFailure(docker, cname, port, t.box.name);
+    if (!(await waitAnswer(docker, cname, ip, pod.port, deps.startTimeoutMs, t.signal)))
+      throw await startFailure(docker, cname, pod.port, t.box.name);
     t.log.note("the new release answers; moving traffic to it");
-    if (domain && podId && mainIp) {
-      await deps.ingress.upsert({ pod: t.pod, podId, domains: [domain], ip, port });
+    if (vhost) {
+      await deps.ingress.upsert({ ...vhost, ip });
       routedToCandidate = true;
     }
     await deps.podLock(() => switchAndRestart(docker, n.container, t.release));
@@ -217,9 +213,7 @@ async function switchThroughContainer(
     await expectPodAnswers(deps, t, n.container, pod);
     t.log.note("the pod's app answers; moving traffic back to it");
   } finally {
-    if (routedToCandidate && domain && podId && mainIp) {
-      await deps.ingress.upsert({ pod: t.pod, podId, domains: [domain], ip: mainIp, port });
-    }
+    if (routedToCandidate && vhost) await deps.ingress.upsert(vhost);
     // By id, a moment later: the old nginx workers finish what they had in flight to the candidate,
     // and a next deploy's candidate (same name) is never the one removed.
     const id = (await inspectContainer(docker, cname))?.Id;

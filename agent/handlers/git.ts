@@ -3,7 +3,8 @@ import { LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } from "
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer } from "../docker/resources";
 import { HELPER_BUILD, HELPER_CANDIDATE, LABEL_GIT_POD } from "../git/build";
-import { deploy, type GitDeps, gitHome, inspectRepo, rollback } from "../git/deploy";
+import { gitHome, inspectRepo } from "../git/commit";
+import { deploy, type GitDeps, rollback } from "../git/deploy";
 import { asAgentError, DeployFailure } from "../git/failure";
 import { listBranches } from "../git/fetch";
 import { type HandlerDeps, podStreams } from "./deps";
