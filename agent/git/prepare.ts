@@ -129,17 +129,24 @@ export async function prepareRelease(
     ready = resolve;
   });
   let failed: { step: string; status: number } | null = null;
-  const reports = new Reports(token, p.log, (words) => {
-    const [what, step, status] = words;
-    if (what === "unpacked" || what === "reused" || what === "ready") seen.add(what);
-    if (what === "ready" && p.candidate)
-      p.log.note(`starting the new release beside the serving one (standby port ${STANDBY_PORT})`);
-    if (what === "ready") ready();
-    else if (what === "step" && step === "install") p.log.note(`$ ${p.install}`);
-    else if (what === "step" && step === "build") p.log.note(`$ ${p.build}`);
-    else if (what === "failed" && step) failed = { step, status: Number(status) };
-    if (what === "reused" && p.reuseFrom)
-      p.log.note(`dependencies unchanged: reusing ${p.reuseFrom.dir} of release ${p.reuseFrom.release}`);
+  const reports = new Reports(token, p.log, ([what = "", step, status]) => {
+    seen.add(what);
+    switch (what) {
+      case "reused":
+        if (p.reuseFrom)
+          p.log.note(`dependencies unchanged: reusing ${p.reuseFrom.dir} of release ${p.reuseFrom.release}`);
+        break;
+      case "step":
+        p.log.note(`$ ${step === "install" ? p.install : p.build}`);
+        break;
+      case "failed":
+        failed = { step: step ?? "", status: Number(status) };
+        break;
+      case "ready":
+        if (p.candidate)
+          p.log.note(`starting the new release beside the serving one (standby port ${STANDBY_PORT})`);
+        ready();
+    }
   });
   const run = await exec(p.box.name, argv, {
     id: p.box.id,

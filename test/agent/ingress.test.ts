@@ -191,6 +191,11 @@ describe("Ingress", () => {
       app = serve("app");
       await listen(app, appPort);
       expect((await httpGet(port, "delta.pods.test")).body).toBe("app");
+      // during a deploy the standby goes first: it answers while the app still does
+      await ingress.upsert({ ...vhost("delta", "127.0.0.1", appPort), standbyFirst: true });
+      expect((await httpGet(port, "delta.pods.test")).body).toBe("standby");
+      await ingress.upsert(vhost("delta", "127.0.0.1", appPort));
+      expect((await httpGet(port, "delta.pods.test")).body).toBe("app");
       // an answer of any status is the app's own: an error is not retried on the standby
       await close(app);
       app = serve("app failed", 500);
