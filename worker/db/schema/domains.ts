@@ -1,13 +1,17 @@
-import { sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const DOMAIN_STATUSES = ["pending", "verified"] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
 
 /**
- * Custom domains of pods (docs/domains.md). A host name belongs to at most one pod across all teams
- * (the unique index); it is `pending` until its TXT record `_podhost-verify.<domain>` carries the
- * row's token, then `verified` and served by the pod's ingress vhost. The rows go with their pod
- * (worker/services/pods/remove.ts).
+ * Custom domains of pods (docs/domains.md). A `pending` row is a claim: any number of pods, of any
+ * teams, may claim one host name (once per pod), and none of them blocks the others. The first whose
+ * TXT record `_podhost-verify.<domain>` carries its row's token makes its row `verified` — at most
+ * one row per name is (the partial unique index decides between two verifications at once) — and
+ * the other claims are dropped. A verified name is re-checked by the cron (`checked_at`; since when
+ * its record has been missing, `missing_since`) and released back to `pending` once the record has
+ * been gone for the stated time. The rows go with their pod (worker/services/pods/remove.ts).
  */
 export const domains = sqliteTable(
   "domains",
@@ -20,8 +24,17 @@ export const domains = sqliteTable(
     verificationToken: text("verification_token").notNull(),
     createdAt: text("created_at").notNull(),
     verifiedAt: text("verified_at"),
+    /** a verified domain: when the cron last looked its TXT record up (null: not since verified) */
+    checkedAt: text("checked_at"),
+    /** a verified domain: since when the re-check has not found its TXT record (null: found) */
+    missingSince: text("missing_since"),
   },
-  (t) => [uniqueIndex("domains_domain_idx").on(t.domain)],
+  (t) => [
+    uniqueIndex("domains_verified_domain_idx").on(t.domain).where(sql`status = 'verified'`),
+    uniqueIndex("domains_pod_domain_idx").on(t.podId, t.domain),
+    index("domains_name_idx").on(t.domain),
+    index("domains_recheck_idx").on(t.checkedAt).where(sql`status = 'verified'`),
+  ],
 );
 
 export type DomainRow = typeof domains.$inferSelect;
