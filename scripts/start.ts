@@ -1,12 +1,15 @@
 /**
  * `npm start`: the whole service on this machine.
- *   1. host prerequisites: Docker engine (installed and started if missing), nginx, pod images
- *   2. D1 migrations applied to the local database (.wrangler/state)
- *   3. this machine registered as host "local" (a fresh agent token each start)
- *   4. the Worker on wrangler dev (http://localhost:8787), then the agent connected to it
- * Ctrl-C stops everything.
+ *   1. the Worker's and the ingress's ports are free (or it says who holds them, and exits)
+ *   2. host prerequisites (scripts/host/prepare.sh --no-browser): Docker engine, the pods' egress
+ *      rules, nginx and host tools, the pods' disk, the pod images and the database service images
+ *   3. D1 migrations applied to the local database (.wrangler/state)
+ *   4. this machine registered as host "local" (a fresh agent token each start)
+ *   5. the Worker on wrangler dev (http://localhost:8787), then the agent connected to it
+ * Ctrl-C stops everything it started (pods keep running in Docker). When the Worker or the agent
+ * exits on its own, the other is stopped too and `npm start` exits non-zero with the reason.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -14,6 +17,14 @@ import { fileURLToPath } from "node:url";
 import { AGENT_ENV, agentCommand, buildAgent } from "./build-agent";
 import { d1Migrate } from "./lib/d1";
 import { registerHost } from "./lib/hosts";
+import {
+  type GroupChild,
+  killGroupsNow,
+  portFree,
+  portHolder,
+  spawnGroup,
+  stopGroups,
+} from "./lib/process-group";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const API_PORT = Number(process.env.PORT ?? 8787);
@@ -21,14 +32,50 @@ const API_URL = `http://127.0.0.1:${API_PORT}`;
 const INGRESS = process.env.PODHOST_INGRESS_LISTEN ?? "127.0.0.1:8080";
 const STATE_DIR = path.join(ROOT, ".podhost", "agent");
 
-const step = (msg: string) => console.log(`\x1b[1m▸ ${msg}\x1b[0m`);
+const INGRESS_HOST = INGRESS.slice(0, INGRESS.lastIndexOf(":")) || "0.0.0.0";
+const INGRESS_PORT = Number(INGRESS.slice(INGRESS.lastIndexOf(":") + 1));
+/** the agent's own nginx master (agent/ingress/nginx.ts): its pid file and config under the state dir */
+const NGINX_DIR = path.join(STATE_DIR, "nginx");
 
-function runScript(script: string) {
-  const result = spawnSync("bash", [path.join(ROOT, script)], { stdio: "inherit", cwd: ROOT });
-  if (result.status !== 0) {
-    console.error(`${script} failed (exit ${result.status})`);
-    process.exit(1);
+const step = (msg: string) => console.log(`\x1b[1m▸ ${msg}\x1b[0m`);
+const fail = (msg: string): never => {
+  console.error(`\x1b[31mnpm start: ${msg}\x1b[0m`);
+  process.exit(1);
+};
+
+/** The pid of the ingress nginx a previous start left running, if it is ours (the agent reuses it). */
+function ourIngressPid(): number | null {
+  const pid = Number(readFileIfAny(path.join(NGINX_DIR, "nginx.pid")).trim());
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  const cmdline = readFileIfAny(`/proc/${pid}/cmdline`);
+  return cmdline.startsWith("nginx: master") && cmdline.includes(path.join(NGINX_DIR, "nginx.conf"))
+    ? pid
+    : null;
+}
+
+function readFileIfAny(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
   }
+}
+
+/** Fails now, naming the holder, instead of minutes later when the Worker or the ingress cannot listen. */
+async function checkPort(what: string, host: string, port: number, hint: string) {
+  if (await portFree(host, port)) return;
+  const holder = portHolder(port);
+  fail(
+    `port ${port} (${what}) is taken${holder ? ` by ${holder}` : ""}. Stop that process, or ${hint}.` +
+      (holder.includes("workerd") || holder.includes("wrangler")
+        ? " It looks like a Worker left by an earlier start: `pkill -f workerd`."
+        : ""),
+  );
+}
+
+function runScript(script: string, args: string[] = []) {
+  const result = spawnSync("bash", [path.join(ROOT, script), ...args], { stdio: "inherit", cwd: ROOT });
+  if (result.status !== 0) fail(`${script} failed (exit ${result.status})`);
 }
 
 async function waitForHealth(url: string, timeoutMs: number) {
@@ -66,10 +113,19 @@ async function waitForPlaceable(url: string, token: string) {
   }
 }
 
-step("Host prerequisites: Docker engine, nginx, pod images");
-runScript("scripts/host/ensure-docker.sh");
-runScript("scripts/host/ensure-nginx.sh");
-runScript("scripts/host/build-images.sh");
+await checkPort("the API", "127.0.0.1", API_PORT, "start on another port with PORT=8788 npm start");
+// An ingress of ours still running (the start before was killed) is reused by the agent.
+if (!ourIngressPid()) {
+  await checkPort(
+    "the pods' ingress",
+    INGRESS_HOST,
+    INGRESS_PORT,
+    "set PODHOST_INGRESS_LISTEN=127.0.0.1:8081",
+  );
+}
+
+step("Host prerequisites: Docker engine, egress rules, nginx, the pods' disk, pod and service images");
+runScript("scripts/host/prepare.sh", ["--no-browser"]);
 
 step("Applying D1 migrations to the local database");
 await d1Migrate();
@@ -90,16 +146,29 @@ const host = await registerHost(
   { rotate: true },
 );
 
-const children: ChildProcess[] = [];
+const children: GroupChild[] = [];
 let stopping = false;
-const stopAll = (code: number) => {
+/** Stops every process group it started and the agent's ingress, then exits with `code`. */
+async function stopAll(code: number, reason?: string) {
   if (stopping) return;
   stopping = true;
-  for (const child of children) child.kill("SIGTERM");
-  setTimeout(() => process.exit(code), 3_000).unref();
-};
-process.on("SIGINT", () => stopAll(0));
-process.on("SIGTERM", () => stopAll(0));
+  if (reason) console.error(`\x1b[31mnpm start: ${reason}; stopping the rest.\x1b[0m`);
+  await stopGroups(children);
+  // The agent's nginx runs detached (it outlives an agent restart in production); here it is ours.
+  const nginx = ourIngressPid();
+  if (nginx) process.kill(nginx, "SIGQUIT");
+  process.exit(code);
+}
+process.on("SIGINT", () => void stopAll(0));
+process.on("SIGTERM", () => void stopAll(0));
+process.on("SIGHUP", () => void stopAll(0));
+// The last word whatever happens (an exception in this script included): no orphan keeps a port.
+process.on("exit", () => killGroupsNow(children));
+/** A child that exits while the others run ends the whole start, non-zero, with its reason. */
+function supervise(group: GroupChild) {
+  children.push(group);
+  void group.exited.then((reason) => stopAll(1, reason));
+}
 
 /**
  * Secrets at rest (worker/lib/secret-box.ts): git tokens under GIT_TOKEN_KEY, database service
@@ -128,38 +197,40 @@ const workerArgs = [
   "ALLOW_HTTP_GIT_LOOPBACK:true",
   "ALLOW_IMPORT_LOOPBACK:true",
 ];
-const worker = spawn("npx", ["wrangler", ...workerArgs], {
-  cwd: ROOT,
-  stdio: "inherit",
-  env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-});
-children.push(worker);
-worker.on("exit", (code) => stopAll(code ?? 1));
-await waitForHealth(API_URL, 60_000);
+supervise(
+  spawnGroup("the Worker (wrangler dev)", path.join(ROOT, "node_modules", ".bin", "wrangler"), workerArgs, {
+    cwd: ROOT,
+    // no terminal input: the children lead sessions of their own (wrangler's hotkeys would read it)
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+  }),
+);
+await waitForHealth(API_URL, 60_000).catch((error: Error) => stopAll(1, error.message));
 
-step(`Starting the agent (ingress on http://<pod>.pods.localhost:${INGRESS.split(":").pop()})`);
+step(`Starting the agent (ingress on http://<pod>.pods.localhost:${INGRESS_PORT})`);
 mkdirSync(STATE_DIR, { recursive: true });
 // The agent runs compiled (dist/agent/main.js), as in production; rebuilt here when its sources changed.
 await buildAgent();
 const [node, agentArgs] = agentCommand();
-const agent = spawn(node, agentArgs, {
-  cwd: ROOT,
-  stdio: "inherit",
-  env: {
-    ...process.env,
-    ...AGENT_ENV,
-    PODHOST_API_URL: API_URL,
-    PODHOST_AGENT_TOKEN: host.token,
-    PODHOST_STATE_DIR: STATE_DIR,
-    PODHOST_INGRESS_LISTEN: INGRESS,
-  },
-});
-children.push(agent);
-agent.on("exit", (code) => stopAll(code ?? 1));
+const agentEnv = {
+  ...process.env,
+  ...AGENT_ENV,
+  PODHOST_API_URL: API_URL,
+  PODHOST_AGENT_TOKEN: host.token,
+  PODHOST_STATE_DIR: STATE_DIR,
+  PODHOST_INGRESS_LISTEN: INGRESS,
+};
+supervise(
+  spawnGroup("the agent", node, agentArgs, {
+    cwd: ROOT,
+    stdio: ["ignore", "inherit", "inherit"],
+    env: agentEnv,
+  }),
+);
 
 await waitForPlaceable(API_URL, host.token);
 
 console.log(`
 Ready. The API is at http://localhost:${API_PORT} (reference: http://localhost:${API_PORT}/docs).
-Pods answer at http://<name>.pods.localhost:${INGRESS.split(":").pop()} — see README "Your first pod".
+Pods answer at http://<name>.pods.localhost:${INGRESS_PORT} — see README "Your first pod".
 `);

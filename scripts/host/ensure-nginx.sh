@@ -16,6 +16,10 @@ command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 # git: the agent fetches git deployments on the host (agent/git/fetch.ts); the tests' git server
 # is `git http-backend`, which the git package ships.
 command -v git >/dev/null 2>&1 || missing+=(git)
+# curl: the README's first-pod session and .ci/run's start smoke test; ss and ip (iproute2):
+# `npm start` names the process holding a taken port, and the egress tests make network namespaces.
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v ss >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 export DEBIAN_FRONTEND=noninteractive
