@@ -8,6 +8,7 @@ import { runBilling } from "./services/billing/job";
 import { sweepStagedBlobs } from "./services/blobs/staging";
 import { failStuckAgentInstalls } from "./services/coding-agents/stuck";
 import { sweepExpiredGrants } from "./services/connectors/grants";
+import { recheckVerifiedDomains } from "./services/domains/recheck";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
@@ -53,6 +54,12 @@ export const scheduledJobs: ScheduledJob[] = [
   {
     name: "stuck-service-installs",
     run: ({ env, db, now }) => failStuckInstalls(env, db, now).then(() => undefined),
+  },
+  // Verified custom domains whose TXT record is gone for 72 hours are released (docs/domains.md).
+  {
+    name: "domain-recheck",
+    run: ({ env, db, now }) =>
+      recheckVerifiedDomains({ db, env, mailer: createMailer(db) }, now).then(() => undefined),
   },
   {
     name: "stuck-agent-installs",

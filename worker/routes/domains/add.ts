@@ -29,7 +29,7 @@ const route = createRoute({
   method: "post",
   path: "/{name}/domains",
   summary:
-    "Add a custom domain (pending): publish its `verification` TXT record, then verify. 409 when any pod has it",
+    "Claim a custom domain (pending): publish its `verification` TXT record, then verify; the first pod to verify a name owns it. 409 when a pod has verified it, or this pod has claimed it already",
   request: { params: PodParams, body: jsonBody(AddDomainRequest) },
   responses: { 201: jsonResponse(Domain, "Added, pending verification"), ...errors(400, 401, 404, 409) },
 });

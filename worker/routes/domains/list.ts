@@ -14,9 +14,12 @@ const route = createRoute({
   operationId: "listPodDomains",
   method: "get",
   path: "/{name}/domains",
-  summary: "The pod's custom domains, pending and verified; [] when none",
+  summary: "The pod's custom domains, pending and verified: `{domains}` (`[]` when none)",
   request: { params: PodParams },
-  responses: { 200: jsonResponse(z.array(Domain), "The domains"), ...errors(401, 404) },
+  responses: {
+    200: jsonResponse(z.object({ domains: z.array(Domain) }).openapi("DomainList"), "The domains"),
+    ...errors(401, 404),
+  },
 });
 
 export function registerListPodDomains(app: Router) {

@@ -14,7 +14,7 @@ const route = createRoute({
   method: "post",
   path: "/{name}/domains/{id}/verify",
   summary:
-    "Look up the verification TXT record over DNS-over-HTTPS: `verified` (and served by the pod) when it matches, else 400 saying what was found",
+    "Look up the verification TXT record over DNS-over-HTTPS: `verified` (and served by the pod) when it matches, else 400 saying what was found; 409 when another pod verified the name first. Other pods' pending claims of the name are dropped",
   request: { params: DomainParams },
   responses: { 200: jsonResponse(Domain, "Verified"), ...errors(400, 401, 404, 409, 503) },
 });

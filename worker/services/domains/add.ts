@@ -7,17 +7,21 @@ import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { findTeamPod } from "../pods/lookup";
+import { isUniqueViolation } from "../teams/slug";
 import { domainsOfPod } from "./lookup";
 import { normaliseDomain } from "./names";
 import { type DomainView, toDomainView } from "./views";
 
-const TAKEN = (domain: string) => `${domain} is already added to a pod`;
+const TAKEN = (domain: string) => `${domain} is already verified by a pod`;
+const ALREADY = (domain: string, pod: string) => `${domain} is already added to pod ${pod}`;
 
 /**
- * `POST /api/pods/{name}/domains`: a `pending` domain with its verification record (a TXT record
- * `_podhost-verify.<domain>` whose value is a fresh random token) and a `domain_added` event; 201.
- * 400 for a name that is not a valid host name (names.ts), 409 when any pod, of any team, has it
- * (the unique index decides between two adds at once), 400 beyond MAX_POD_DOMAINS per pod.
+ * `POST /api/pods/{name}/domains`: a `pending` claim of the name with its verification record (a
+ * TXT record `_podhost-verify.<domain>` whose value is a fresh random token, this claim's own) and a
+ * `domain_added` event; 201. A pending claim holds nothing: any pod, of any team, may claim the same
+ * name, and the first to verify owns it (verify.ts). 409 when a pod has verified the name, or when
+ * this pod has claimed it already (a unique index decides between two adds at once); 400 for a name
+ * that is not a valid host name (names.ts) and beyond MAX_POD_DOMAINS per pod.
  */
 export async function addDomain({
   ctx,
@@ -29,12 +33,12 @@ export async function addDomain({
   const { pod } = found.value;
   const domain = normaliseDomain(input.domain, ctx.env.POD_DOMAIN);
   if (!domain.ok) return domain;
-  const [taken] = await ctx.db
-    .select({ id: domains.id })
+  const claims = await ctx.db
+    .select({ podId: domains.podId, status: domains.status })
     .from(domains)
-    .where(eq(domains.domain, domain.value))
-    .limit(1);
-  if (taken) return fail("conflict", TAKEN(domain.value));
+    .where(eq(domains.domain, domain.value));
+  if (claims.some((c) => c.status === "verified")) return fail("conflict", TAKEN(domain.value));
+  if (claims.some((c) => c.podId === pod.id)) return fail("conflict", ALREADY(domain.value, pod.name));
   if ((await domainsOfPod(ctx.db, pod.id)).length >= MAX_POD_DOMAINS)
     return fail(
       "bad_request",
@@ -48,6 +52,8 @@ export async function addDomain({
     verificationToken: `podhost-verify=${randomToken(32)}`,
     createdAt: nowIso(),
     verifiedAt: null,
+    checkedAt: null,
+    missingSince: null,
   };
   try {
     await ctx.db.batch([
@@ -57,13 +63,11 @@ export async function addDomain({
         pod.id,
         "domain_added",
         `${row.domain} added to pod ${pod.name}, pending verification`,
-        {
-          domain: row.domain,
-        },
+        { domain: row.domain },
       ),
     ]);
   } catch (error) {
-    if (/UNIQUE constraint failed/i.test(String(error))) return fail("conflict", TAKEN(domain.value));
+    if (isUniqueViolation(error, "domains.domain")) return fail("conflict", ALREADY(domain.value, pod.name));
     throw error;
   }
   return ok(toDomainView(row, pod.name));

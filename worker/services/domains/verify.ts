@@ -1,9 +1,10 @@
-import { eq } from "drizzle-orm";
+import { and, eq, inArray, ne } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { domains } from "../../db/schema";
 import { nowIso } from "../../lib/time";
-import type { TeamCall } from "../context";
+import type { ServiceContext, TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
+import { isUniqueViolation } from "../teams/slug";
 import { lookupTxt } from "./dns";
 import { findTeamDomain } from "./lookup";
 import { verificationName } from "./names";
@@ -12,12 +13,17 @@ import { type DomainView, toDomainView } from "./views";
 
 const MAX_SHOWN = 5;
 
+const OWNED_ELSEWHERE = (domain: string) =>
+  `${domain} was verified by another pod first; remove this claim (the name is not served here)`;
+
 /**
  * `POST /api/pods/{name}/domains/{id}/verify`: look up `_podhost-verify.<domain>` TXT over
- * DNS-over-HTTPS (dns.ts). When one of its strings is the domain's token, the domain becomes
- * `verified`, the pod's host is told to serve it (sync.ts; a host failure puts it back to
- * `pending`) and a `domain_verified` event is recorded; else 400 saying what was found. A verified
- * domain verifies again as a no-op (200).
+ * DNS-over-HTTPS (dns.ts). When one of its strings is this claim's token, the claim becomes
+ * `verified` — unless another pod's claim of the name got there first (409; the partial unique
+ * index decides between two at once) — the pod's host is told to serve it (sync.ts; a host failure
+ * puts it back to `pending`), a `domain_verified` event is recorded, and every other pod's pending
+ * claim of the name is dropped with a `domain_claim_dropped` event on that pod. No match: 400 saying
+ * what was found. A verified domain verifies again as a no-op (200).
  */
 export async function verifyDomain({
   ctx,
@@ -28,6 +34,7 @@ export async function verifyDomain({
   if (!found.ok) return found;
   const { pod, domain } = found.value;
   if (domain.status === "verified") return ok(toDomainView(domain, pod.name));
+  if (await verifiedElsewhere(ctx, domain.domain)) return fail("conflict", OWNED_ELSEWHERE(domain.domain));
   const name = verificationName(domain.domain);
   const txt = await lookupTxt(ctx.env, name);
   if (!txt.ok) return txt;
@@ -46,21 +53,76 @@ export async function verifyDomain({
   }
   // verified in D1 first, so that the list the host gets has it (sync.ts); put back on a failure
   const verifiedAt = nowIso();
-  await ctx.db.update(domains).set({ status: "verified", verifiedAt }).where(eq(domains.id, domain.id));
+  try {
+    const [claimed] = await ctx.db
+      .update(domains)
+      .set({ status: "verified", verifiedAt, checkedAt: verifiedAt, missingSince: null })
+      .where(and(eq(domains.id, domain.id), eq(domains.status, "pending")))
+      .returning({ id: domains.id });
+    // dropped meanwhile: another pod's verification of the name got there first
+    if (!claimed) return fail("conflict", OWNED_ELSEWHERE(domain.domain));
+  } catch (error) {
+    if (isUniqueViolation(error, "domains.domain")) return fail("conflict", OWNED_ELSEWHERE(domain.domain));
+    throw error;
+  }
   const told = await pushVerifiedDomains(ctx, found.value);
   if (!told.ok) {
     await ctx.db
       .update(domains)
-      .set({ status: "pending", verifiedAt: null })
-      .where(eq(domains.id, domain.id));
+      .set({ status: "pending", verifiedAt: null, checkedAt: null })
+      .where(and(eq(domains.id, domain.id), eq(domains.status, "verified")));
     return told;
   }
-  await recordEventStatement(
-    ctx.db,
-    pod.id,
-    "domain_verified",
-    `${domain.domain} verified; pod ${pod.name} answers there`,
-    { domain: domain.domain },
-  );
-  return ok(toDomainView({ ...domain, status: "verified", verifiedAt }, pod.name));
+  await ctx.db.batch([
+    recordEventStatement(
+      ctx.db,
+      pod.id,
+      "domain_verified",
+      `${domain.domain} verified; pod ${pod.name} answers there`,
+      { domain: domain.domain },
+    ),
+    ...(await dropOtherClaims(ctx, domain.domain, domain.id)),
+  ]);
+  return ok(toDomainView({ ...domain, status: "verified", verifiedAt, checkedAt: verifiedAt }, pod.name));
+}
+
+async function verifiedElsewhere(ctx: ServiceContext, domain: string): Promise<boolean> {
+  const [row] = await ctx.db
+    .select({ id: domains.id })
+    .from(domains)
+    .where(and(eq(domains.domain, domain), eq(domains.status, "verified")))
+    .limit(1);
+  return row !== undefined;
+}
+
+/**
+ * The statements that drop the other pods' pending claims of `domain`, each with an event on its
+ * pod. The event does not name the pod that verified it (it may be another team's).
+ */
+async function dropOtherClaims(ctx: ServiceContext, domain: string, ownerId: string) {
+  const others = await ctx.db
+    .select({ id: domains.id, podId: domains.podId })
+    .from(domains)
+    .where(and(eq(domains.domain, domain), ne(domains.id, ownerId), eq(domains.status, "pending")));
+  if (others.length === 0) return [];
+  return [
+    ctx.db.delete(domains).where(
+      and(
+        inArray(
+          domains.id,
+          others.map((o) => o.id),
+        ),
+        eq(domains.status, "pending"),
+      ),
+    ),
+    ...others.map((o) =>
+      recordEventStatement(
+        ctx.db,
+        o.podId,
+        "domain_claim_dropped",
+        `${domain} was verified by another pod; this pod's pending claim of it was dropped`,
+        { domain },
+      ),
+    ),
+  ];
 }

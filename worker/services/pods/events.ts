@@ -38,6 +38,8 @@ export type PodEventType =
   | "domain_added"
   | "domain_verified"
   | "domain_removed"
+  | "domain_claim_dropped"
+  | "domain_released"
   | "feedback_updated"
   | "agent_install"
   | "agent_installed"
