@@ -113,6 +113,47 @@ describe("fair share of a host", () => {
     expect((await reload(theirs.name, other)).status).toBe(200);
   });
 
+  it("rate limits what reloads the shared ingress (feedback settings, domain verification, reload) per pod, then per team", async () => {
+    const user = await registerUser();
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const { perPod, perTeam } = FAIR_SHARE_LIMITS.ingress;
+    const pods = await Promise.all(
+      Array.from({ length: perTeam / perPod + 1 }, () =>
+        insertPod({ hostId: host.id, teamId: user.user.active_team_id, status: "running" }),
+      ),
+    );
+    const rotate = (name: string) =>
+      call("POST", `/api/pods/${name}/feedback/settings`, { rotate: true }, as(user));
+    /** a rotation that gets through: the host renders the vhost */
+    const rotated = async (name: string) => {
+      const res = rotate(name);
+      const c = await agent.next("control:call");
+      expect(c.op).toBe("pod.feedback.set");
+      agent.ok(c, { rendered: true });
+      return res;
+    };
+    const first = pods[0]?.name ?? "";
+    for (let i = 0; i < perPod; i++) expect((await rotated(first)).status).toBe(200);
+    // a tenant rotating in a loop: refused before the host is asked, whatever the route
+    const capped = await rotate(first);
+    expect(capped.status).toBe(429);
+    expect(Number(capped.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(capped.body.error).toMatch(/too many ingress operations: at most 20 per 10 minute\(s\) per pod/);
+    const verify = await call("POST", `/api/pods/${first}/domains/dom_x0/verify`, undefined, as(user));
+    expect(verify.status).toBe(429);
+    const reload = await call("POST", `/api/pods/${first}/reload`, undefined, as(user));
+    expect(reload.status).toBe(429);
+    await agent.expectNone("control:call");
+
+    // the team's other pods share one budget
+    for (const p of pods.slice(1, -1))
+      for (let i = 0; i < perPod; i++) expect((await rotated(p.name)).status).toBe(200);
+    const teamCapped = await rotate(pods[pods.length - 1]?.name ?? "");
+    expect(teamCapped.status).toBe(429);
+    expect(teamCapped.body.error).toMatch(/at most 60 per 10 minute\(s\) per team/);
+  }, 60_000);
+
   it("counts clone against the pod-creation limit of the client's IP", async () => {
     const user = await registerUser();
     const ip = freshIp();

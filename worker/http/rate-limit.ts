@@ -15,6 +15,10 @@ export const RATE_LIMITS = {
   feedback: { limit: 10, windowMs: 600_000 },
   /** a visitor reading their own comments back (the widget does once per page view) */
   feedbackMine: { limit: 120, windowMs: 60_000 },
+  /** anonymous clicks on referral links (docs/affiliates.md): each counted one is a row */
+  affiliateVisit: { limit: 30, windowMs: 600_000 },
+  /** OAuth dynamic client registrations (docs/connectors.md): each is a stored client */
+  oauthRegister: { limit: 10, windowMs: 3_600_000 },
 } as const;
 
 /** Cloudflare sets CF-Connecting-IP at the edge and overwrites any value a client sends. */
@@ -61,6 +65,13 @@ export const FAIR_SHARE_LIMITS = {
   services: { perPod: 10, perTeam: 30, windowMs: 600_000 },
   /** coding agent installs (each fetches a package tree onto the host and copies it into the pod) */
   agents: { perPod: 10, perTeam: 30, windowMs: 600_000 },
+  /**
+   * changes that render the pod's vhost again and reload the host's shared ingress, which every
+   * pod on the host is served through (feedback settings, domain verification and removal, reload)
+   */
+  ingress: { perPod: 20, perTeam: 60, windowMs: 600_000 },
+  /** push webhooks that reach a pod's deploy queue (counted once their signature or secret checked out) */
+  push: { perPod: 30, perTeam: 120, windowMs: 600_000 },
 } as const;
 
 /**

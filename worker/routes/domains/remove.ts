@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { removeDomain } from "../../services/domains/remove";
 import { DomainParams, tags } from "./schemas";
@@ -9,7 +10,7 @@ import { DomainParams, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("ingress")],
   operationId: "removePodDomain",
   method: "delete",
   path: "/{name}/domains/{id}",
@@ -17,7 +18,7 @@ const route = createRoute({
   request: { params: DomainParams },
   responses: {
     200: jsonResponse(z.object({ status: z.literal("deleted") }), "Removed"),
-    ...errors(401, 404, 409, 503),
+    ...errors(401, 404, 409, 429, 503),
   },
 });
 

@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { fairShareLimit } from "../../http/rate-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { verifyDomain } from "../../services/domains/verify";
 import { Domain, DomainParams, tags } from "./schemas";
@@ -9,14 +10,14 @@ import { Domain, DomainParams, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("ingress")],
   operationId: "verifyPodDomain",
   method: "post",
   path: "/{name}/domains/{id}/verify",
   summary:
     "Look up the verification TXT record over DNS-over-HTTPS: `verified` (and served by the pod) when it matches, else 400 saying what was found; 409 when another pod verified the name first. Other pods' pending claims of the name are dropped",
   request: { params: DomainParams },
-  responses: { 200: jsonResponse(Domain, "Verified"), ...errors(400, 401, 404, 409, 503) },
+  responses: { 200: jsonResponse(Domain, "Verified"), ...errors(400, 401, 404, 409, 429, 503) },
 });
 
 export function registerVerifyPodDomain(app: Router) {

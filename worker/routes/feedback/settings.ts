@@ -3,6 +3,7 @@ import { FEEDBACK_VISIBILITIES } from "../../db/schema";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { fairShareLimit } from "../../http/rate-limit";
 import {
   authenticated,
   errors,
@@ -28,7 +29,7 @@ const SettingsRequest = z
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("ingress")],
   operationId: "updatePodFeedbackSettings",
   method: "post",
   path: "/api/pods/{name}/feedback/settings",
@@ -37,7 +38,7 @@ const route = createRoute({
   request: { params: PodParams, body: jsonBody(SettingsRequest) },
   responses: {
     200: jsonResponse(FeedbackSettings, "The settings now in force"),
-    ...errors(400, 401, 404, 500, 503),
+    ...errors(400, 401, 404, 429, 500, 503),
   },
 });
 

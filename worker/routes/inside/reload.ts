@@ -31,7 +31,7 @@ const ReloadFailure = z
 
 const route = createRoute({
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("reload")],
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("reload"), fairShareLimit("ingress")],
   tags: ["Pods"],
   operationId: "reloadPod",
   method: "post",

@@ -288,6 +288,10 @@ export function registerTools(server: McpServer, t: ToolContext) {
     "verify_domain",
     "Check a custom domain's TXT record; once it matches, the pod's web server answers the domain.",
     podInput.extend({ id: DomainParams.shape.id.describe("the domain's id (list_domains)") }),
-    async (input) => toolResult(await verifyDomain({ ctx, teamId, input })),
+    async (input) =>
+      limited(
+        () => t.limitFairShare("ingress", input.name),
+        () => verifyDomain({ ctx, teamId, input }),
+      ),
   );
 }
