@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { call, registerUser, sharedUser, type TestUser } from "./support/client";
+import { connect } from "./support/connectors";
 import { connectorSession, expireApiToken, first, sha256Hex } from "./support/db";
+import { KEYS } from "./support/ssh-keys";
 import { createTeam } from "./support/teams";
 
 const DAY = 86_400_000;
@@ -114,10 +116,17 @@ describe("POST /api/api-tokens", () => {
     const res = await call("POST", "/api/api-tokens", { name: "nope" }, { token: connector });
     expect(res.status).toBe(403);
     expect(res.body.error).toEqual(expect.any(String));
-    // Everything else works for a connector session, listing tokens included.
-    const list = await call("GET", "/api/api-tokens", undefined, { token: connector });
-    expect(list.status).toBe(200);
-    expect(list.body).toEqual([]);
+    // Nor can it list the account's tokens (docs/auth.md, "What a team-bound credential may do").
+    expect((await call("GET", "/api/api-tokens", undefined, { token: connector })).status).toBe(403);
+  });
+
+  it("answers 403 to an API token: a leaked token cannot mint its own successors", async () => {
+    const u = await registerUser();
+    const created = await createToken(u);
+    const res = await call("POST", "/api/api-tokens", { name: "child" }, { token: created.token });
+    expect(res.status).toBe(403);
+    expect(res.body.error).toMatch(/API token acts on its own team only/);
+    expect((await listTokens(u.token)).map((t: { id: string }) => t.id)).toEqual([created.id]);
   });
 });
 
@@ -149,10 +158,13 @@ describe("using an API token", () => {
     const switched = await call("POST", "/api/teams/switch", { team_id: other.id }, { token: u.token });
     expect(switched.body.active_team_id).toBe(other.id);
 
-    // A token made with the API token is bound to the API token's team, not the user's active one.
-    const child = await createToken(created.token, { name: "child" });
-    expect(child.team_id).toBe(personal);
-    // A token made with the session follows the switch.
+    // The token still acts on its own team; a token made with the session follows the switch.
+    expect((await call("GET", `/api/teams/${personal}`, undefined, { token: created.token })).status).toBe(
+      200,
+    );
+    expect((await call("GET", `/api/teams/${other.id}`, undefined, { token: created.token })).status).toBe(
+      404,
+    );
     const fromSession = await createToken(u, { name: "session" });
     expect(fromSession.team_id).toBe(other.id);
   });
@@ -227,12 +239,14 @@ describe("an API token acts on its own team only (attacker: a leaked token)", ()
       ["GET", `/api/teams/${other.id}/invitations`],
       ["POST", `/api/teams/${other.id}/invitations`, { email: "x@example.test", role: "member" }],
       ["DELETE", `/api/teams/${other.id}/invitations/inv_nope`],
-      ["POST", "/api/teams/switch", { team_id: other.id }],
     ];
     for (const [method, path, body] of routes) {
       const res = await call(method, path, body, as);
       expect(res.status, `${method} ${path}`).toBe(404);
     }
+    // Switching the active team is the account's (it moves the user's browser sessions): 403.
+    const switched = await call("POST", "/api/teams/switch", { team_id: other.id }, as);
+    expect(switched.status).toBe(403);
     // The team is untouched, and the session (not bound to a team) still reaches it.
     const seen = await call("GET", `/api/teams/${other.id}`, undefined, { token: u.token });
     expect(seen).toMatchObject({ status: 200, body: { name: other.name } });
@@ -243,3 +257,86 @@ describe("an API token acts on its own team only (attacker: a leaked token)", ()
     expect(listed.body.map((t: { id: string }) => t.id).sort()).toEqual([personal, other.id].sort());
   });
 });
+
+/**
+ * docs/auth.md "What a team-bound credential may do": an `ipk_` token or a connector session bound
+ * to team P reads its own user, lists its teams and revokes itself; everything else that is the
+ * account's, not P's, is 403 — and changes nothing.
+ */
+describe("a team-bound credential cannot change account-wide state (attacker: a leaked token, an assistant)", () => {
+  const bound = {
+    "an API token": async (u: TestUser) => {
+      const made = await createToken(u);
+      return { token: made.token, self: `/api/api-tokens/${made.id}` };
+    },
+    "a connector session": async (u: TestUser) => {
+      const c = await connect(u);
+      return { token: c.accessToken, self: `/api/connectors/${await grantIdOf(u, c.clientId)}` };
+    },
+  };
+
+  it.each(Object.keys(bound) as (keyof typeof bound)[])("%s: 403 on the account's routes", async (kind) => {
+    const u = await registerUser();
+    const teamB = await createTeam(u);
+    const key = await call("POST", "/api/ssh-keys", { public_key: KEYS.ed25519.line }, { token: u.token });
+    expect(key.status).toBe(201);
+    expect((await call("POST", "/api/affiliates/enroll", undefined, { token: u.token })).status).toBe(201);
+    const otherToken = await createToken(u, { name: "someone else's ci" });
+    const otherGrant = await connect(u, "Another Assistant");
+    const { token, self } = await bound[kind](u);
+    const as = { token };
+
+    const refused: [string, string, unknown?][] = [
+      ["POST", "/api/ssh-keys", { public_key: KEYS.rsa2048.line, auto_inject: true }],
+      ["GET", "/api/ssh-keys"],
+      ["PUT", `/api/ssh-keys/${key.body.id}`, { auto_inject: true }],
+      ["DELETE", `/api/ssh-keys/${key.body.id}`],
+      ["PUT", "/api/affiliates/settings", { paypal_email: "attacker@example.test" }],
+      ["GET", "/api/affiliates/dashboard"],
+      ["GET", "/api/affiliates/earnings"],
+      ["POST", "/api/affiliates/enroll"],
+      ["GET", "/api/api-tokens"],
+      ["POST", "/api/api-tokens", { name: "persistence" }],
+      ["DELETE", `/api/api-tokens/${otherToken.id}`],
+      ["GET", "/api/connectors"],
+      ["DELETE", `/api/connectors/${await grantIdOf(u, otherGrant.clientId)}`],
+      ["GET", "/api/billing/payment-methods/other-teams"],
+      ["POST", "/api/teams", { name: "made by a token" }],
+      ["POST", "/api/teams/switch", { team_id: teamB.id }],
+      ["POST", "/api/teams/switch", { team_id: u.user.active_team_id }],
+      ["POST", "/api/auth/resend-verification"],
+    ];
+    for (const [method, path, body] of refused) {
+      const res = await call(method, path, body, as);
+      expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(403);
+      expect(res.body.error).toMatch(/acts on its own team only/);
+    }
+
+    // Nothing changed: seen by the account's own session.
+    const keys = await call("GET", "/api/ssh-keys", undefined, { token: u.token });
+    expect(keys.body).toEqual([expect.objectContaining({ id: key.body.id, auto_inject: false })]);
+    const dashboard = await call("GET", "/api/affiliates/dashboard", undefined, { token: u.token });
+    expect(dashboard.body.affiliate.paypal_email).toBeNull();
+    expect((await call("GET", "/api/auth/user", undefined, { token: otherToken.token })).status).toBe(200);
+    expect((await call("GET", "/api/pods", undefined, { token: otherGrant.accessToken })).status).toBe(200);
+    const teams = await call("GET", "/api/teams", undefined, { token: u.token });
+    expect(teams.body.map((t: { id: string }) => t.id).sort()).toEqual(
+      [u.user.active_team_id, teamB.id].sort(),
+    );
+    const me = await call("GET", "/api/auth/user", undefined, { token: u.token });
+    expect(me.body.active_team_id).toBe(u.user.active_team_id);
+
+    // What stays open: its own user, its teams, its own team's routes, and ending itself.
+    expect((await call("GET", "/api/auth/user", undefined, as)).body.id).toBe(u.user.id);
+    expect((await call("GET", "/api/teams", undefined, as)).status).toBe(200);
+    expect((await call("GET", `/api/teams/${u.user.active_team_id}`, undefined, as)).status).toBe(200);
+    expect((await call("GET", "/api/pods", undefined, as)).status).toBe(200);
+    expect((await call("DELETE", self, undefined, as)).status).toBe(200);
+    expect((await call("GET", "/api/auth/user", undefined, as)).status).toBe(401);
+  });
+});
+
+async function grantIdOf(u: TestUser, clientId: string): Promise<string> {
+  const listed = await call("GET", "/api/connectors", undefined, { token: u.token });
+  return listed.body.connectors.find((g: { client_id: string }) => g.client_id === clientId).id;
+}

@@ -48,13 +48,13 @@ describe("connector sessions through OAuth", () => {
     expect(me.body.id).toBe(u.user.id);
   });
 
-  it("cannot create an API token (403), and lists tokens like any session", async () => {
+  it("cannot create an API token nor list the account's (403)", async () => {
     const u = await registerUser();
     const c = await connect(u);
     const res = await call("POST", "/api/api-tokens", { name: "from a connector" }, { token: c.accessToken });
     expect(res.status).toBe(403);
     expect(res.body.error).toMatch(/connector/);
-    expect((await call("GET", "/api/api-tokens", undefined, { token: c.accessToken })).status).toBe(200);
+    expect((await call("GET", "/api/api-tokens", undefined, { token: c.accessToken })).status).toBe(403);
   });
 
   it("acts on the team active at consent, even after the user switches", async () => {
@@ -156,6 +156,55 @@ describe("connector sessions through OAuth", () => {
     });
     expect(left.status).toBe(200);
     expect((await call("GET", "/api/pods", undefined, { token: c.accessToken })).status).toBe(401);
+  });
+
+  it("stays on its team: adds nobody to, invites nobody to, renames or deletes nothing of the user's other team (attacker)", async () => {
+    const [u, stranger, inviter] = await Promise.all([registerUser(), registerUser(), registerUser()]);
+    const teamB = await createTeam(u);
+    const c = await connect(u); // granted on u's personal team, not B
+    const as = { token: c.accessToken };
+    const onB: [string, string, unknown?][] = [
+      ["POST", `/api/teams/${teamB.id}/members`, { email: stranger.user.email, role: "owner" }],
+      ["POST", `/api/teams/${teamB.id}/invitations`, { email: stranger.user.email, role: "member" }],
+      ["PUT", `/api/teams/${teamB.id}`, { name: "Renamed by an assistant" }],
+      ["DELETE", `/api/teams/${teamB.id}`],
+      ["GET", `/api/teams/${teamB.id}`],
+      ["GET", `/api/teams/${teamB.id}/members/details`],
+      ["GET", `/api/teams/${teamB.id}/invitations`],
+      ["DELETE", `/api/teams/${teamB.id}/members/${u.user.id}`],
+    ];
+    for (const [method, path, body] of onB) {
+      const res = await call(method, path, body, as);
+      expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(404);
+    }
+    // Switching the user's active team and joining another team are the account's: 403.
+    const switched = await call("POST", "/api/teams/switch", { team_id: teamB.id }, as);
+    expect(switched.status).toBe(403);
+    const elsewhere = await createTeam(inviter);
+    const inv = await call(
+      "POST",
+      `/api/teams/${elsewhere.id}/invitations`,
+      { email: u.user.email, role: "member" },
+      { token: inviter.token },
+    );
+    const accepted = await call("POST", "/api/invitations/accept", { token: inv.body.token }, as);
+    expect(accepted.status).toBe(403);
+    expect(accepted.body.error).toMatch(/connector session acts on its own team only/);
+
+    // B as its owner's session sees it: the same name, the owner alone, no invitation.
+    const own = { token: u.token };
+    expect((await call("GET", `/api/teams/${teamB.id}`, undefined, own)).body.name).toBe(teamB.name);
+    const members = await call("GET", `/api/teams/${teamB.id}/members`, undefined, own);
+    expect(members.body.map((m: { user_id: string }) => m.user_id)).toEqual([u.user.id]);
+    expect((await call("GET", `/api/teams/${teamB.id}/invitations`, undefined, own)).body).toEqual([]);
+    const me = await call("GET", "/api/auth/user", undefined, own);
+    expect(me.body.active_team_id).toBe(u.user.active_team_id);
+    const joined = await call("GET", `/api/teams/${elsewhere.id}/members`, undefined, {
+      token: inviter.token,
+    });
+    expect(joined.body.map((m: { user_id: string }) => m.user_id)).not.toContain(u.user.id);
+    // Its own team stays its to work on.
+    expect((await call("GET", `/api/teams/${u.user.active_team_id}`, undefined, as)).status).toBe(200);
   });
 
   it("an expired grant is 401 and unlisted, and the cron sweep removes its row", async () => {

@@ -3,6 +3,7 @@ import { getCookie } from "hono/cookie";
 import { randomToken } from "../../shared/ids";
 import { createDb } from "../db/client";
 import { forgetCachedReads } from "../lib/isolate-cache";
+import type { Caller } from "../services/auth/caller";
 import { resolveCredential } from "../services/auth/credentials";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
@@ -122,15 +123,47 @@ export const optionalAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
- * An `ipk_` API token acts on the one team it is bound to: a route naming another team (`{id}`) is
- * "not found" for it, as for a team the caller is not in, even when the token's user is a member.
- * A leaked CI token of one team thus reaches nothing of the user's other teams; listing the user's
- * teams (no `{id}`) stays open to it. Goes after requireAuth.
+ * Every credential but the session is bound to one team: an `ipk_` API token to the team active when
+ * it was made, a connector session (OAuth, docs/connectors.md) to the team of the consent. The
+ * session — the browser's cookie, or the bearer token a login answers — is the account itself.
+ */
+export const isTeamBound = (caller: Caller) => caller.via !== "session";
+
+const credentialName = (caller: Caller) =>
+  caller.via === "connector" ? "a connector session" : "an API token";
+
+/** The 403 a team-bound credential gets for something that is the account's, not its team's. */
+export const teamBoundRefusal = (caller: Caller, what: string) =>
+  new ApiError(
+    "forbidden",
+    `${credentialName(caller)} acts on its own team only: ${what} is the account's; sign in to do it`,
+  );
+
+/**
+ * A team-bound credential acts on its one team: a route naming another team (`{id}`) is "not
+ * found" for it, as for a team the caller is not in, even when the credential's user is a member
+ * (or the owner). A leaked CI token, or an assistant granted one team, thus reaches nothing of the
+ * user's other teams; listing the user's teams (no `{id}`) stays open to it. Goes after requireAuth.
  */
 export const boundTeamOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
   const caller = c.get("caller");
-  if (caller.via === "api_token" && c.req.param("id") !== caller.teamId) {
+  if (isTeamBound(caller) && c.req.param("id") !== caller.teamId) {
     throw new ApiError("not_found", "team not found");
   }
   await next();
 };
+
+/**
+ * Account-wide routes: what they change or show reaches beyond one team (account SSH keys that
+ * `auto_inject` into the pods of every team, the affiliate payout e-mail, the user's other tokens
+ * and grants, new teams, the active team, cards on other teams). A team-bound credential gets 403
+ * on them (docs/auth.md "What a team-bound credential may do" lists what stays open: reading its
+ * own user, listing its teams, revoking itself). Goes after requireAuth.
+ */
+export function accountWide(what: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const caller = c.get("caller");
+    if (isTeamBound(caller)) throw teamBoundRefusal(caller, what);
+    await next();
+  };
+}

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, requireAuth } from "../../http/middleware";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { listEarnings } from "../../services/affiliates/lists";
 import { Earning, PageQuery, paged, tags } from "./schemas";
@@ -8,7 +8,7 @@ import { Earning, PageQuery, paged, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [requireAuth],
+  middleware: [requireAuth, accountWide("the affiliate account")],
   operationId: "listAffiliateEarnings",
   method: "get",
   path: "/affiliates/earnings",
@@ -17,7 +17,7 @@ const route = createRoute({
   request: { query: PageQuery },
   responses: {
     200: jsonResponse(paged("earnings", Earning).openapi("AffiliateEarningsPage"), "OK"),
-    ...errors(400, 401, 404),
+    ...errors(400, 401, 403, 404),
   },
 });
 

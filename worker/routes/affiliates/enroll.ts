@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, requireAuth } from "../../http/middleware";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { enroll } from "../../services/affiliates/enroll";
 import { Affiliate, tags } from "./schemas";
@@ -7,7 +7,7 @@ import { Affiliate, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [requireAuth],
+  middleware: [requireAuth, accountWide("the affiliate account")],
   operationId: "enrollAffiliate",
   method: "post",
   path: "/affiliates/enroll",
@@ -15,7 +15,7 @@ const route = createRoute({
   responses: {
     200: jsonResponse(Affiliate, "Already enrolled"),
     201: jsonResponse(Affiliate, "Enrolled"),
-    ...errors(401),
+    ...errors(401, 403),
   },
 });
 

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, requireAuth } from "../../http/middleware";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { listReferrals } from "../../services/affiliates/lists";
 import { PageQuery, paged, Referral, tags } from "./schemas";
@@ -8,7 +8,7 @@ import { PageQuery, paged, Referral, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [requireAuth],
+  middleware: [requireAuth, accountWide("the affiliate account")],
   operationId: "listAffiliateReferrals",
   method: "get",
   path: "/affiliates/referrals",
@@ -16,7 +16,7 @@ const route = createRoute({
   request: { query: PageQuery },
   responses: {
     200: jsonResponse(paged("referrals", Referral).openapi("AffiliateReferralsPage"), "OK"),
-    ...errors(400, 401, 404),
+    ...errors(400, 401, 403, 404),
   },
 });
 

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, requireAuth } from "../../http/middleware";
 import {
   authenticated,
   errors,
@@ -29,13 +29,13 @@ const SettingsBody = z
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, accountWide("the affiliate account")],
   operationId: "updateAffiliateSettings",
   method: "put",
   path: "/affiliates/settings",
   summary: "Set the PayPal payout email and/or a custom slug (409 when taken)",
   request: { body: jsonBody(SettingsBody) },
-  responses: { 200: jsonResponse(Affiliate, "Updated"), ...errors(400, 401, 404, 409) },
+  responses: { 200: jsonResponse(Affiliate, "Updated"), ...errors(400, 401, 403, 404, 409) },
 });
 
 export function registerUpdateAffiliateSettings(app: Router) {

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, isTeamBound, requireAuth, teamBoundRefusal } from "../../http/middleware";
 import {
   authenticated,
   createRouter,
@@ -45,21 +45,24 @@ export const apiTokensRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      middleware: [jsonBodyLimit, requireAuth, accountWide("the list of API tokens")],
       operationId: "listApiTokens",
       method: "get",
       path: "/",
-      summary: "The caller's API tokens (values are never shown again)",
-      responses: { 200: jsonResponse(z.array(ApiToken), "Tokens"), ...errors(401) },
+      summary:
+        "The caller's API tokens (values are never shown again); 403 to an API token or connector session",
+      responses: { 200: jsonResponse(z.array(ApiToken), "Tokens"), ...errors(401, 403) },
     }),
     async (c) => c.json(await listApiTokens(serviceContext(c), c.get("caller").user.id), 200),
   )
   .openapi(
     createRoute({
       ...common,
+      middleware: [jsonBodyLimit, requireAuth, accountWide("creating an API token")],
       operationId: "createApiToken",
       method: "post",
       path: "/",
-      summary: "Create an `ipk_` token bound to the active team",
+      summary: "Create an `ipk_` token bound to the active team (403 to an API token or connector session)",
       request: { body: jsonBody(CreateApiTokenRequest) },
       responses: {
         201: jsonResponse(CreatedApiToken, "Created; `token` is shown only now"),
@@ -75,12 +78,18 @@ export const apiTokensRouter = createRouter()
       operationId: "revokeApiToken",
       method: "delete",
       path: "/{id}",
-      summary: "Revoke one of the caller's tokens; its next use is 401",
+      summary:
+        "Revoke one of the caller's tokens; its next use is 401. An API token or connector session may revoke only itself (403)",
       request: { params: z.object({ id: z.string().max(64) }) },
       responses: { 200: jsonResponse(StatusBody("deleted"), "Revoked"), ...errors(401, 403, 404) },
     }),
     async (c) => {
-      unwrap(await revokeApiToken(serviceContext(c), c.get("caller").user.id, c.req.valid("param").id));
+      const caller = c.get("caller");
+      const { id } = c.req.valid("param");
+      // A token may end itself (what one does with a token found leaked), not its user's others.
+      if (isTeamBound(caller) && id !== caller.apiTokenId)
+        throw teamBoundRefusal(caller, "revoking another token");
+      unwrap(await revokeApiToken(serviceContext(c), caller.user.id, id));
       return c.json({ status: "deleted" as const }, 200);
     },
   );

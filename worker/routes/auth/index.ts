@@ -4,7 +4,7 @@ import { deleteCookie, setCookie } from "hono/cookie";
 import type { AppEnv } from "../../http/app-env";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
-import { requireAuth, SESSION_COOKIE } from "../../http/middleware";
+import { accountWide, requireAuth, SESSION_COOKIE } from "../../http/middleware";
 import { beginPasswordAttempt, rateLimit } from "../../http/rate-limit";
 import { attributeSignupFromCookie } from "../../http/referral-cookie";
 import {
@@ -199,10 +199,11 @@ export const authRouter = createRouter()
       method: "post",
       path: "/resend-verification",
       tags,
-      summary: "Mail a new verification token (nothing is mailed when the address is already verified)",
+      summary:
+        "Mail a new verification token (nothing is mailed when the address is already verified); 403 to an API token or connector session",
       security: authenticated,
-      middleware: [jsonBodyLimit, requireAuth],
-      responses: { 200: jsonResponse(StatusBody("sent"), "Sent"), ...errors(401) },
+      middleware: [jsonBodyLimit, requireAuth, accountWide("mailing the account")],
+      responses: { 200: jsonResponse(StatusBody("sent"), "Sent"), ...errors(401, 403) },
     }),
     async (c) => {
       await resendVerification(serviceContext(c), c.get("caller").user.id);

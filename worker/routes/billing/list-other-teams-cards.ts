@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, requireAuth } from "../../http/middleware";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { listOtherTeamsCards } from "../../services/billing/payment-methods";
 import { OtherTeamCard, tags } from "./schemas";
@@ -7,12 +7,12 @@ import { OtherTeamCard, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [requireAuth],
+  middleware: [requireAuth, accountWide("the cards on other teams")],
   operationId: "listOtherTeamsPaymentMethods",
   method: "get",
   path: "/billing/payment-methods/other-teams",
-  summary: "The cards the caller added on their other teams",
-  responses: { 200: jsonResponse(z.array(OtherTeamCard), "OK"), ...errors(401) },
+  summary: "The cards the caller added on their other teams (403 to an API token or connector session)",
+  responses: { 200: jsonResponse(z.array(OtherTeamCard), "OK"), ...errors(401, 403) },
 });
 
 export function registerListOtherTeamsPaymentMethods(app: Router) {

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, isTeamBound, requireAuth, teamBoundRefusal } from "../../http/middleware";
 import {
   authenticated,
   createRouter,
@@ -37,13 +37,15 @@ export const connectorsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      middleware: [jsonBodyLimit, requireAuth, accountWide("the list of connector grants")],
       operationId: "listConnectors",
       method: "get",
       path: "/",
-      summary: "The caller's connector grants (apps authorized through OAuth), on every team",
+      summary:
+        "The caller's connector grants (apps authorized through OAuth), on every team; 403 to an API token or connector session",
       responses: {
         200: jsonResponse(z.object({ connectors: z.array(Connector) }), "Grants"),
-        ...errors(401),
+        ...errors(401, 403),
       },
     }),
     async (c) =>
@@ -55,14 +57,21 @@ export const connectorsRouter = createRouter()
       operationId: "revokeConnector",
       method: "delete",
       path: "/{id}",
-      summary: "Revoke one of the caller's connector grants; every token of it is 401 from now on",
+      summary:
+        "Revoke one of the caller's connector grants; every token of it is 401 from now on. A connector session may revoke only its own grant, an API token none (403)",
       request: {
         params: z.object({ id: z.string().max(64).openapi({ example: "cng_0123456789abcdefghjk" }) }),
       },
-      responses: { 200: jsonResponse(StatusBody("revoked"), "Revoked"), ...errors(401, 404) },
+      responses: { 200: jsonResponse(StatusBody("revoked"), "Revoked"), ...errors(401, 403, 404) },
     }),
     async (c) => {
-      unwrap(await revokeConnector(serviceContext(c), c.get("caller").user.id, c.req.valid("param").id));
+      const caller = c.get("caller");
+      const { id } = c.req.valid("param");
+      // An app may disconnect itself, not the user's other apps.
+      if (isTeamBound(caller) && id !== caller.connectorId) {
+        throw teamBoundRefusal(caller, "revoking another connector grant");
+      }
+      unwrap(await revokeConnector(serviceContext(c), caller.user.id, id));
       return c.json({ status: "revoked" as const }, 200);
     },
   );

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/app-env";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
-import { optionalAuth } from "../../http/middleware";
+import { isTeamBound, optionalAuth, teamBoundRefusal } from "../../http/middleware";
 import { beginPasswordAttempt, enforceRateLimit } from "../../http/rate-limit";
 import { attributeSignupFromCookie } from "../../http/referral-cookie";
 import {
@@ -67,7 +67,7 @@ export const invitationsRouter = createRouter()
       path: "/accept",
       tags,
       summary:
-        "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins, and counts against the login rate limit. The team becomes active. An API token cannot accept (403): it acts on its own team only.",
+        "Accept an invitation. Signed in: `{token}`. Signed out: `{token, email, name, password}` registers (or signs in), sets the session cookie and joins, and counts against the login rate limit. The team becomes active. An API token or connector session cannot accept (403): it acts on its own team only.",
       middleware: [jsonBodyLimit, optionalAuth],
       request: { body: jsonBody(AcceptRequest) },
       responses: { 200: jsonResponse(AcceptResult, "Joined"), ...errors(400, 401, 403, 404, 409, 429) },
@@ -77,14 +77,9 @@ export const invitationsRouter = createRouter()
       const caller = (c.var as Partial<AppEnv["Variables"]>).caller as Caller | undefined;
       const ctx = serviceContext(c);
       if (caller) {
-        // A token bound to one team must not reach another (boundTeamOnly): joining one is the
-        // account's decision, made signed in, not a leaked CI token's.
-        if (caller.via === "api_token") {
-          throw new ApiError(
-            "forbidden",
-            "an API token acts on its own team only: accept the invitation signed in (session or cookie)",
-          );
-        }
+        // A credential bound to one team must not reach another (boundTeamOnly): joining one is the
+        // account's decision, made signed in, not a leaked CI token's or an assistant's.
+        if (isTeamBound(caller)) throw teamBoundRefusal(caller, "accepting an invitation");
         if (!body.token) throw new ApiError("bad_request", "token: is required");
         const { status, team_id } = unwrap(await acceptInvitationSignedIn(ctx, caller.user, body.token));
         return c.json({ status, team_id }, 200);

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { accountWide, requireAuth } from "../../http/middleware";
 import {
   authenticated,
   createRouter,
@@ -15,7 +15,15 @@ import { addSshKey, deleteSshKey, listSshKeys, updateSshKey } from "../../servic
 import { CreateSshKeyRequest, SshKey, SshKeyParams, UpdateSshKeyRequest } from "./schemas";
 
 const tags = ["SSH keys"];
-const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
+/**
+ * Account keys reach every team (`auto_inject` puts one into each pod the user creates afterwards,
+ * in any team): a team-bound credential gets 403 on all of them (accountWide).
+ */
+const common = {
+  tags,
+  security: authenticated,
+  middleware: [jsonBodyLimit, requireAuth, accountWide("the account's SSH keys")],
+};
 
 /** The caller's account keys (per user, whichever team is active). */
 export const sshKeysRouter = createRouter()
@@ -26,7 +34,7 @@ export const sshKeysRouter = createRouter()
       method: "get",
       path: "/",
       summary: "The caller's account SSH keys, newest first",
-      responses: { 200: jsonResponse(z.array(SshKey), "Keys"), ...errors(401) },
+      responses: { 200: jsonResponse(z.array(SshKey), "Keys"), ...errors(401, 403) },
     }),
     async (c) => c.json(await listSshKeys(serviceContext(c), c.get("caller").user.id), 200),
   )
@@ -40,7 +48,7 @@ export const sshKeysRouter = createRouter()
       request: { body: jsonBody(CreateSshKeyRequest) },
       responses: {
         201: jsonResponse(SshKey, "The stored key"),
-        ...errors(400, 401, 409),
+        ...errors(400, 401, 403, 409),
       },
     }),
     async (c) =>
@@ -55,7 +63,7 @@ export const sshKeysRouter = createRouter()
       summary:
         "Rename a key or change auto_inject (existing pods are not touched); key material cannot be edited",
       request: { params: SshKeyParams, body: jsonBody(UpdateSshKeyRequest) },
-      responses: { 200: jsonResponse(SshKey, "The updated key"), ...errors(400, 401, 404) },
+      responses: { 200: jsonResponse(SshKey, "The updated key"), ...errors(400, 401, 403, 404) },
     }),
     async (c) => {
       const { name, auto_inject } = c.req.valid("json");
@@ -74,7 +82,7 @@ export const sshKeysRouter = createRouter()
       path: "/{id}",
       summary: "Delete an account key (pods it was installed into keep it)",
       request: { params: SshKeyParams },
-      responses: { 200: jsonResponse(StatusBody("deleted"), "Deleted"), ...errors(401, 404) },
+      responses: { 200: jsonResponse(StatusBody("deleted"), "Deleted"), ...errors(401, 403, 404) },
     }),
     async (c) => {
       unwrap(await deleteSshKey(serviceContext(c), c.get("caller").user.id, c.req.valid("param").id));

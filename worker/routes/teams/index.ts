@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
-import { ApiError, unwrap } from "../../http/errors";
-import { boundTeamOnly, requireAuth } from "../../http/middleware";
+import { unwrap } from "../../http/errors";
+import { accountWide, boundTeamOnly, requireAuth } from "../../http/middleware";
 import {
   authenticated,
   createRouter,
@@ -26,7 +26,7 @@ import { Invitation, InviteRole, Member, MemberDetails, Team, TeamIdParam, TeamN
 
 const tags = ["Teams"];
 const common = { tags, security: authenticated, middleware: [jsonBodyLimit, requireAuth] };
-/** Routes on one team (`{id}`): an API token bound to another team gets 404 (boundTeamOnly). */
+/** Routes on one team (`{id}`): a credential bound to another team gets 404 (boundTeamOnly). */
 const onTeam = { ...common, middleware: [jsonBodyLimit, requireAuth, boundTeamOnly] };
 const MemberParams = TeamIdParam.extend({ uid: z.string().max(64) });
 const InvitationParams = TeamIdParam.extend({ invId: z.string().max(64) });
@@ -47,12 +47,13 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      middleware: [jsonBodyLimit, requireAuth, accountWide("creating a team")],
       operationId: "createTeam",
       method: "post",
       path: "/",
-      summary: "Create a team; the caller becomes its owner",
+      summary: "Create a team; the caller becomes its owner (403 to an API token or connector session)",
       request: { body: jsonBody(z.object({ name: TeamName })) },
-      responses: { 201: jsonResponse(Team, "Created"), ...errors(400, 401) },
+      responses: { 201: jsonResponse(Team, "Created"), ...errors(400, 401, 403) },
     }),
     async (c) =>
       c.json(await createTeam(serviceContext(c), c.get("caller").user.id, c.req.valid("json").name), 201),
@@ -60,22 +61,19 @@ export const teamsRouter = createRouter()
   .openapi(
     createRoute({
       ...common,
+      middleware: [jsonBodyLimit, requireAuth, accountWide("switching the active team")],
       operationId: "switchTeam",
       method: "post",
       path: "/switch",
-      summary: "Make a team the active one",
+      summary: "Make a team the active one (403 to an API token or connector session)",
       request: { body: jsonBody(z.object({ team_id: z.string().max(64) })) },
       responses: { 200: jsonResponse(User, "The updated user"), ...errors(400, 401, 403, 404) },
     }),
-    async (c) => {
-      const caller = c.get("caller");
-      const teamId = c.req.valid("json").team_id;
-      // An API token acts on its own team only (boundTeamOnly): another team is not found for it.
-      if (caller.via === "api_token" && teamId !== caller.teamId) {
-        throw new ApiError("not_found", "team not found");
-      }
-      return c.json(unwrap(await switchTeam(serviceContext(c), caller.user.id, teamId)), 200);
-    },
+    async (c) =>
+      c.json(
+        unwrap(await switchTeam(serviceContext(c), c.get("caller").user.id, c.req.valid("json").team_id)),
+        200,
+      ),
   )
   .openapi(
     createRoute({
