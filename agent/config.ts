@@ -78,6 +78,12 @@ const Env = z.object({
   /** git deployments (docs/git.md): a fetch's wall clock, and the most it may download */
   PODHOST_GIT_TIMEOUT_S: z.coerce.number().int().min(5).max(3600).default(300),
   PODHOST_GIT_MAX_FETCH_MB: z.coerce.number().int().min(1).max(65536).default(512),
+  /**
+   * "true": plain http:// repositories on a loopback host may be fetched (`npm start`, the tests: a
+   * git server on this machine), as the Worker's ALLOW_HTTP_GIT_LOOPBACK; https:// to loopback and
+   * every other inward address stay refused (shared/git/repo-url.ts)
+   */
+  PODHOST_ALLOW_HTTP_GIT_LOOPBACK: z.enum(["true", "false"]).default("false"),
   /** the most a commit's tree may unpack to (a small pack can hold huge, well-compressed files) */
   PODHOST_GIT_MAX_TREE_MB: z.coerce.number().int().min(1).max(65536).default(2048),
   /** a deploy's build container: its own limits, apart from the serving pod's */
@@ -143,6 +149,8 @@ export interface GitConfig {
   fetchTimeoutMs: number;
   maxFetchBytes: number;
   maxTreeBytes: number;
+  /** plain http:// to a loopback host may be fetched (local development, tests) */
+  allowHttpLoopback: boolean;
   build: { memoryBytes: number; nanoCpus: number; pids: number; timeoutMs: number };
   startTimeoutMs: number;
 }
@@ -184,6 +192,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       fetchTimeoutMs: e.PODHOST_GIT_TIMEOUT_S * 1000,
       maxFetchBytes: e.PODHOST_GIT_MAX_FETCH_MB * 1024 * 1024,
       maxTreeBytes: e.PODHOST_GIT_MAX_TREE_MB * 1024 * 1024,
+      allowHttpLoopback: e.PODHOST_ALLOW_HTTP_GIT_LOOPBACK === "true",
       build: {
         memoryBytes: e.PODHOST_BUILD_MEMORY_MB * 1024 * 1024,
         nanoCpus: Math.round(e.PODHOST_BUILD_CPUS * 1e9),

@@ -17,6 +17,7 @@ type Preset = DetectedCommands["preset"];
 export const limitsOf = (config: AgentConfig): GitLimits => ({
   timeoutMs: config.git.fetchTimeoutMs,
   maxFetchBytes: config.git.maxFetchBytes,
+  allowHttpLoopback: config.git.allowHttpLoopback,
 });
 
 /** git's HOME: an empty directory of the agent's (no user config is ever read) */

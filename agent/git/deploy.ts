@@ -12,7 +12,7 @@ import { type BuildBox, buildContainerOptions, startBuildBox } from "./build";
 import { dependencyKey, detectIn, gitHome, limitsOf } from "./commit";
 import { DEPENDENCY_DIR, npmStartOf } from "./detect";
 import { DeployFailure } from "./failure";
-import { checkRepoUrl, type FetchedCommit, fetchBranch, tidyRepo } from "./fetch";
+import { type FetchedCommit, fetchBranch, tidyRepo } from "./fetch";
 import { DeployLog, type DeployLogMessage } from "./log";
 import { prepareRelease } from "./prepare";
 import { keepAfter, PodRecord } from "./record";
@@ -29,6 +29,7 @@ import {
 } from "./release";
 import { type StandbyCandidate, standbyBaseline, standbyRoute } from "./standby";
 import { healthGatedSwitch } from "./switch";
+import { checkSourceUrl } from "./target";
 import { archiveStream } from "./tree";
 
 /** What a deploy works with; agent/handlers/git.ts builds it from the handler deps. */
@@ -94,8 +95,8 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
         () => undefined,
       );
     // checked before it is logged: a URL with credentials in it is refused, never written
-    const { url } = checkRepoUrl(p.source.url);
-    log.note(`fetching branch ${p.source.branch} of ${url}`);
+    const url = checkSourceUrl(p.source.url, deps.config.git.allowHttpLoopback);
+    log.note(`fetching branch ${p.source.branch} of ${url.href}`);
     commit = await fetchBranch(p.source, record.repoDir, limitsOf(deps.config), home, signal);
     log.note(`commit ${commit.sha.slice(0, 12)} ${commit.message.split("\n")[0]?.slice(0, 200) ?? ""}`);
     const { detected, tree, text } = await detectIn(

@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../../shared/errors";
 import type { DeployFailureClass } from "../../shared/protocol/git";
 import { AgentError } from "../errors";
 
@@ -9,6 +10,8 @@ export class DeployFailure extends Error {
   constructor(
     readonly cls: DeployFailureClass,
     message: string,
+    /** the error code where an op answers with a result, when not the class's own (a refused URL: 400) */
+    readonly code?: ErrorCode,
   ) {
     super(message);
     this.name = "DeployFailure";
@@ -21,7 +24,8 @@ export class DeployFailure extends Error {
  */
 export function asAgentError(f: DeployFailure): AgentError {
   const code =
-    f.cls === "auth"
+    f.code ??
+    (f.cls === "auth"
       ? "forbidden"
       : f.cls === "branch_not_found"
         ? "not_found"
@@ -29,6 +33,6 @@ export function asAgentError(f: DeployFailure): AgentError {
           ? "payload_too_large"
           : f.cls === "timeout"
             ? "unavailable"
-            : "unprocessable";
+            : "unprocessable");
   return new AgentError(code, `${f.cls}: ${f.message}`);
 }

@@ -1,49 +1,34 @@
 import { spawn } from "node:child_process";
 import { access, mkdir, readdir, rm, stat } from "node:fs/promises";
-import { isIPv4 } from "node:net";
 import { join } from "node:path";
 import type { RepoSource } from "../../shared/protocol/git";
 import { CappedBytes } from "../docker/capped";
 import { AgentError } from "../errors";
 import { DeployFailure } from "./failure";
 import { basicAuthValue, Redactor } from "./redact";
+import { repoTarget } from "./target";
 
 /**
  * `git` on the host, for the one thing that needs the token: talking to the git host. Argv arrays
  * only; the token rides in git's environment (GIT_CONFIG_COUNT → `http.extraHeader`) for that one
  * command and is never in argv, a file, a log line or a pod. Each command runs with no system or
- * global config, no hooks, no submodules, no terminal prompt, only https (http for loopback hosts,
- * local development and tests), a wall-clock timeout and capped output; the bytes a fetch writes
- * are watched and the fetch is stopped past the cap (`repo_too_large`).
+ * global config, no hooks, no submodules, no terminal prompt, no redirects, only https to a public
+ * host whose addresses were checked and pinned (./target.ts; http to a loopback host only with
+ * PODHOST_ALLOW_HTTP_GIT_LOOPBACK, local development and tests), a wall-clock timeout and capped
+ * output; the bytes a fetch writes are watched and the fetch is stopped past the cap
+ * (`repo_too_large`). What a failure says to the caller is a fixed sentence per class, never git's
+ * own words (which would tell an open port from a closed one, or quote an internal service).
  */
 
 export interface GitLimits {
   timeoutMs: number;
   maxFetchBytes: number;
+  /** plain http:// to a loopback host is allowed (PODHOST_ALLOW_HTTP_GIT_LOOPBACK) */
+  allowHttpLoopback: boolean;
 }
 
 export const MAX_STDERR = 64 * 1024;
 const MAX_MESSAGE = 4096;
-
-/** Only https, or http to a loopback address; no credentials in the URL (the token travels apart). */
-export function checkRepoUrl(raw: string): { url: string; loopbackHttp: boolean } {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new DeployFailure("repo_unreachable", "the repository URL is not a valid URL");
-  }
-  if (url.username || url.password)
-    throw new DeployFailure("repo_unreachable", "the repository URL must not carry credentials");
-  if (url.protocol === "https:") return { url: url.href, loopbackHttp: false };
-  const h = url.hostname;
-  const loopback = h === "localhost" || h === "[::1]" || (isIPv4(h) && h.startsWith("127."));
-  if (url.protocol === "http:" && loopback) return { url: url.href, loopbackHttp: true };
-  throw new DeployFailure(
-    "repo_unreachable",
-    `only https:// repositories can be deployed (got ${url.protocol}//)`,
-  );
-}
 
 /** A branch name git accepts as `refs/heads/<name>` that cannot turn a refspec into something else. */
 export function checkBranch(branch: string): string {
@@ -61,11 +46,21 @@ export function checkBranch(branch: string): string {
   return branch;
 }
 
-/** git's environment: nothing of the host's own git config, the token as an extra header. */
-export function gitEnv(source: Pick<RepoSource, "token">, loopbackHttp: boolean, home: string) {
+/**
+ * git's environment: nothing of the host's own git config, the token as an extra header, no
+ * redirects, and the remote's host pinned to the addresses ./target.ts checked (`pin`).
+ */
+export function gitEnv(
+  source: Pick<RepoSource, "token">,
+  loopbackHttp: boolean,
+  home: string,
+  pin: string | null = null,
+) {
   const config: [string, string][] = [
     ["protocol.allow", "never"],
     ["protocol.https.allow", "always"],
+    // A redirect could lead anywhere, the host's loopback included (and the token with it).
+    ["http.followRedirects", "false"],
     ["core.hooksPath", "/dev/null"],
     ["core.fsmonitor", "false"],
     ["submodule.recurse", "false"],
@@ -83,6 +78,7 @@ export function gitEnv(source: Pick<RepoSource, "token">, loopbackHttp: boolean,
     ["http.lowSpeedTime", "60"],
   ];
   if (loopbackHttp) config.push(["protocol.http.allow", "always"]);
+  if (pin) config.push(["http.curloptResolve", pin]);
   if (source.token) config.push(["http.extraHeader", `Authorization: Basic ${basicAuthValue(source.token)}`]);
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -194,8 +190,12 @@ async function dirBytes(dir: string): Promise<number> {
   return total;
 }
 
-/** What git's failure means for the user; git's own words, redacted, as the message. */
-export function classifyGitFailure(run: GitRun, redactor: Redactor, limits: GitLimits): DeployFailure {
+/**
+ * What git's failure means for the user, as a fixed sentence per class: git's own words (which
+ * would tell an open port from a closed one, or quote what an internal service answered) never
+ * reach the caller. `branch` names the branch asked for, when there is one.
+ */
+export function classifyGitFailure(run: GitRun, limits: GitLimits, branch?: string): DeployFailure {
   if (run.tooLarge)
     return new DeployFailure(
       "repo_too_large",
@@ -203,10 +203,14 @@ export function classifyGitFailure(run: GitRun, redactor: Redactor, limits: GitL
     );
   if (run.timedOut)
     return new DeployFailure("timeout", `git did not finish within ${Math.round(limits.timeoutMs / 1000)} s`);
-  const text = redactor.redact(run.stderr);
-  const last = lastLines(text);
-  const has = (s: string) => text.includes(s);
-  if (has("couldn't find remote ref")) return new DeployFailure("branch_not_found", last);
+  const has = (s: string) => run.stderr.includes(s);
+  if (has("Disk quota exceeded") || has("No space left on device"))
+    return new DeployFailure("repo_too_large", HOST_CACHE_FULL);
+  if (has("couldn't find remote ref"))
+    return new DeployFailure(
+      "branch_not_found",
+      branch ? `the repository has no branch ${branch}` : "the repository has no such branch",
+    );
   if (
     has("Authentication failed") ||
     has("returned error: 401") ||
@@ -216,18 +220,21 @@ export function classifyGitFailure(run: GitRun, redactor: Redactor, limits: GitL
     has("terminal prompts disabled") ||
     has("Access denied")
   )
-    return new DeployFailure("auth", last);
-  return new DeployFailure("repo_unreachable", last || `git exited with ${run.code}`);
+    return new DeployFailure(
+      "auth",
+      "the repository refused access: check auth_token (a token that may read the repository)",
+    );
+  if (has("returned error: 30") || has("redirect"))
+    return new DeployFailure(
+      "repo_unreachable",
+      "the repository's URL answered with a redirect, which is not followed: give the repository's own https:// URL",
+    );
+  return new DeployFailure("repo_unreachable", UNREACHABLE);
 }
 
-/** The last few non-empty lines of git's stderr, one line, bounded (no regex on remote text). */
-function lastLines(text: string): string {
-  const lines = text
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => l.length > 0);
-  return lines.slice(-3).join(" | ").slice(0, 1000);
-}
+export const UNREACHABLE = "the repository could not be reached, or it is not a Git repository";
+export const HOST_CACHE_FULL =
+  "the host's space for fetched repositories is full (its own disk limit): the fetch was stopped and removed; try again later";
 
 /** `git ls-remote --symref`: the branches and where HEAD points. */
 export async function listBranches(
@@ -236,14 +243,13 @@ export async function listBranches(
   home: string,
   signal?: AbortSignal,
 ): Promise<{ branches: string[]; default_branch: string | null }> {
-  const { url, loopbackHttp } = checkRepoUrl(source.url);
-  const redactor = new Redactor(source.token);
+  const { url, loopbackHttp, pin } = await repoTarget(source.url, limits.allowHttpLoopback);
   const run = await runGit(
     ["ls-remote", "--symref", url, "HEAD", "refs/heads/*"],
-    gitEnv(source, loopbackHttp, home),
+    gitEnv(source, loopbackHttp, home, pin),
     { timeoutMs: limits.timeoutMs, signal, maxStdout: 4 * 1024 * 1024 },
   );
-  if (run.code !== 0) throw classifyGitFailure(run, redactor, limits);
+  if (run.code !== 0) throw classifyGitFailure(run, limits);
   const branches: string[] = [];
   let defaultBranch: string | null = null;
   for (const line of run.stdout.toString("utf8").split("\n")) {
@@ -280,10 +286,10 @@ export async function fetchBranch(
   home: string,
   signal?: AbortSignal,
 ): Promise<FetchedCommit> {
-  const { url, loopbackHttp } = checkRepoUrl(source.url);
+  const { url, loopbackHttp, pin } = await repoTarget(source.url, limits.allowHttpLoopback);
   const branch = checkBranch(source.branch);
   const redactor = new Redactor(source.token);
-  const env = gitEnv(source, loopbackHttp, home);
+  const env = gitEnv(source, loopbackHttp, home, pin);
   const local = { timeoutMs: 30_000, signal };
   if (!(await exists(join(repoDir, "HEAD")))) {
     await mkdir(repoDir, { recursive: true, mode: 0o700 });
@@ -311,9 +317,10 @@ export async function fetchBranch(
     },
   );
   if (run.code !== 0 || run.tooLarge) {
+    const failure = classifyGitFailure(run, limits, branch);
     // What a refused fetch wrote must not stay: the cache is only a cache.
-    if (run.tooLarge) await rm(repoDir, { recursive: true, force: true });
-    throw classifyGitFailure(run, redactor, limits);
+    if (failure.cls === "repo_too_large") await rm(repoDir, { recursive: true, force: true });
+    throw failure;
   }
   const show = await runGit(["-C", repoDir, "log", "-1", "--format=%H%n%B", DEPLOY_REF], env, {
     ...local,

@@ -3,7 +3,7 @@ import { LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } from "
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer } from "../docker/resources";
 import { HELPER_BUILD, HELPER_CANDIDATE, LABEL_GIT_POD } from "../git/build";
-import { gitHome, inspectRepo } from "../git/commit";
+import { gitHome, inspectRepo, limitsOf } from "../git/commit";
 import { deploy, type GitDeps, rollback } from "../git/deploy";
 import { asAgentError, DeployFailure } from "../git/failure";
 import { listBranches } from "../git/fetch";
@@ -49,12 +49,7 @@ export function gitHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
 
   return {
     "repo.branches": guard("repo.branches", async ({ source }, ctx) =>
-      listBranches(
-        source,
-        { timeoutMs: deps.config.git.fetchTimeoutMs, maxFetchBytes: deps.config.git.maxFetchBytes },
-        await gitHome(deps.config),
-        ctx.signal,
-      ).catch(asError),
+      listBranches(source, limitsOf(deps.config), await gitHome(deps.config), ctx.signal).catch(asError),
     ),
 
     "repo.inspect": guard("repo.inspect", ({ source }, ctx) =>

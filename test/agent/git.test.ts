@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
@@ -9,6 +11,7 @@ import { candidateName, HELPER_CANDIDATE, LABEL_GIT_POD } from "../../agent/git/
 import type { DeployLogMessage } from "../../agent/git/log";
 import { DeployLog } from "../../agent/git/log";
 import { Redactor } from "../../agent/git/redact";
+import { repoTarget } from "../../agent/git/target";
 import { removeGitLeftovers } from "../../agent/handlers/git";
 import { createHandlers } from "../../agent/handlers/pods";
 import type { HandlerTable } from "../../agent/handlers/types";
@@ -184,8 +187,108 @@ describe("git deployments", () => {
     const plain = await handlers["repo.branches"](
       { source: { url: "http://example.com/a.git" } },
       agent.ctx,
-    ).catch((e: Error) => e);
-    expect(String(plain)).toMatch(/only https/);
+    ).catch((e: Error & { code?: string }) => e);
+    expect(plain).toMatchObject({
+      code: "bad_request",
+      message: expect.stringMatching(/must be an https:\/\/ Git URL/),
+    });
+  });
+
+  it("attacker: git is fenced like an import fetch (no loopback over https, no redirects, fixed messages)", async () => {
+    const refusal = (e: Error & { code?: string }) => ({ code: e.code, message: e.message });
+    const branches = (url: string) =>
+      handlers["repo.branches"]({ source: { url, token: TOKEN } }, agent.ctx).then(
+        () => ({ code: "ok", message: "" }),
+        refusal,
+      );
+    // https:// to this machine: a listening port and a closed one read the same, and nothing is fetched
+    const listening = await branches(`https://127.0.0.1:${new URL(server.base).port}/app.git`);
+    const closed = await branches("https://127.0.0.1:1/app.git");
+    expect(listening).toEqual(closed);
+    expect(listening).toMatchObject({ code: "bad_request", message: expect.stringContaining("public host") });
+    for (const inward of [
+      "https://169.254.169.254/x.git",
+      "https://10.0.0.1/x.git",
+      "https://[::ffff:127.0.0.1]/x.git",
+      "https://metadata.google.internal/x.git",
+    ])
+      expect(await branches(inward), inward).toMatchObject({ code: "bad_request" });
+
+    // An allowed server (plain http on loopback, as the tests allow) that redirects to a loopback
+    // repository: git would follow it (and send the token along); the fetch is refused instead.
+    const seen: string[] = [];
+    const redirector = createServer((req, res) => {
+      seen.push(req.url ?? "");
+      res.writeHead(302, {
+        location: `${server.base}/app.git${(req.url ?? "").replace(/^\/moved\.git/, "")}`,
+      });
+      res.end();
+    });
+    await new Promise<void>((r) => redirector.listen(0, "127.0.0.1", r));
+    try {
+      const port = (redirector.address() as AddressInfo).port;
+      const moved = await branches(`http://127.0.0.1:${port}/moved.git`);
+      expect(moved).toMatchObject({ code: "unprocessable", message: expect.stringContaining("redirect") });
+      expect(seen.length).toBeGreaterThan(0);
+      const inspected = await handlers["repo.inspect"](
+        { source: { url: `http://127.0.0.1:${port}/moved.git`, branch: "main" } },
+        agent.ctx,
+      ).then(() => "fetched", refusal);
+      expect(inspected).toMatchObject({
+        code: "unprocessable",
+        message: expect.stringContaining("redirect"),
+      });
+    } finally {
+      await new Promise<void>((r) => redirector.close(() => r()));
+    }
+
+    // A closed port on an allowed address: a fixed sentence, not git's own words.
+    const down = await branches("http://127.0.0.1:1/app.git");
+    expect(down).toEqual({
+      code: "unprocessable",
+      message: "repo_unreachable: the repository could not be reached, or it is not a Git repository",
+    });
+  });
+
+  it("attacker: a public-looking name that resolves inward is refused; a public one is pinned", async () => {
+    const answer =
+      (address: string, family = 4) =>
+      async () => [{ address, family }];
+    for (const [address, family] of [
+      ["127.0.0.1", 4],
+      ["10.1.2.3", 4],
+      ["169.254.169.254", 4],
+      ["::1", 6],
+      ["fd00::1", 6],
+    ] as const)
+      await expect(
+        repoTarget("https://git.example.com/a.git", false, answer(address, family)),
+      ).rejects.toMatchObject({
+        cls: "repo_unreachable",
+        code: "bad_request",
+      });
+    // one inward address among public ones refuses the name (curl may pick any)
+    const mixed = async () => [
+      { address: "93.184.216.34", family: 4 },
+      { address: "127.0.0.1", family: 4 },
+    ];
+    await expect(repoTarget("https://git.example.com/a.git", false, mixed)).rejects.toMatchObject({
+      code: "bad_request",
+    });
+    const pinned = await repoTarget("https://git.example.com:8443/a.git", false, async () => [
+      { address: "93.184.216.34", family: 4 },
+      { address: "2606:2800:220:1::1", family: 6 },
+    ]);
+    expect(pinned).toEqual({
+      url: "https://git.example.com:8443/a.git",
+      loopbackHttp: false,
+      pin: "git.example.com:8443:93.184.216.34,[2606:2800:220:1::1]",
+    });
+    // http:// to loopback only when allowed
+    await expect(repoTarget("http://127.0.0.1:9/a.git", false)).rejects.toMatchObject({
+      code: "bad_request",
+    });
+    expect((await repoTarget("http://localhost:9/a.git", true)).pin).toBe("localhost:9:127.0.0.1");
   });
 
   it("repo.inspect detects the commands of a branch and leaves nothing behind", async () => {

@@ -53,6 +53,8 @@ export async function startAgent(
     PODHOST_NAME_PREFIX: prefix,
     PODHOST_DOCKER_SOCKET: DOCKER_SOCKET,
     PODHOST_SSH_LISTEN_HOST: "127.0.0.1",
+    // the git server double serves plain http on 127.0.0.1 (test/support/git-server.ts)
+    PODHOST_ALLOW_HTTP_GIT_LOOPBACK: "true",
     ...env,
   });
   // Tests run with disk limits on, as production does: a host without its pod disk fails here.

@@ -706,6 +706,52 @@ describe("from a repository, and the repository helpers", () => {
   });
 });
 
+describe("attacker: repository URLs aimed inward", () => {
+  it("https:// to a listening and to a closed loopback port get the same 400, and no host is asked", async () => {
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const user = await registerUser();
+    const as = { token: user.token };
+    const s = await onlineWithPod("static");
+    // a port something listens on here (the git host's REST double), and one nothing does
+    const listening = new URL(env.GITHUB_API_BASE ?? "").port;
+    const answers = [];
+    for (const repo_url of [`https://127.0.0.1:${listening}/x.git`, "https://127.0.0.1:1/x.git"]) {
+      const q = new URLSearchParams({ repo_url, auth_token: TOKEN });
+      answers.push(
+        await call("GET", `/api/repos/branches?${q}`, undefined, as),
+        await call("GET", `/api/repos/inspect?${q}`, undefined, as),
+        await call("POST", "/api/pods/from-repo", { repo_url, region: host.region }, as),
+        await call("POST", `/api/pods/${s.pod.name}/git`, { repo_url }, s.as),
+      );
+    }
+    for (const a of answers) {
+      expect(a.status).toBe(400);
+      expect(a.body).toEqual({
+        error:
+          "repo_url: must name a public host: repositories are never fetched from loopback, private, link-local or internal addresses",
+      });
+    }
+    // every other inward target too, http:// included (ALLOW_HTTP_GIT_LOOPBACK opens loopback only)
+    for (const repo_url of [
+      "https://localhost/x.git",
+      "https://10.0.0.7/x.git",
+      "https://169.254.169.254/latest/x.git",
+      "https://100.64.0.1/x.git",
+      "https://[fd00::1]/x.git",
+      "https://[::ffff:7f00:1]/x.git",
+      "https://metadata.google.internal/x.git",
+      "http://10.0.0.7/x.git",
+      "http://169.254.169.254/x.git",
+    ]) {
+      const r = await call("GET", `/api/repos/branches?${new URLSearchParams({ repo_url })}`, undefined, as);
+      expect(r.status, repo_url).toBe(400);
+    }
+    await agent.expectNone("control:call", 300);
+    await s.agent.expectNone("control:call", 100);
+  });
+});
+
 describe("another team", () => {
   it("cannot see or touch a pod's deployments, and its webhook secret opens only its own pod", async () => {
     const s = await connected();

@@ -179,6 +179,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       PODHOST_NAME_PREFIX: hostPrefix,
       PODHOST_INGRESS_LISTEN: `127.0.0.1:${ingressPort}`,
       PODHOST_SSH_LISTEN_HOST: "127.0.0.1",
+      // as the Worker's ALLOW_HTTP_GIT_LOOPBACK: the git server double is plain http on 127.0.0.1
+      PODHOST_ALLOW_HTTP_GIT_LOOPBACK: "true",
       ...opts.env,
     };
     const host: TestHost = {

@@ -1,36 +1,15 @@
 import { fail, ok, type Result } from "../../../shared/errors";
+import { checkRepoUrl as checkRepoUrlPolicy } from "../../../shared/git/repo-url";
 import type { Bindings } from "../../env";
 
 /**
- * Repository URLs and branch names as users give them. HTTPS only: a token travels with the fetch,
- * and a plain-text hop would show it. Plain http:// is accepted only for loopback hosts and only
- * when ALLOW_HTTP_GIT_LOOPBACK is "true" (`npm start` and the tests: a git server on this machine).
- * Credentials in the URL are refused (they would be stored and shown in clear): `auth_token` is the
- * place for them.
+ * Repository URLs and branch names as users give them. The URL rule is the one the agent applies
+ * too (shared/git/repo-url.ts): https:// to a public host only, no credentials; plain http:// only
+ * to a loopback host and only when ALLOW_HTTP_GIT_LOOPBACK is "true" (`npm start` and the tests: a
+ * git server on this machine). A refusal is a 400 here, before any host is asked.
  */
-
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
-
 export function checkRepoUrl(env: Bindings, raw: string, field = "repo_url"): Result<URL> {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return fail("bad_request", `${field}: must be an https:// Git URL`);
-  }
-  if (url.username || url.password)
-    return fail(
-      "bad_request",
-      `${field}: must not contain credentials; give the access token as auth_token instead`,
-    );
-  const loopbackHttp =
-    url.protocol === "http:" && env.ALLOW_HTTP_GIT_LOOPBACK === "true" && LOOPBACK.test(url.hostname);
-  if (url.protocol !== "https:" && !loopbackHttp)
-    return fail("bad_request", `${field}: must be an https:// Git URL`);
-  if (url.search || url.hash) return fail("bad_request", `${field}: must not have a query or a fragment`);
-  if (url.pathname.replace(/\/+$/, "").length < 2)
-    return fail("bad_request", `${field}: must name a repository`);
-  return ok(url);
+  return checkRepoUrlPolicy(raw, { allowHttpLoopback: env.ALLOW_HTTP_GIT_LOOPBACK === "true" }, field);
 }
 
 /** What two URLs of one repository have in common: `github.com/acme/site` for `https://GitHub.com/acme/site.git/`. */
