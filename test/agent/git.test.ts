@@ -444,7 +444,9 @@ describe("git deployments", () => {
       },
       agent.ctx,
     );
-    expect(failed(withCreds)).toBe("repo_unreachable: the repository URL must not carry credentials");
+    expect(failed(withCreds)).toBe(
+      "repo_unreachable: the repository URL: must not contain credentials; give the access token as auth_token instead",
+    );
   });
 
   it("a build that eats memory is stopped by the build's limit; the serving app stays responsive", async () => {
