@@ -45,7 +45,12 @@ export default defineConfig({
         // the layout check (it reads the file system, which workerd cannot).
         test: {
           name: "node",
-          include: ["test/agent/**/*.test.ts", "test/e2e/**/*.test.ts", "test/layout.test.ts"],
+          include: [
+            "test/agent/**/*.test.ts",
+            "test/e2e/**/*.test.ts",
+            "test/scripts/**/*.test.ts",
+            "test/layout.test.ts",
+          ],
           environment: "node",
           // the agent's bundle (dist/agent/main.js), which e2e tests start as production does
           globalSetup: ["./test/support/build-agent.global.ts"],

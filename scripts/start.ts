@@ -66,10 +66,8 @@ async function checkPort(what: string, host: string, port: number, hint: string)
   if (await portFree(host, port)) return;
   const holder = portHolder(port);
   fail(
-    `port ${port} (${what}) is taken${holder ? ` by ${holder}` : ""}. Stop that process, or ${hint}.` +
-      (holder.includes("workerd") || holder.includes("wrangler")
-        ? " It looks like a Worker left by an earlier start: `pkill -f workerd`."
-        : ""),
+    `port ${port} (${what}) is taken${holder ? ` by ${holder}` : ""}. Is another \`npm start\` running? ` +
+      `Stop that process, or ${hint}.`,
   );
 }
 

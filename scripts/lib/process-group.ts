@@ -47,9 +47,14 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 export async function stopGroups(children: GroupChild[], graceMs = 5_000): Promise<void> {
   const pgids = children.map((c) => c.child.pid).filter((pid): pid is number => typeof pid === "number");
   for (const pgid of pgids) signalGroup(pgid, "SIGTERM");
-  const deadline = Date.now() + graceMs;
-  while (pgids.some(groupAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  await waitGone(pgids, graceMs);
   for (const pgid of pgids.filter(groupAlive)) signalGroup(pgid, "SIGKILL");
+  await waitGone(pgids, 2_000);
+}
+
+async function waitGone(pgids: number[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (pgids.some(groupAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
 }
 
 /** For a process that is exiting now (no time to wait): every group gets SIGKILL. */
@@ -66,10 +71,9 @@ export function portFree(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Who listens on a TCP port, as `ss` names it (`"nginx",pid=123`), or "" when it cannot tell. */
+/** Who listens on a TCP port (`workerd (pid 123)`), as `ss` tells it, or "" when it cannot tell. */
 export function portHolder(port: number): string {
   const out = spawnSync("ss", ["-Hltnp", `sport = :${port}`], { encoding: "utf8" });
-  if (out.status !== 0) return "";
-  const users = out.stdout.match(/users:\(\((.*?)\)\)/);
-  return users?.[1] ?? "";
+  const holder = out.status === 0 ? out.stdout.match(/users:\(\("([^"]*)",pid=(\d+)/) : null;
+  return holder ? `${holder[1]} (pid ${holder[2]})` : "";
 }
