@@ -3,8 +3,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
-import { call, registerUser } from "./support/client";
+import { FAIR_SHARE_LIMITS, RATE_LIMITS } from "../../worker/http/rate-limit";
+import { call, freshIp, registerUser } from "./support/client";
 import { BASE, connect, raw } from "./support/connectors";
 import { insertPod } from "./support/db";
 
@@ -14,10 +14,10 @@ afterEach(async () => {
 });
 
 /** The official MCP client over streamable HTTP, its requests sent into the Worker. */
-async function mcpClient(token: string): Promise<Client> {
+async function mcpClient(token: string, ip?: string): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), {
     fetch: (url, init) => exports.default.fetch(new Request(url, init)),
-    requestInit: { headers: { authorization: `Bearer ${token}` } },
+    requestInit: { headers: { authorization: `Bearer ${token}`, ...(ip ? { "cf-connecting-ip": ip } : {}) } },
   });
   const client = new Client({ name: "podhost-test", version: "1.0.0" });
   await client.connect(transport);
@@ -214,6 +214,37 @@ describe("the MCP server", () => {
     expect(viaMcp.isError).toBe(true);
     expect(text(viaMcp)).toBe(`${viaRest.status}: ${viaRest.body.error}`);
   });
+
+  it("counts create_pod per account, not per IP: one user of an AI platform cannot spend the others' (attacker)", async () => {
+    // Every user of a hosted assistant reaches /mcp from the platform's servers: one shared IP.
+    const platformIp = freshIp();
+    const [greedy, bystander] = await Promise.all([registerUser(), registerUser()]);
+    const greedyClient = await mcpClient((await connect(greedy)).accessToken, platformIp);
+    const create = (client: Client, i: number) =>
+      client.callTool({
+        name: "create_pod",
+        arguments: {
+          name: `spree-${i}-${Date.now().toString(36)}`,
+          preset: "static",
+          region: "no-such-region",
+        },
+      });
+    const { limit } = RATE_LIMITS.createPod;
+    // An unknown region: the verb's own 400, answered after the limit counted the call.
+    for (let i = 0; i < limit; i++) expect(text(await create(greedyClient, i))).toMatch(/^400: region/);
+    expect(text(await create(greedyClient, limit))).toMatch(/^429: .*per account/);
+    // The same IP, another account: its own budget (the verb answers, not the limit).
+    const bystanderClient = await mcpClient((await connect(bystander)).accessToken, platformIp);
+    expect(text(await create(bystanderClient, 0))).toMatch(/^400: region/);
+    // And REST from that IP keeps its per-IP budget (the spec's 50 per hour per IP), untouched.
+    const rest = await call(
+      "POST",
+      "/api/pods",
+      { name: `rest-${Date.now().toString(36)}`, preset: "static", region: "no-such-region" },
+      { token: bystander.token, ip: platformIp },
+    );
+    expect(rest.status).toBe(400);
+  }, 60_000);
 
   it("counts against the REST routes' fair share: a pod's spent backup allowance refuses the tool too", async () => {
     const u = await registerUser();

@@ -27,13 +27,39 @@ export const clientIp = (c: { req: { header(name: string): string | undefined } 
 
 /** Counts one request against `route`'s limit for the client's IP; 429 with Retry-After once it is spent. */
 export async function enforceRateLimit(c: Context<AppEnv>, route: keyof typeof RATE_LIMITS): Promise<void> {
+  await hitRateLimit(c.env, route, clientIp(c), "IP");
+}
+
+/**
+ * `route`'s limit counted on the signed-in caller's account and on its team instead of the IP, for
+ * calls that reach us from a shared address: an AI platform's MCP client calls /mcp from the
+ * platform's few servers, so a per-IP budget would be one for all of that platform's users, and any
+ * one of them could spend it for everyone. Goes after requireAuth.
+ */
+export async function enforceCallerRateLimit(
+  c: Context<AppEnv>,
+  route: keyof typeof RATE_LIMITS,
+): Promise<void> {
+  const caller = c.get("caller");
+  await hitRateLimit(c.env, route, `user:${caller.user.id}`, "account");
+  await hitRateLimit(c.env, route, `team:${caller.teamId}`, "team");
+}
+
+async function hitRateLimit(
+  env: Bindings,
+  route: keyof typeof RATE_LIMITS,
+  subject: string,
+  scope: string,
+): Promise<void> {
   const { limit, windowMs } = RATE_LIMITS[route];
-  const limiter = c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(`${route}:${clientIp(c)}`));
-  const decision = await limiter.hit(limit, windowMs);
+  const decision = await env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`${route}:${subject}`)).hit(
+    limit,
+    windowMs,
+  );
   if (!decision.allowed) {
     throw new ApiError(
       "rate_limited",
-      `too many requests: at most ${limit} per ${windowMs / 60_000} minute(s) per IP; retry in ${decision.retryAfter} s`,
+      `too many requests: at most ${limit} per ${windowMs / 60_000} minute(s) per ${scope}; retry in ${decision.retryAfter} s`,
       {},
       { "Retry-After": String(decision.retryAfter) },
     );

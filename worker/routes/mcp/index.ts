@@ -5,7 +5,7 @@ import type { AppEnv } from "../../http/app-env";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { enforceFairShare, enforceRateLimit } from "../../http/rate-limit";
+import { enforceCallerRateLimit, enforceFairShare } from "../../http/rate-limit";
 import { serviceContext } from "../../http/router";
 import { resourceOf } from "../../services/connectors/oauth";
 import { registerTools } from "./tools";
@@ -49,7 +49,8 @@ export const mcpRouter = new Hono<AppEnv>()
       ctx: serviceContext(c),
       caller: c.get("caller"),
       country: (c.req.raw as { cf?: { country?: string } }).cf?.country,
-      limitCreate: () => enforceRateLimit(c, "createPod"),
+      // Per account and team, not per IP: every user of an AI platform calls from its servers' IPs.
+      limitCreate: () => enforceCallerRateLimit(c, "createPod"),
       limitFairShare: (kind, pod) => enforceFairShare(c.env, kind, c.get("caller").teamId, pod),
     });
     const transport = new WebStandardStreamableHTTPServerTransport({
