@@ -5,7 +5,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SUBVOLUME_IOCTLS } from "../support/pod-disk";
-import { signUp } from "./support/api";
+import { apiClient, signUp } from "./support/api";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type ClientKey, makeKey, randomKeyLogin, sshRun } from "./support/ssh";
 import { type Stack, startStack, waitFor } from "./support/stack";
@@ -126,6 +126,42 @@ describe("a hostile tenant", () => {
     expect(loginMs).toBeLessThan(1_000);
     // no exec and no helper container per attempt: at most the owner's session and a few checks
     expect(events.length).toBeLessThan(30);
+  });
+
+  it("cannot plant an auto_inject account key with a token bound to one team: the user's next pod in another team refuses it", async () => {
+    // Victor's CI token for his personal team P has leaked to Mallory.
+    const victor = await signUp(stack.api, "Victor");
+    const made = await victor.api.post("/api/api-tokens", { name: "ci" });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const leaked = apiClient(stack.api, made.body.token);
+    const [malloryKey, victorKey] = await Promise.all([makeKey("planted@e2e"), makeKey("victor@e2e")]);
+
+    const planted = await leaked.post("/api/ssh-keys", {
+      public_key: malloryKey.publicKey,
+      auto_inject: true,
+    });
+    expect(planted.status, JSON.stringify(planted.body)).toBe(403);
+    expect(planted.body.error).toMatch(/API token acts on its own team only/);
+    // Victor's own auto_inject key, added signed in: the path the planted key would have taken.
+    expect(
+      (await victor.api.post("/api/ssh-keys", { public_key: victorKey.publicKey, auto_inject: true })).status,
+    ).toBe(201);
+
+    // Victor, signed in, creates a pod in another team of his, B.
+    const teamB = await victor.api.post("/api/teams", { name: `Victor B ${stack.prefix.slice(-4)}` });
+    expect(teamB.status).toBe(201);
+    expect((await victor.api.post("/api/teams/switch", { team_id: teamB.body.id })).status).toBe(200);
+    const name = `victor-b-${stack.prefix.slice(-4)}`;
+    const podPort = (await createRunningPods(victor.api, [[name, "static"]]))[name] ?? 0;
+
+    const intruder = await sshRun(malloryKey, podPort, "true", knownHosts);
+    expect(intruder.code).toBe(255);
+    expect(intruder.stderr).toContain("Permission denied");
+    const owner = await sshRun(victorKey, podPort, "true", knownHosts);
+    expect(owner.code, owner.stderr).toBe(0);
+    const keys = await victor.api.get("/api/ssh-keys");
+    expect(keys.body.map((k: { public_key: string }) => k.public_key)).toEqual([victorKey.publicKey]);
+    expect((await victor.api.delete(`/api/pods/${name}`)).status).toBeLessThan(300);
   });
 
   it("cannot write past its plan's disk (fallocate, plain writes, btrfs subvolumes of its own), while another team's pod writes on", async () => {
