@@ -20,10 +20,26 @@ export interface IngressOptions {
 }
 
 /**
+ * Vhost changes that arrive within this long of the last reload wait for the next one, so a burst
+ * of changes (a tenant rotating its feedback token in a loop, many pods starting at once) costs one
+ * reload of the shared ingress, not one each: every reload forks new workers while the old ones
+ * linger until their connections end, and every pod on the host is served through them.
+ */
+export const RELOAD_COALESCE_MS = 100;
+
+/** A vhost file's next content (null: removed) and the callers waiting until nginx uses it. */
+interface PendingVhost {
+  text: string | null;
+  waiters: { resolve(): void; reject(err: unknown): void }[];
+}
+
+/**
  * The host's ingress: the agent's own nginx master (Debian's binary, our config under
  * `<stateDir>/nginx`, never the system service), one vhost file per pod. Every change of the
- * config goes through one queue: write, `nginx -t`, reload — and on a failed test the previous file
- * is put back, so one bad vhost never blocks the others' reloads.
+ * config goes through one queue. Vhost changes are coalesced: those waiting when the queue gets to
+ * them (at most RELOAD_COALESCE_MS after the last reload) are written together, tested with one
+ * `nginx -t` and applied with one reload; when the test fails, every file is put back and each
+ * change is tried alone, so one bad vhost never blocks the others.
  */
 export class Ingress {
   readonly dir: string;
@@ -31,6 +47,11 @@ export class Ingress {
   private readonly bin: string;
   private readonly log: Logger;
   private queue: Promise<unknown> = Promise.resolve();
+  /** vhost changes not yet written, by pod (a newer change of a pod replaces its older one) */
+  private pending = new Map<string, PendingVhost>();
+  private flushQueued = false;
+  private lastReloadAt = 0;
+  private reloadCount = 0;
 
   constructor(private readonly opts: IngressOptions) {
     this.dir = join(opts.stateDir, "nginx");
@@ -59,6 +80,11 @@ export class Ingress {
         `nginx ${more.join(" ") || "start"}: ${(e.stderr || e.message || "").trim()}`,
       );
     }
+  }
+
+  /** Reloads this ingress has sent its master since it was made (tests read it to see coalescing). */
+  get reloads(): number {
+    return this.reloadCount;
   }
 
   vhostPath(pod: string): string {
@@ -123,20 +149,81 @@ export class Ingress {
       domains: [...new Set([...v.domains, ...custom])],
       ...(feedback ? { feedback } : {}),
     });
-    return this.serialize(async () => {
-      const path = this.vhostPath(v.pod);
-      const previous = await readFile(path, "utf8").catch(() => null);
-      if (previous === text) return;
-      await writeAtomic(path, text);
-      try {
-        await this.nginx("-t", "-q");
-      } catch (err) {
-        if (previous === null) await rm(path, { force: true });
-        else await writeAtomic(path, previous);
-        throw err;
-      }
-      await this.reload();
+    return this.change(v.pod, text);
+  }
+
+  /** Queue the pod's vhost change (null: remove it); resolves once nginx uses it. */
+  private change(pod: string, text: string | null): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const entry = this.pending.get(pod);
+      if (entry) {
+        entry.text = text;
+        entry.waiters.push({ resolve, reject });
+      } else this.pending.set(pod, { text, waiters: [{ resolve, reject }] });
+      this.scheduleFlush();
     });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    this.serialize(async () => {
+      const wait = this.lastReloadAt + RELOAD_COALESCE_MS - Date.now();
+      if (wait > 0) await sleep(wait);
+      this.flushQueued = false;
+      const batch = this.pending;
+      this.pending = new Map();
+      await this.apply(batch);
+    }).catch((err: unknown) => this.log.error("vhost changes not applied", { error: String(err) }));
+  }
+
+  /**
+   * Write the batch's vhost files, test them together and reload once; each caller hears its own
+   * change's outcome. A change that leaves its file as it is resolves at once.
+   */
+  private async apply(batch: Map<string, PendingVhost>): Promise<void> {
+    const changes: {
+      pod: string;
+      path: string;
+      text: string | null;
+      previous: string | null;
+      p: PendingVhost;
+    }[] = [];
+    for (const [pod, p] of batch) {
+      const path = this.vhostPath(pod);
+      const previous = await readFile(path, "utf8").catch(() => null);
+      if (previous === p.text) settle(p);
+      else changes.push({ pod, path, text: p.text, previous, p });
+    }
+    if (changes.length === 0) return;
+    const put = (c: (typeof changes)[number], text: string | null) =>
+      text === null ? rm(c.path, { force: true }) : writeAtomic(c.path, text);
+    const failed = new Map<string, unknown>();
+    try {
+      await Promise.all(changes.map((c) => put(c, c.text)));
+      // removing a vhost cannot break the config: only a batch that writes one is tested
+      if (changes.some((c) => c.text !== null)) await this.nginx("-t", "-q");
+    } catch (err) {
+      // put every file back, then try each change alone, so one bad vhost fails only its own caller
+      await Promise.all(changes.map((c) => put(c, c.previous)));
+      for (const c of changes) {
+        try {
+          await put(c, c.text);
+          if (changes.length === 1) throw err;
+          if (c.text !== null) await this.nginx("-t", "-q");
+        } catch (one) {
+          await put(c, c.previous);
+          failed.set(c.pod, one);
+        }
+      }
+    }
+    const applied = changes.filter((c) => !failed.has(c.pod));
+    let reloadError: unknown;
+    if (applied.length > 0) await this.reload().catch((err: unknown) => (reloadError = err));
+    for (const c of changes) {
+      const err = failed.get(c.pod) ?? reloadError;
+      settle(c.p, err);
+    }
   }
 
   private customDomainsPath(pod: string): string {
@@ -207,18 +294,9 @@ export class Ingress {
     await writeAtomic(path, JSON.stringify(parsed.data));
   }
 
-  /** Remove the pod's vhost (absent is fine) and reload. */
+  /** Remove the pod's vhost (absent is fine) and reload (coalesced like every vhost change). */
   remove(pod: string): Promise<void> {
-    return this.serialize(async () => {
-      const path = this.vhostPath(pod);
-      const existed = await readFile(path, "utf8").then(
-        () => true,
-        () => false,
-      );
-      if (!existed) return;
-      await rm(path, { force: true });
-      await this.reload();
-    });
+    return this.change(pod, null);
   }
 
   async hasVhost(pod: string): Promise<boolean> {
@@ -243,6 +321,14 @@ export class Ingress {
    * with the old config.
    */
   private async reload(): Promise<void> {
+    try {
+      await this.reloadNow();
+    } finally {
+      this.lastReloadAt = Date.now();
+    }
+  }
+
+  private async reloadNow(): Promise<void> {
     const pid = await this.masterPid();
     if (!pid) {
       // The master is gone (host reboot, someone stopped it): bring it back with the current files.
@@ -254,6 +340,7 @@ export class Ingress {
     // SIGHUP is what `nginx -s reload` sends, without a second process parsing every vhost again
     // (the config was just tested).
     this.hup(pid);
+    this.reloadCount++;
     if (before === null) return; // no /proc children file: nothing to wait on
     for (let i = 0; i < 200; i++) {
       const now = (await workersOf(pid)) ?? [];
@@ -274,6 +361,13 @@ async function workersOf(pid: number): Promise<number[] | null> {
 async function isShuttingDown(pid: number): Promise<boolean> {
   const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
   return cmdline === "" || cmdline.includes("shutting down");
+}
+
+function settle(p: PendingVhost, err?: unknown): void {
+  for (const w of p.waiters) {
+    if (err === undefined) w.resolve();
+    else w.reject(err);
+  }
 }
 
 async function writeAtomic(path: string, text: string): Promise<void> {

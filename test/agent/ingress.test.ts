@@ -85,6 +85,49 @@ describe("Ingress", () => {
     for (const p of pods) expect((await httpGet(port, `${p}.pods.test`)).status).toBe(404);
   });
 
+  it("coalesces a burst of vhost changes into a few reloads; each caller hears when nginx uses its change", async () => {
+    const pods = Array.from({ length: 12 }, (_, i) => `burst${i}`);
+    await ingress.upsert(vhost("burst-warm")); // the burst starts right after a reload
+    const before = ingress.reloads;
+    // 12 pods changed at once, then each changed again (a token rotated in a loop)
+    await Promise.all(pods.map((p) => ingress.upsert(vhost(p))));
+    const first = ingress.reloads - before;
+    expect(first).toBeGreaterThanOrEqual(1);
+    expect(first).toBeLessThanOrEqual(2);
+    for (const p of pods) expect((await httpGet(port, `${p}.pods.test`)).status).toBe(502);
+    // each pod changed twice at once: one reload or two for all of it
+    const again = ingress.reloads;
+    await Promise.all(
+      pods.flatMap((p) => [ingress.upsert(vhost(p, "127.0.0.3")), ingress.upsert(vhost(p, "127.0.0.4"))]),
+    );
+    expect(ingress.reloads - again).toBeLessThanOrEqual(2);
+    const removed = ingress.reloads;
+    await Promise.all(pods.map((p) => ingress.remove(p)));
+    expect(ingress.reloads - removed).toBeLessThanOrEqual(2);
+    for (const p of pods) expect((await httpGet(port, `${p}.pods.test`)).status).toBe(404);
+    // a change that leaves the file as it is costs no reload
+    const idle = ingress.reloads;
+    await ingress.upsert(vhost("burst-warm"));
+    expect(ingress.reloads).toBe(idle);
+    await ingress.remove("burst-warm");
+  });
+
+  it("a batch that fails nginx -t: every file put back, each change tried alone, the callers told", async () => {
+    const broken = join(ingress.dir, "vhosts", "zz-broken-batch.conf");
+    await writeFile(broken, "server { this is not nginx }\n");
+    try {
+      const results = await Promise.allSettled(["bad1", "bad2", "bad3"].map((p) => ingress.upsert(vhost(p))));
+      expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+      for (const p of ["bad1", "bad2", "bad3"]) expect(await ingress.hasVhost(p)).toBe(false);
+    } finally {
+      await rm(broken);
+    }
+    // the queue goes on
+    await ingress.upsert(vhost("bad1"));
+    expect((await httpGet(port, "bad1.pods.test")).status).toBe(502);
+    await ingress.remove("bad1");
+  });
+
   it("starts the master again when it is gone", async () => {
     const pid = await ingress.masterPid();
     process.kill(pid ?? 0, "SIGTERM"); // fast shutdown: master and workers exit
