@@ -84,6 +84,8 @@ const Env = z.object({
    * every other inward address stay refused (shared/git/repo-url.ts)
    */
   PODHOST_ALLOW_HTTP_GIT_LOOPBACK: z.enum(["true", "false"]).default("false"),
+  /** repository lookups (`repo.branches`, `repo.inspect`) in progress at once; past it, 429 */
+  PODHOST_GIT_LOOKUPS_AT_ONCE: z.coerce.number().int().min(1).max(64).default(4),
   /** the most a commit's tree may unpack to (a small pack can hold huge, well-compressed files) */
   PODHOST_GIT_MAX_TREE_MB: z.coerce.number().int().min(1).max(65536).default(2048),
   /** a deploy's build container: its own limits, apart from the serving pod's */
@@ -151,6 +153,8 @@ export interface GitConfig {
   maxTreeBytes: number;
   /** plain http:// to a loopback host may be fetched (local development, tests) */
   allowHttpLoopback: boolean;
+  /** repository lookups in progress at once (agent/git/lookups.ts) */
+  lookupsAtOnce: number;
   build: { memoryBytes: number; nanoCpus: number; pids: number; timeoutMs: number };
   startTimeoutMs: number;
 }
@@ -193,6 +197,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxFetchBytes: e.PODHOST_GIT_MAX_FETCH_MB * 1024 * 1024,
       maxTreeBytes: e.PODHOST_GIT_MAX_TREE_MB * 1024 * 1024,
       allowHttpLoopback: e.PODHOST_ALLOW_HTTP_GIT_LOOPBACK === "true",
+      lookupsAtOnce: e.PODHOST_GIT_LOOKUPS_AT_ONCE,
       build: {
         memoryBytes: e.PODHOST_BUILD_MEMORY_MB * 1024 * 1024,
         nanoCpus: Math.round(e.PODHOST_BUILD_CPUS * 1e9),

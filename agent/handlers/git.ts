@@ -7,6 +7,7 @@ import { gitHome, inspectRepo, limitsOf } from "../git/commit";
 import { deploy, type GitDeps, rollback } from "../git/deploy";
 import { asAgentError, DeployFailure } from "../git/failure";
 import { listBranches } from "../git/fetch";
+import { GitLookups } from "../git/lookups";
 import { type HandlerDeps, podStreams } from "./deps";
 import { guard } from "./guard";
 import type { KeyedLock } from "./keyed-lock";
@@ -32,6 +33,7 @@ export function gitHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
     pending: new Map(),
   };
   const inflight = new Map<string, Promise<DeployOutcome>>();
+  const lookups = new GitLookups(deps.config.git.lookupsAtOnce);
   const once = (pod: string, id: string, fn: () => Promise<DeployOutcome>) => {
     const key = `${pod}/${id}`;
     let run = inflight.get(key);
@@ -49,11 +51,13 @@ export function gitHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
 
   return {
     "repo.branches": guard("repo.branches", async ({ source }, ctx) =>
-      listBranches(source, limitsOf(deps.config), await gitHome(deps.config), ctx.signal).catch(asError),
+      lookups
+        .run(async () => listBranches(source, limitsOf(deps.config), await gitHome(deps.config), ctx.signal))
+        .catch(asError),
     ),
 
     "repo.inspect": guard("repo.inspect", ({ source }, ctx) =>
-      inspectRepo(deps.config, source, ctx.signal).catch(asError),
+      lookups.run(() => inspectRepo(deps.config, source, ctx.signal)).catch(asError),
     ),
 
     "pod.deploy": guard("pod.deploy", (p, ctx) =>

@@ -2,9 +2,10 @@ import { env } from "cloudflare:workers";
 import { sign } from "@octokit/webhooks-methods";
 import { afterEach, describe, expect, it } from "vitest";
 import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
+import { REPO_LOOKUP_LIMITS } from "../../worker/http/repo-lookup-limit";
 import type { RecordedRequest } from "../support/repohost";
 import { type ControlCall, FakeAgent, insertHost, podEventRecords, until } from "./support/agent";
-import { call, registerUser } from "./support/client";
+import { call, freshIp, registerUser } from "./support/client";
 import { onlineWithPod, running } from "./support/pods";
 
 /**
@@ -750,6 +751,110 @@ describe("attacker: repository URLs aimed inward", () => {
     await agent.expectNone("control:call", 300);
     await s.agent.expectNone("control:call", 100);
   });
+});
+
+describe("attacker: repository lookups cannot hog the hosts", () => {
+  it("30 inspects at once from one account: the cap's worth reach a host, the rest are 429 at once", async () => {
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const user = await registerUser();
+    const as = { token: user.token };
+    const q = new URLSearchParams({ repo_url: "https://github.com/acme/big.git" });
+    let settled = 0;
+    const pending = Array.from({ length: 30 }, () =>
+      call("GET", `/api/repos/inspect?${q}`, undefined, as).then((r) => {
+        settled++;
+        return r;
+      }),
+    );
+    const calls = [];
+    for (let i = 0; i < REPO_LOOKUP_LIMITS.atOnce; i++) calls.push(await nextCall(agent, "repo.inspect"));
+    await until(async () => settled === 30 - REPO_LOOKUP_LIMITS.atOnce || undefined, "the refusals", 10_000);
+    await agent.expectNone("control:call", 200);
+    for (const c of calls)
+      agent.ok(c, {
+        preset: "static",
+        install_command: null,
+        build_command: null,
+        start_command: null,
+        port: 8080,
+      });
+    const answers = await Promise.all(pending);
+    const refused = answers.filter((a) => a.status === 429);
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(REPO_LOOKUP_LIMITS.atOnce);
+    expect(refused).toHaveLength(30 - REPO_LOOKUP_LIMITS.atOnce);
+    expect(refused[0]?.body.error).toContain("at once per account");
+    expect(refused[0]?.headers.get("retry-after")).toBe("1");
+    // the places are given back when the lookups end
+    const again = call("GET", `/api/repos/inspect?${q}`, undefined, as);
+    agent.ok(await nextCall(agent, "repo.inspect"), {
+      preset: "static",
+      install_command: null,
+      build_command: null,
+      start_command: null,
+      port: 8080,
+    });
+    expect((await again).status).toBe(200);
+  }, 30_000);
+
+  it("a host busy with its most lookups: the next host takes it; with none free, 429", async () => {
+    const agents = [
+      (await FakeAgent.online(await insertHost())).agent,
+      (await FakeAgent.online(await insertHost())).agent,
+    ];
+    const user = await registerUser();
+    const q = new URLSearchParams({ repo_url: "https://github.com/acme/site.git" });
+    /** the call one of the two agents gets next, and which agent got it */
+    const asked = async () => {
+      for (let tries = 0; tries < 100; tries++)
+        for (const agent of agents) {
+          const c = await agent.next("control:call", 25).catch(() => undefined);
+          if (c) return { agent, c };
+        }
+      throw new Error("no host was asked");
+    };
+    const pending = call("GET", `/api/repos/branches?${q}`, undefined, { token: user.token });
+    const first = await asked();
+    first.agent.fail(first.c, "rate_limited", "this host already has 4 repository lookups in progress");
+    const second = await asked();
+    expect(second.agent).not.toBe(first.agent);
+    second.agent.ok(second.c, { branches: ["main"], default_branch: "main" });
+    expect((await pending).body).toEqual({ branches: ["main"], default_branch: "main" });
+
+    const none = call("GET", `/api/repos/branches?${q}`, undefined, { token: user.token });
+    for (let i = 0; i < 2; i++) {
+      const busy = await asked();
+      busy.agent.fail(busy.c, "rate_limited", "this host already has 4 repository lookups in progress");
+    }
+    expect((await none).status).toBe(429);
+  }, 20_000);
+
+  it("per account and per IP: 60 lookups in 10 minutes, then 429 naming which", async () => {
+    const user = await registerUser();
+    const refused = new URLSearchParams({ repo_url: "https://127.0.0.1/x.git" });
+    // refused URLs count too (they ask no host): the budget is the route's, not the hosts'
+    for (let i = 0; i < REPO_LOOKUP_LIMITS.perAccount; i++)
+      expect(
+        (await call("GET", `/api/repos/branches?${refused}`, undefined, { token: user.token })).status,
+      ).toBe(400);
+    const over = await call("GET", `/api/repos/inspect?${refused}`, undefined, { token: user.token });
+    expect(over.status).toBe(429);
+    expect(over.body.error).toContain("per account");
+
+    // another account from one address: that address's budget is spent, whoever signs in from it
+    const ip = freshIp();
+    const other = await registerUser();
+    for (let i = 0; i < REPO_LOOKUP_LIMITS.perIp; i++)
+      expect(
+        (await call("GET", `/api/repos/branches?${refused}`, undefined, { token: other.token, ip })).status,
+      ).toBe(400);
+    const fromIp = await call("GET", `/api/repos/branches?${refused}`, undefined, {
+      token: (await registerUser()).token,
+      ip,
+    });
+    expect(fromIp.status).toBe(429);
+    expect(fromIp.body.error).toContain("per IP");
+  }, 30_000);
 });
 
 describe("another team", () => {

@@ -73,6 +73,32 @@ export class RateLimiter extends DurableObject {
     return { allowed: true, retryAfter: 0, remaining: Math.max(0, policy.free - state.failures) };
   }
 
+  /**
+   * A place among at most `max` held at once (the caller's operations in progress), one object per
+   * subject: `leave` gives it back. A place not given back (a Worker that died mid-request) lapses
+   * after `leaseMs`, so a count never outlives the calls it counts by more than that. Refused:
+   * retry in a second. Leases are kept in storage: the object may be evicted between calls.
+   */
+  async enter(max: number, leaseMs: number): Promise<{ lease: string } | { retryAfter: number }> {
+    const now = Date.now();
+    const leases = (await this.ctx.storage.get<Record<string, number>>("leases")) ?? {};
+    for (const [id, until] of Object.entries(leases)) if (until <= now) delete leases[id];
+    if (Object.keys(leases).length >= max) return { retryAfter: 1 };
+    const lease = crypto.randomUUID();
+    leases[lease] = now + leaseMs;
+    await this.ctx.storage.put("leases", leases);
+    // every lease has lapsed by then: the alarm's wipe takes nothing still held
+    await this.ctx.storage.setAlarm(Math.max(...Object.values(leases)));
+    return { lease };
+  }
+
+  async leave(lease: string): Promise<void> {
+    const leases = (await this.ctx.storage.get<Record<string, number>>("leases")) ?? {};
+    if (!Object.hasOwn(leases, lease)) return;
+    delete leases[lease];
+    await this.ctx.storage.put("leases", leases);
+  }
+
   async succeeded(): Promise<void> {
     await this.ctx.storage.deleteAll();
   }

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { repoLookupLimit } from "../../http/repo-lookup-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { listBranches } from "../../services/git/repos";
 import { AuthToken, RepoUrl, tags } from "./schemas";
@@ -9,7 +10,7 @@ import { AuthToken, RepoUrl, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, repoLookupLimit],
   operationId: "listRepoBranches",
   method: "get",
   path: "/repos/branches",
@@ -20,7 +21,7 @@ const route = createRoute({
       z.object({ branches: z.array(z.string()), default_branch: z.string().nullable() }),
       "Branches",
     ),
-    ...errors(400, 401, 404, 503),
+    ...errors(400, 401, 403, 404, 413, 422, 429, 503),
   },
 });
 

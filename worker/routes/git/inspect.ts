@@ -3,6 +3,7 @@ import { PRESET_SLUGS } from "../../../shared/catalog";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
+import { repoLookupLimit } from "../../http/repo-lookup-limit";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { inspectRepository } from "../../services/git/repos";
 import { AuthToken, Branch, RepoUrl, tags } from "./schemas";
@@ -10,7 +11,7 @@ import { AuthToken, Branch, RepoUrl, tags } from "./schemas";
 const route = createRoute({
   tags,
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth],
+  middleware: [jsonBodyLimit, requireAuth, repoLookupLimit],
   operationId: "inspectRepo",
   method: "get",
   path: "/repos/inspect",
@@ -33,7 +34,7 @@ const route = createRoute({
       }),
       "Detected commands",
     ),
-    ...errors(400, 401, 404, 503),
+    ...errors(400, 401, 403, 404, 413, 422, 429, 503),
   },
 });
 

@@ -8,8 +8,10 @@ import { checkBranch, checkRepoUrl } from "./repo-url";
 /**
  * The two read-only helpers behind `GET /api/repos/branches` and `/api/repos/inspect` (and
  * from-repo's preset detection): `git ls-remote` or a shallow fetch on any online host that takes
- * pods, in any region, the least loaded first; 503 when there is none. The token rides along for
- * this one command and is kept nowhere.
+ * pods, in any region, the least loaded first (the next one when the first is down or busy with
+ * its most lookups at once); 503 when there is none. The token rides along for this one command and
+ * is kept nowhere. The routes count them per IP and account and cap an account's in progress
+ * (worker/http/repo-lookup-limit.ts); the URL is checked first, so a refused one asks no host.
  */
 
 const LOOK_TIMEOUT_MS = 60_000;
@@ -25,7 +27,8 @@ async function onAnyHost<T>(
   );
   for (const host of hosts.slice(0, 2)) {
     last = await run(host.id);
-    if (last.ok || last.code !== "unavailable") return last;
+    // a host that is down, or busy with its most lookups at once: the next one may take it
+    if (last.ok || (last.code !== "unavailable" && last.code !== "rate_limited")) return last;
   }
   return last;
 }
