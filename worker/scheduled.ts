@@ -5,6 +5,7 @@ import "./services/affiliates/commission";
 import { runDueSchedules } from "./services/backups/schedule";
 import { sweepStuckBackups } from "./services/backups/sweep";
 import { runBilling } from "./services/billing/job";
+import { enforceSuspensions } from "./services/billing/suspension";
 import { sweepStagedBlobs } from "./services/blobs/staging";
 import { failStuckAgentInstalls } from "./services/coding-agents/stuck";
 import { sweepExpiredGrants } from "./services/connectors/grants";
@@ -33,8 +34,15 @@ export const scheduledJobs: ScheduledJob[] = [
     name: "departed-member-keys",
     run: ({ env, db }) => finishKeyRemovals({ db, env, mailer: createMailer(db) }).then(() => undefined),
   },
-  // Daily pod charges, invoicing of ended periods, suspension after the grace period (docs/billing.md).
-  { name: "billing", run: runBilling },
+  // Daily pod charges, invoicing of ended periods, suspension after the grace period, then the
+  // suspended teams' pods stopped and those of resumed teams started (docs/billing.md).
+  {
+    name: "billing",
+    run: async (ctx) => {
+      await runBilling(ctx);
+      await enforceSuspensions(ctx);
+    },
+  },
   {
     name: "stuck-creations",
     run: ({ env, db, now }) => failStuckCreations(env, db, now).then(() => undefined),

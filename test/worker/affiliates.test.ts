@@ -240,8 +240,9 @@ describe("visits and attribution", () => {
         activated_at: null,
         email: `g***@${email.split("@")[1]}`,
         pod_count: 0,
-        plan_slug: null,
-        subscription_status: null,
+        // every team has its subscription from the start (docs/billing.md)
+        plan_slug: "launch",
+        subscription_status: "active",
       }),
     ]);
     expect(JSON.stringify(list.body)).not.toContain(email);

@@ -5,7 +5,7 @@ import { createDb } from "../../worker/db/client";
 import { accrueTeamsPage } from "../../worker/services/billing/accrual";
 import { accrueDay } from "../../worker/services/billing/job";
 import { signPayload } from "../support/stripe";
-import { FakeAgent, insertHost, insertPod, podRecord } from "./support/agent";
+import { FakeAgent, insertHost, insertPod, podEventRecords, podRecord } from "./support/agent";
 import {
   addCard,
   billed,
@@ -54,11 +54,53 @@ const chargesOf = async (teamId: string) =>
   ).results;
 
 describe("without a processor key", () => {
-  it("says processor none and enforces nothing", async () => {
+  it("says processor none and enforces nothing, but the team has its subscription and its pods are accounted", async () => {
     const user = await registerUser();
     const res = await call("GET", "/api/billing/subscription", undefined, { token: user.token });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ processor: "none", status: "none", id: null });
+    expect(res.body).toMatchObject({
+      processor: "none",
+      status: "active",
+      plan_slug: "launch",
+      team_id: user.user.active_team_id,
+    });
+    expect(res.body.id).toMatch(/^sub_/);
+    expect(res.body.created_at).toEqual(expect.any(String));
+    // the same subscription on every read (made with the team, not on the first look)
+    const again = await call("GET", "/api/billing/subscription", undefined, { token: user.token });
+    expect(again.body.id).toBe(res.body.id);
+
+    // a pod created today is listed at its plan's daily rate before any accrual ran
+    const pod = await insertPod({ hostId: null, teamId: user.user.active_team_id });
+    const upcoming = await call("GET", "/api/billing/upcoming", undefined, { token: user.token });
+    expect(upcoming.status).toBe(200);
+    expect(upcoming.body.charges).toEqual([
+      {
+        pod_name: pod.name,
+        pod_status: "running",
+        plan_slug: "launch",
+        plan_name: "Launch",
+        monthly_rate: 500,
+        daily_rate: LAUNCH,
+        active_days: 1,
+        amount: LAUNCH,
+      },
+    ]);
+    expect(upcoming.body).toMatchObject({ subtotal: LAUNCH, estimated_total: LAUNCH });
+
+    // cancel with a pod left: 409 naming it (not 404 "no subscription")
+    const cancel = await call("POST", "/api/billing/subscription/cancel", undefined, { token: user.token });
+    expect(cancel.status).toBe(409);
+    expect(cancel.body.error).toContain(pod.name);
+  });
+
+  it("gives a team made through the API its subscription too", async () => {
+    const { owner, team } = await teamFixture();
+    await switchTo(owner, team.id);
+    const res = await call("GET", "/api/billing/subscription", undefined, { token: owner.token });
+    expect(res.body).toMatchObject({ team_id: team.id, status: "active", plan_slug: "launch" });
+    const row = await env.DB.prepare("SELECT id FROM subscriptions WHERE team_id = ?").bind(team.id).first();
+    expect(row?.id).toBe(res.body.id);
   });
 });
 
@@ -213,12 +255,13 @@ describe("the daily accrual", () => {
     expect(upcoming.status).toBe(200);
     const byPod = Object.fromEntries(upcoming.body.charges.map((c: { pod_name: string }) => [c.pod_name, c]));
     expect(byPod[a.name]).toMatchObject({ active_days: 4, amount: 4 * LAUNCH, pod_status: "deleted" });
+    // b lives on: today (the day in progress, charged when it ends) is counted at its plan
     expect(byPod[b.name]).toMatchObject({
-      active_days: 5,
-      amount: 2 * LAUNCH + 3 * BUILD,
+      active_days: 6,
+      amount: 2 * LAUNCH + 4 * BUILD,
       plan_slug: "build",
     });
-    const subtotal = 6 * LAUNCH + 3 * BUILD;
+    const subtotal = 6 * LAUNCH + 4 * BUILD;
     expect(upcoming.body).toMatchObject({
       subtotal,
       credits_available: 10,
@@ -341,16 +384,25 @@ describe("invoices", () => {
 });
 
 describe("subscriptions", () => {
-  it("subscribe 201, change plan, cancel refused with pods (409) and for a member (403), then cancelled and never resumed", async () => {
+  it("subscribe 201 (the team's own subscription takes the plan), change plan, cancel refused with pods (409) and for a member (403), then cancelled and never resumed", async () => {
     const { owner, member, team } = await teamFixture();
     await switchTo(owner, team.id);
     await switchTo(member, team.id);
+    const before = await call("GET", "/api/billing/subscription", undefined, billed(owner));
     const sub = await call("POST", "/api/billing/subscribe", { plan_slug: "build" }, billed(owner));
     expect(sub.status).toBe(201);
-    expect(sub.body).toMatchObject({ status: "active", plan_slug: "build", team_id: team.id });
-    expect((await call("POST", "/api/billing/subscribe", { plan_slug: "build" }, billed(owner))).status).toBe(
-      409,
-    );
+    expect(sub.body).toMatchObject({
+      status: "active",
+      plan_slug: "build",
+      team_id: team.id,
+      id: before.body.id,
+    });
+    const twice = await call("POST", "/api/billing/subscribe", { plan_slug: "build" }, billed(owner));
+    expect(twice.status).toBe(201);
+    expect(twice.body.id).toBe(before.body.id);
+    expect(
+      (await call("POST", "/api/billing/subscribe", { plan_slug: "build" }, billed(member))).status,
+    ).toBe(403);
     expect((await call("POST", "/api/billing/subscribe", { plan_slug: "gold" }, billed(owner))).status).toBe(
       400,
     );
@@ -375,6 +427,218 @@ describe("subscriptions", () => {
       "cancelled",
     );
   });
+});
+
+describe("nothing runs unpaid", () => {
+  const planOf = async (podId: string) =>
+    (
+      await env.DB.prepare("SELECT plan_slug FROM pods WHERE id = ?")
+        .bind(podId)
+        .first<{ plan_slug: string }>()
+    )?.plan_slug;
+  const setPlan = (podId: string, plan: string) =>
+    env.DB.prepare("UPDATE pods SET plan_slug = ? WHERE id = ?").bind(plan, podId).run();
+  const completedBackup = async (podId: string) => {
+    const id = `bk_${crypto.randomUUID().slice(0, 12)}`;
+    const at = new Date().toISOString();
+    await env.DB.prepare(
+      `INSERT INTO backups (id, pod_id, status, trigger, size, object_key, created_at, completed_at)
+       VALUES (?, ?, 'completed', 'manual', 10, ?, ?, ?)`,
+    )
+      .bind(id, podId, `backups/x/${id}.tar.gz`, at, at)
+      .run();
+    return id;
+  };
+
+  it("the attacker's path: a Launch pod with a card, the card deleted, resized to the largest plan — refused at every step", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const teamId = user.user.active_team_id;
+    const card = await addCard(user, "tok_visa");
+    const pod = await insertPod({ hostId: host.id, teamId, status: "running" });
+
+    // the last card of a team with pods stays: 409 naming them
+    const removeLast = await call(
+      "DELETE",
+      `/api/billing/payment-methods/${card.id}`,
+      undefined,
+      billed(user),
+    );
+    expect(removeLast.status).toBe(409);
+    expect(removeLast.body.error).toContain(pod.name);
+    expect((await call("GET", "/api/billing/payment-methods", undefined, billed(user))).body).toHaveLength(1);
+
+    // one of two cards may go
+    const second = await addCard(user, "tok_mastercard");
+    const removeOne = await call(
+      "DELETE",
+      `/api/billing/payment-methods/${card.id}`,
+      undefined,
+      billed(user),
+    );
+    expect(removeOne.status).toBe(200);
+
+    // the card gone all the same (detached at Stripe: the webhook forgets it): no larger plan
+    await env.DB.prepare("DELETE FROM payment_methods WHERE id = ?").bind(second.id).run();
+    const up = await call("POST", `/api/pods/${pod.name}/resize`, { plan_slug: "turbo" }, billed(user));
+    expect(up.status).toBe(402);
+    expect(up.body.error).toMatch(/payment method/);
+    await agent.expectNone("control:call");
+    expect(await planOf(pod.id)).toBe("launch");
+    // no clone either
+    const clone = await call("POST", `/api/pods/${pod.name}/clone`, { new_name: podName() }, billed(user));
+    expect(clone.status).toBe(402);
+
+    // a smaller plan is always allowed (it costs less)
+    await setPlan(pod.id, "grow");
+    const down = call("POST", `/api/pods/${pod.name}/resize`, { plan_slug: "build" }, billed(user));
+    const resize = await agent.next("control:call", 5_000);
+    expect(resize.op).toBe("pod.resize");
+    agent.ok(resize, { name: pod.name, state: "running", ip: "10.0.0.2" });
+    expect((await down).status).toBe(200);
+
+    // database services and restores need a payable team too
+    const service = await call(
+      "POST",
+      `/api/pods/${pod.name}/services`,
+      { service_type: "redis" },
+      billed(user),
+    );
+    expect(service.status).toBe(402);
+    const backupId = await completedBackup(pod.id);
+    const restore = await call(
+      "POST",
+      `/api/pods/${pod.name}/backups/${backupId}/restore`,
+      undefined,
+      billed(user),
+    );
+    expect(restore.status).toBe(402);
+    await agent.expectNone("control:call");
+
+    // credits that cover the period's estimate pay as a card would
+    await insertCredit(teamId, 1_000_000, null);
+    const paidUp = call("POST", `/api/pods/${pod.name}/resize`, { plan_slug: "scale" }, billed(user));
+    const resized = await agent.next("control:call", 5_000);
+    expect(resized.op).toBe("pod.resize");
+    agent.ok(resized, { name: pod.name, state: "running", ip: "10.0.0.2" });
+    expect((await paidUp).status).toBe(200);
+    expect(await planOf(pod.id)).toBe("scale");
+  });
+
+  it("lets the last card go when the team has no pods, or when its credits cover the period", async () => {
+    const user = await registerUser();
+    const teamId = user.user.active_team_id;
+    const lonely = await addCard(user, "tok_visa");
+    expect(
+      (await call("DELETE", `/api/billing/payment-methods/${lonely.id}`, undefined, billed(user))).status,
+    ).toBe(200);
+
+    const card = await addCard(user, "tok_visa");
+    await insertPod({ hostId: null, teamId });
+    await insertCredit(teamId, 1, null); // a cent does not cover a month of a pod
+    expect(
+      (await call("DELETE", `/api/billing/payment-methods/${card.id}`, undefined, billed(user))).status,
+    ).toBe(409);
+    await insertCredit(teamId, 31 * LAUNCH, null);
+    expect(
+      (await call("DELETE", `/api/billing/payment-methods/${card.id}`, undefined, billed(user))).status,
+    ).toBe(200);
+  });
+
+  it("a suspended team's running pods are stopped and `suspended` (event), cannot be started (402), and start again on resume", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const teamId = user.user.active_team_id;
+    await addCard(user, "tok_chargeDeclined");
+    const running = await insertPod({ hostId: host.id, teamId, status: "running" });
+    const stopped = await insertPod({ hostId: host.id, teamId, status: "stopped", ip: null });
+    await accrueDay(db, "2104-01-05");
+    await runBillingAt(Date.UTC(2104, 1, 1, 6)); // the invoice is declined: past_due
+    expect((await call("GET", "/api/billing/subscription", undefined, billed(user))).body.status).toBe(
+      "past_due",
+    );
+    expect((await podRecord(running.id))?.status).toBe("running");
+
+    // past the grace period: suspended, and the running pod is stopped on its host
+    const cron = runBillingAt(Date.UTC(2104, 1, 9, 6));
+    const stop = await agent.next("control:call", 10_000);
+    expect(stop).toMatchObject({ op: "pod.stop", params: { name: running.name } });
+    agent.ok(stop, { name: running.name, state: "stopped", ip: null });
+    await cron;
+    expect((await call("GET", "/api/billing/subscription", undefined, billed(user))).body.status).toBe(
+      "suspended",
+    );
+    expect((await podRecord(running.id))?.status).toBe("suspended");
+    expect((await podRecord(stopped.id))?.status).toBe("stopped");
+    const events = await podEventRecords(running.id);
+    expect(events.map((e) => e.type)).toContain("suspended");
+    const listed = await call("GET", "/api/pods", undefined, billed(user));
+    const statuses = Object.fromEntries(
+      (listed.body.pods ?? listed.body).map((p: { name: string; status: string }) => [p.name, p.status]),
+    );
+    expect(statuses).toEqual({ [running.name]: "suspended", [stopped.name]: "stopped" });
+
+    // the owner tries to start it again, or the stopped one: 402, the host is not asked
+    for (const name of [running.name, stopped.name]) {
+      for (const action of ["start", "restart"]) {
+        const res = await call("POST", `/api/pods/${name}/${action}`, undefined, billed(user));
+        expect(res.status, `${action} ${name}`).toBe(402);
+        expect(res.body.error).toMatch(/suspended/);
+      }
+    }
+    await agent.expectNone("control:call");
+    // a later cron run has nothing more to stop
+    await runBillingAt(Date.UTC(2104, 1, 10, 6));
+    await agent.expectNone("control:call");
+
+    // the team pays and resumes: the suspended pod starts again, the one stopped by hand stays stopped
+    const [inv] = (await call("GET", "/api/billing/invoices/open", undefined, billed(user))).body;
+    const good = await addCard(user, "tok_visa");
+    await call("POST", "/api/billing/payment-methods/default", { payment_method_id: good.id }, billed(user));
+    expect((await call("POST", `/api/billing/invoices/${inv.id}/pay`, undefined, billed(user))).status).toBe(
+      200,
+    );
+    const resuming = call("POST", "/api/billing/subscription/resume", undefined, billed(user));
+    const start = await agent.next("control:call", 10_000);
+    expect(start).toMatchObject({ op: "pod.start", params: { name: running.name } });
+    agent.ok(start, { name: running.name, state: "running", ip: "10.0.0.9" });
+    const resumed = await resuming;
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.status).toBe("active");
+    expect(await podRecord(running.id)).toMatchObject({ status: "running", ip: "10.0.0.9" });
+    expect((await podRecord(stopped.id))?.status).toBe("stopped");
+    await agent.expectNone("control:call");
+  }, 30_000);
+
+  it("a pod whose host could not stop it stays running, and the next cron run suspends it", async () => {
+    const [user, host] = await Promise.all([registerUser(), insertHost()]);
+    const { agent } = await FakeAgent.online(host);
+    const teamId = user.user.active_team_id;
+    const pod = await insertPod({ hostId: host.id, teamId, status: "running" });
+    await env.DB.prepare("UPDATE subscriptions SET status = 'suspended' WHERE team_id = ?")
+      .bind(teamId)
+      .run();
+    const first = runBillingAt(Date.UTC(2104, 5, 1, 6));
+    const failed = await agent.next("control:call", 10_000);
+    agent.fail(failed, "unavailable", "the engine is busy");
+    await first;
+    expect((await podRecord(pod.id))?.status).toBe("running");
+    const second = runBillingAt(Date.UTC(2104, 5, 1, 7));
+    const retried = await agent.next("control:call", 10_000);
+    expect(retried).toMatchObject({ op: "pod.stop", params: { name: pod.name } });
+    agent.ok(retried, { name: pod.name, state: "stopped", ip: null });
+    await second;
+    expect((await podRecord(pod.id))?.status).toBe("suspended");
+
+    // active again by other means (an operator): the cron starts it
+    await env.DB.prepare("UPDATE subscriptions SET status = 'active' WHERE team_id = ?").bind(teamId).run();
+    const third = runBillingAt(Date.UTC(2104, 5, 1, 8));
+    const start = await agent.next("control:call", 10_000);
+    expect(start).toMatchObject({ op: "pod.start", params: { name: pod.name } });
+    agent.ok(start, { name: pod.name, state: "running", ip: "10.0.0.2" });
+    await third;
+    expect((await podRecord(pod.id))?.status).toBe("running");
+  }, 30_000);
 });
 
 describe("Stripe's webhooks", () => {

@@ -24,7 +24,7 @@ const route = createRoute({
       z.object({ status: z.literal("restoring"), backup_id: z.string() }).openapi("BackupRestoring"),
       "Accepted",
     ),
-    ...errors(400, 401, 404, 409, 429, 503),
+    ...errors(400, 401, 402, 404, 409, 429, 503),
   },
 });
 

@@ -24,7 +24,7 @@ const route = createRoute({
   path: "/billing/subscription/cancel",
   summary:
     "Cancel the subscription: every pod of the team must be deleted first (409 names them); owner only",
-  responses: { 200: jsonResponse(CancelledBody, "OK"), ...errors(401, 403, 404, 409) },
+  responses: { 200: jsonResponse(CancelledBody, "OK"), ...errors(401, 403, 409) },
 });
 
 export function registerCancelSubscription(app: Router) {

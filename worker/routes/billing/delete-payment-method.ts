@@ -22,9 +22,10 @@ const route = createRoute({
   operationId: "deletePaymentMethod",
   method: "delete",
   path: "/billing/payment-methods/{pmId}",
-  summary: "Detach a card; when it was the default, the newest other card becomes the default",
+  summary:
+    "Detach a card; when it was the default, the newest other card becomes the default. The last card of a team with pods is 409 (naming them) unless its credits cover the period",
   request: { params: PaymentMethodParams },
-  responses: { 200: jsonResponse(DeletedBody, "OK"), ...errors(400, 401, 403, 404) },
+  responses: { 200: jsonResponse(DeletedBody, "OK"), ...errors(400, 401, 403, 404, 409) },
 });
 
 export function registerDeletePaymentMethod(app: Router) {

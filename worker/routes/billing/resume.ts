@@ -3,7 +3,7 @@ import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
-import { resumeSubscription } from "../../services/billing/subscriptions";
+import { resumeSubscription } from "../../services/billing/suspension";
 import { Subscription, tags } from "./schemas";
 
 const route = createRoute({
@@ -14,8 +14,8 @@ const route = createRoute({
   method: "post",
   path: "/billing/subscription/resume",
   summary:
-    "Move past_due or suspended back to active once every unpaid invoice is paid (409 {error, unpaid_invoices} otherwise); never undoes a cancellation",
-  responses: { 200: jsonResponse(Subscription, "OK"), ...errors(401, 403, 404, 409) },
+    "Move past_due or suspended back to active once every unpaid invoice is paid (409 {error, unpaid_invoices} otherwise), starting the pods the suspension stopped; never undoes a cancellation",
+  responses: { 200: jsonResponse(Subscription, "OK"), ...errors(401, 403, 409) },
 });
 
 export function registerResumeSubscription(app: Router) {

@@ -23,7 +23,7 @@ const route = createRoute({
   path: "/{name}/clone",
   summary: "Copy a pod (files and environment) into a new pod on the same server",
   request: { params: PodParams, body: jsonBody(z.object({ new_name: PodNameSchema })) },
-  responses: { 201: jsonResponse(Pod, "The new pod"), ...errors(400, 401, 404, 409, 429, 503) },
+  responses: { 201: jsonResponse(Pod, "The new pod"), ...errors(400, 401, 402, 404, 409, 429, 503) },
 });
 
 export function registerClonePod(app: Router) {

@@ -23,7 +23,7 @@ const powerRoute = (action: PowerAction) =>
     path: `/{name}/${action}`,
     summary: `${action[0]?.toUpperCase()}${action.slice(1)} a pod; waits up to 30 s for its host to confirm`,
     request: { params: PodParams },
-    responses: { 200: jsonResponse(Pod, "The updated pod"), ...errors(401, 404, 409, 429, 503) },
+    responses: { 200: jsonResponse(Pod, "The updated pod"), ...errors(401, 402, 404, 409, 429, 503) },
   });
 
 export function registerPowerPod(app: Router, action: PowerAction) {

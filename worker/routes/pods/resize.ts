@@ -25,7 +25,7 @@ const route = createRoute({
     params: PodParams,
     body: jsonBody(z.object({ plan_slug: z.string().max(40).openapi({ example: "build" }) })),
   },
-  responses: { 200: jsonResponse(Pod, "The resized pod"), ...errors(400, 401, 404, 409, 429, 503) },
+  responses: { 200: jsonResponse(Pod, "The resized pod"), ...errors(400, 401, 402, 404, 409, 429, 503) },
 });
 
 export function registerResizePod(app: Router) {

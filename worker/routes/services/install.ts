@@ -27,7 +27,7 @@ const route = createRoute({
   summary:
     "Install a database service (202, `installing`; poll the list until `running` or `error`). Build plan or higher, pod running",
   request: { params: PodParams, body: jsonBody(InstallRequest) },
-  responses: { 202: jsonResponse(Service, "Installing"), ...errors(400, 401, 403, 404, 409, 429, 503) },
+  responses: { 202: jsonResponse(Service, "Installing"), ...errors(400, 401, 402, 403, 404, 409, 429, 503) },
 });
 
 export function registerInstallPodService(app: Router) {

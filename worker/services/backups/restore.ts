@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
 import { backupRestores } from "../../db/schema";
 import { nowIso } from "../../lib/time";
+import { billingAdmission } from "../billing/admission";
 import type { TeamCall } from "../context";
 import { isUniqueViolation } from "../teams/slug";
 import { BUSY, backupable, busyWith, findTeamBackup, notBackupable } from "./records";
@@ -12,7 +13,8 @@ import { BUSY, backupable, busyWith, findTeamBackup, notBackupable } from "./rec
  * runs in the pod-restore workflow, which reports `restore_started`, then `restore_completed` or
  * `restore_failed` as pod events. A completed backup of a running or stopped pod (a stopped one is
  * restored in helper containers and left stopped); one backup, import or restore of a pod at a time
- * (409). A `restoring` row is the lock (a unique index per pod).
+ * (409). A `restoring` row is the lock (a unique index per pod). A team that is not payable
+ * (services/billing/admission.ts) is refused with 402.
  */
 export async function restoreBackup({
   ctx,
@@ -28,6 +30,8 @@ export async function restoreBackup({
       `backup ${backup.id} is ${backup.status}; only a completed backup can be restored`,
     );
   if (!backupable(pod)) return fail("bad_request", notBackupable(pod));
+  const payable = await billingAdmission(ctx, teamId, "restoring backups");
+  if (!payable.ok) return payable;
   if (await busyWith(ctx.db, pod.id)) return fail("conflict", BUSY(pod.name));
   const id = newId("rst");
   try {

@@ -14,7 +14,9 @@ import { suspendOverdue } from "./subscriptions";
  * 1. the daily accrual of the day that ended, a page of teams at a time, its cursor kept in D1 so
  *    a run cut short goes on where it stopped and a finished day is not walked again;
  * 2. invoicing of ended periods, only once the accrual of the last day is complete;
- * 3. `past_due` beyond the grace period to `suspended`.
+ * 3. `past_due` beyond the grace period to `suspended`; then (worker/scheduled.ts, the same job)
+ *    the pods of suspended teams are stopped and those of teams active again started
+ *    (services/billing/suspension.ts, kept out of this module: it speaks to hosts).
  * Without a processor key only the accrual runs (the upcoming view still shows the charges).
  */
 

@@ -6,6 +6,7 @@ import { nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { type BillingCall, requireBillingOwner, requireProcessor } from "./access";
 import { ensureCustomer } from "./customers";
+import { creditsCoverPeriod, liveTeamPods } from "./estimate";
 import { isProcessorAnswer } from "./stripe";
 
 export interface PaymentMethodView {
@@ -148,7 +149,10 @@ export async function setDefaultPaymentMethod({
   return ok(toPaymentMethodView({ ...found.value, isDefault: true }));
 }
 
-/** Detached at Stripe, then forgotten; when it was the default, the newest other card takes over. */
+/**
+ * Detached at Stripe, then forgotten; when it was the default, the newest other card takes over.
+ * The last card of a team with pods is refused (409, `lastCardInUse`).
+ */
 export async function removePaymentMethod({
   ctx,
   caller,
@@ -160,6 +164,8 @@ export async function removePaymentMethod({
   if (!found.ok) return found;
   const stripe = requireProcessor(ctx);
   if (!stripe.ok) return stripe;
+  const lastCard = await lastCardInUse(ctx, caller.teamId, found.value.id);
+  if (!lastCard.ok) return lastCard;
   try {
     await stripe.value.paymentMethods.detach(found.value.processorPaymentMethodId);
   } catch (error) {
@@ -168,6 +174,28 @@ export async function removePaymentMethod({
   }
   await forgetPaymentMethod(ctx, found.value);
   return ok({ status: "deleted" });
+}
+
+/**
+ * The team's last card stays while the team has pods (they accrue charges someone must pay), unless
+ * the team's credits cover its current period's estimate (services/billing/estimate.ts): 409 naming
+ * the pods. Removing one of several cards, or the last of a team without pods, is fine.
+ */
+async function lastCardInUse(ctx: ServiceContext, teamId: string, removing: string): Promise<Result<null>> {
+  const [other] = await ctx.db
+    .select({ id: paymentMethods.id })
+    .from(paymentMethods)
+    .where(and(eq(paymentMethods.teamId, teamId), ne(paymentMethods.id, removing)))
+    .limit(1);
+  if (other) return ok(null);
+  const live = await liveTeamPods(ctx.db, teamId);
+  if (live.length === 0 || (await creditsCoverPeriod(ctx.db, teamId, 0))) return ok(null);
+  const shown = live.slice(0, 50).map((p) => p.name);
+  const more = live.length > shown.length ? ` and ${live.length - shown.length} more` : "";
+  return fail(
+    "conflict",
+    `the team's last payment method pays for its pods; add another card or delete the pods first (its credits do not cover this period); pods: ${shown.join(", ")}${more}`,
+  );
 }
 
 export async function forgetPaymentMethod(ctx: ServiceContext, row: PaymentMethodRow) {

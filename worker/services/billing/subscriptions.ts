@@ -2,7 +2,7 @@ import { and, eq, inArray, lt, ne } from "drizzle-orm";
 import { findPlan, PLAN_SLUGS } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
-import { invoices, pods, type SubscriptionRow, subscriptions } from "../../db/schema";
+import { pods, type SubscriptionRow, subscriptions } from "../../db/schema";
 import { DAY, nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { type BillingCall, requireBillingOwner } from "./access";
@@ -27,42 +27,75 @@ const runHooks = async (ctx: ServiceContext, teamId: string, status: "active" | 
   for (const hook of hooks) await hook(ctx, teamId, status);
 };
 
-/** A failed payment leaves the team `past_due` this long before it is `suspended` (no new pods). */
+/**
+ * A failed payment leaves the team `past_due` this long before it is `suspended` (no new pods, no
+ * larger plans, its running pods stopped: services/billing/suspension.ts).
+ */
 export const SUSPENSION_GRACE_MS = 7 * DAY;
 
 export interface SubscriptionView {
-  id: string | null;
+  id: string;
   team_id: string;
-  plan_slug: string | null;
-  /** `none` until the team subscribes */
-  status: SubscriptionRow["status"] | "none";
+  plan_slug: string;
+  status: SubscriptionRow["status"];
   current_period_start: string;
   current_period_end: string;
-  created_at: string | null;
+  created_at: string;
   processor: "stripe" | "none";
 }
 
-function toView(ctx: ServiceContext, teamId: string, row: SubscriptionRow | undefined): SubscriptionView {
+export function toSubscriptionView(
+  ctx: ServiceContext,
+  teamId: string,
+  row: SubscriptionRow,
+): SubscriptionView {
   const period = periodAt(Date.now());
   return {
-    id: row?.id ?? null,
+    id: row.id,
     team_id: teamId,
-    plan_slug: row?.planSlug ?? null,
-    status: row?.status ?? "none",
+    plan_slug: row.planSlug,
+    status: row.status,
     current_period_start: period.start,
     current_period_end: period.end,
-    created_at: row?.createdAt ?? null,
+    created_at: row.createdAt,
     processor: processorName(ctx.env),
   };
 }
 
-export async function subscriptionRow(ctx: ServiceContext, teamId: string) {
+/** Every team's subscription from its start (`teamStatements`): active, on the Launch plan. */
+export const initialSubscription = (ctx: Pick<ServiceContext, "db">, teamId: string, now: string) =>
+  ctx.db
+    .insert(subscriptions)
+    .values({
+      id: newId("sub"),
+      teamId,
+      planSlug: "launch",
+      status: "active",
+      createdAt: now,
+      updatedAt: now,
+    })
+    .onConflictDoNothing();
+
+export async function subscriptionRow(ctx: Pick<ServiceContext, "db">, teamId: string) {
   const [row] = await ctx.db.select().from(subscriptions).where(eq(subscriptions.teamId, teamId));
   return row;
 }
 
+/**
+ * The team's subscription. Every team gets one when it is made (and migration 0020 gave one to every
+ * team made before); a team still without one (a row lost by hand) gets its first here.
+ */
+export async function ensureSubscription(ctx: Pick<ServiceContext, "db">, teamId: string) {
+  const row = await subscriptionRow(ctx, teamId);
+  if (row) return row;
+  await initialSubscription(ctx, teamId, nowIso());
+  const made = await subscriptionRow(ctx, teamId);
+  if (!made) throw new Error(`no subscription could be made for team ${teamId}`);
+  return made;
+}
+
 export async function getSubscription({ ctx, caller }: BillingCall<unknown>): Promise<SubscriptionView> {
-  return toView(ctx, caller.teamId, await subscriptionRow(ctx, caller.teamId));
+  return toSubscriptionView(ctx, caller.teamId, await ensureSubscription(ctx, caller.teamId));
 }
 
 const planOf = (slug: string) =>
@@ -70,7 +103,11 @@ const planOf = (slug: string) =>
     ? ok(slug)
     : fail("bad_request", `plan_slug: unknown plan "${slug}"; one of ${PLAN_SLUGS.join(", ")}`);
 
-/** 201 for a team without a live subscription (never subscribed, or cancelled); 409 otherwise. */
+/**
+ * 201 with the team's subscription on the plan asked for: a live one (`active`, `trialing`: every
+ * team has one from its start) takes the plan as `PUT …/plan` does, a cancelled one is active again.
+ * `past_due` and `suspended` are 409: the unpaid invoices and `resume` come first.
+ */
 export async function subscribe({
   ctx,
   caller,
@@ -80,14 +117,14 @@ export async function subscribe({
   if (!owner.ok) return owner;
   const plan = planOf(input.plan_slug);
   if (!plan.ok) return plan;
-  const existing = await subscriptionRow(ctx, caller.teamId);
+  const existing = await ensureSubscription(ctx, caller.teamId);
   const now = nowIso();
-  if (existing && existing.status !== "cancelled")
+  if (existing.status === "past_due" || existing.status === "suspended")
     return fail(
       "conflict",
-      `the team already has a subscription (${existing.status}); change its plan instead`,
+      `the team's subscription is ${existing.status}: pay its unpaid invoices and resume (POST /api/billing/subscription/resume)`,
     );
-  if (existing) {
+  if (existing.status === "cancelled") {
     const moved = await ctx.db
       .update(subscriptions)
       .set({ planSlug: plan.value, status: "active", cancelledAt: null, pastDueSince: null, updatedAt: now })
@@ -96,18 +133,11 @@ export async function subscribe({
     if (moved.length > 0) await runHooks(ctx, caller.teamId, "active");
   } else {
     await ctx.db
-      .insert(subscriptions)
-      .values({
-        id: newId("sub"),
-        teamId: caller.teamId,
-        planSlug: plan.value,
-        status: "active",
-        createdAt: now,
-        updatedAt: now,
-      })
-      .onConflictDoNothing();
+      .update(subscriptions)
+      .set({ planSlug: plan.value, updatedAt: now })
+      .where(eq(subscriptions.id, existing.id));
   }
-  return ok(toView(ctx, caller.teamId, await subscriptionRow(ctx, caller.teamId)));
+  return ok(toSubscriptionView(ctx, caller.teamId, await ensureSubscription(ctx, caller.teamId)));
 }
 
 /**
@@ -123,14 +153,14 @@ export async function changePlan({
   if (!owner.ok) return owner;
   const plan = planOf(input.plan_slug);
   if (!plan.ok) return plan;
-  const existing = await subscriptionRow(ctx, caller.teamId);
-  if (!existing || existing.status === "cancelled")
-    return fail("conflict", "the team has no live subscription; subscribe first");
+  const existing = await ensureSubscription(ctx, caller.teamId);
+  if (existing.status === "cancelled")
+    return fail("conflict", "the team's subscription is cancelled; subscribe first");
   await ctx.db
     .update(subscriptions)
     .set({ planSlug: plan.value, updatedAt: nowIso() })
     .where(eq(subscriptions.id, existing.id));
-  return ok(toView(ctx, caller.teamId, { ...existing, planSlug: plan.value }));
+  return ok(toSubscriptionView(ctx, caller.teamId, { ...existing, planSlug: plan.value }));
 }
 
 /** Only with every pod deleted: a pod still there would keep accruing charges nobody pays. */
@@ -140,8 +170,7 @@ export async function cancelSubscription({
 }: BillingCall<unknown>): Promise<Result<{ status: "cancelled" }>> {
   const owner = await requireBillingOwner(ctx, caller);
   if (!owner.ok) return owner;
-  const existing = await subscriptionRow(ctx, caller.teamId);
-  if (!existing) return fail("not_found", "the team has no subscription");
+  const existing = await ensureSubscription(ctx, caller.teamId);
   if (existing.status === "cancelled") return ok({ status: "cancelled" });
   const live = await ctx.db
     .select({ name: pods.name })
@@ -160,34 +189,6 @@ export async function cancelSubscription({
     .returning({ id: subscriptions.id });
   if (moved.length > 0) await runHooks(ctx, caller.teamId, "cancelled");
   return ok({ status: "cancelled" });
-}
-
-/** `past_due` or `suspended` back to `active` once no invoice is left unpaid; never un-cancels. */
-export async function resumeSubscription({
-  ctx,
-  caller,
-}: BillingCall<unknown>): Promise<Result<SubscriptionView>> {
-  const owner = await requireBillingOwner(ctx, caller);
-  if (!owner.ok) return owner;
-  const existing = await subscriptionRow(ctx, caller.teamId);
-  if (!existing) return fail("not_found", "the team has no subscription");
-  if (existing.status === "cancelled")
-    return fail("conflict", "a cancelled subscription is not resumed; subscribe again");
-  if (existing.status !== "past_due" && existing.status !== "suspended")
-    return ok(toView(ctx, caller.teamId, existing));
-  const unpaid = await ctx.db
-    .select({ id: invoices.id })
-    .from(invoices)
-    .where(and(eq(invoices.teamId, caller.teamId), inArray(invoices.status, ["open", "draft"])));
-  if (unpaid.length > 0)
-    return fail("conflict", "pay the team's unpaid invoices before resuming", {
-      unpaid_invoices: unpaid.map((i) => i.id),
-    });
-  await ctx.db
-    .update(subscriptions)
-    .set({ status: "active", pastDueSince: null, updatedAt: nowIso() })
-    .where(and(eq(subscriptions.id, existing.id), inArray(subscriptions.status, ["past_due", "suspended"])));
-  return ok(toView(ctx, caller.teamId, { ...existing, status: "active", pastDueSince: null }));
 }
 
 /**

@@ -1,5 +1,6 @@
 import {
   DEFAULT_REGION,
+  dailyPrice,
   findPlan,
   findRegion,
   PLAN_SLUGS,
@@ -76,7 +77,7 @@ export async function admitPod(
 ): Promise<Result<{ pod: PodRow; host: HostRow; sshPort: number }>> {
   const { db } = ctx;
   // 402 before anything is reserved: no card, or a suspended subscription (with a processor configured).
-  const billing = await billingAdmission(ctx, input.teamId);
+  const billing = await billingAdmission(ctx, input.teamId, "creating pods", dailyPrice(input.plan));
   if (!billing.ok) return billing;
   const claim = await claimableName(db, input.name);
   if (!claim.ok) return claim;

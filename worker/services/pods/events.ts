@@ -13,6 +13,7 @@ export type PodEventType =
   | "stopped"
   | "restarted"
   | "resized"
+  | "suspended"
   | "reloaded"
   | "deleted"
   | "error"

@@ -1,5 +1,9 @@
+import { and, eq } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
+import { pods } from "../../db/schema";
 import { callHost } from "../../durable-objects/host-agent/client";
+import { nowIso } from "../../lib/time";
+import { subscriptionStanding } from "../billing/admission";
 import type { ServiceContext, TeamCall } from "../context";
 import { type PodEventType, recordEventStatement } from "./events";
 import { readPodRow } from "./lookup";
@@ -33,13 +37,34 @@ export async function powerPod({
 }: TeamCall<{ name: string; action: PowerAction }>): Promise<Result<PodView>> {
   const target = await podTarget(ctx, teamId, name);
   if (!target.ok) return target;
+  const { pod } = target.value.found;
+  // Nothing of a suspended team runs (402); a pod its suspension stopped is started by `resume`,
+  // or here once the team is in good standing again.
+  if (action !== "stop") {
+    const standing = await subscriptionStanding(ctx, teamId);
+    if (!standing.ok) return standing;
+  }
   const t = transitions[action];
   const result = await callTarget(ctx, target.value, t.op, { name }, { timeoutMs: POWER_TIMEOUT_MS });
   if (!result.ok) return result;
-  const podId = target.value.found.pod.id;
-  await recordEventStatement(ctx.db, podId, t.event, t.message);
-  return viewOf(ctx, podId);
+  // `suspended` is the control plane's status, which the host's answer does not move (host-sync).
+  const leavesSuspension =
+    pod.status === "suspended"
+      ? ctx.db
+          .update(pods)
+          .set({
+            status: STATUS_OF_STATE[result.value.state],
+            ...(result.value.ip ? { ip: result.value.ip } : {}),
+            updatedAt: nowIso(),
+          })
+          .where(and(eq(pods.id, pod.id), eq(pods.status, "suspended")))
+      : null;
+  const event = recordEventStatement(ctx.db, pod.id, t.event, t.message);
+  await (leavesSuspension ? ctx.db.batch([leavesSuspension, event]) : event);
+  return viewOf(ctx, pod.id);
 }
+
+const STATUS_OF_STATE = { running: "running", stopped: "stopped", missing: "error" } as const;
 
 /**
  * The pod with its status as the host sees it right now; 503 when the host cannot be asked. The

@@ -1,8 +1,9 @@
 import { eq } from "drizzle-orm";
-import { findPlan } from "../../../shared/catalog";
+import { dailyPrice, findPlan } from "../../../shared/catalog";
 import { fail, type Result } from "../../../shared/errors";
 import { pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
+import { billingAdmission } from "../billing/admission";
 import type { TeamCall } from "../context";
 import { reserveCapacity } from "../hosts/hosts";
 import { resolvePlan } from "./admission";
@@ -12,7 +13,10 @@ import { limitsOf } from "./spec";
 import { callTarget, podTarget } from "./target";
 import type { PodView } from "./view";
 
-/** New plan limits on the running container; the host must have room for the difference (409). */
+/**
+ * New plan limits on the running container; the host must have room for the difference (409), and
+ * a larger plan needs a payable team (402, services/billing/admission.ts).
+ */
 export async function resizePod({
   ctx,
   teamId,
@@ -26,6 +30,16 @@ export async function resizePod({
   const { hostId } = target.value;
   const current = findPlan(pod.planSlug);
   if (!current || current.slug === plan.value.slug) return viewOf(ctx, pod.id);
+  // A larger plan costs more a day: only a payable team moves up (402). Down is always allowed.
+  if (dailyPrice(plan.value) > dailyPrice(current)) {
+    const payable = await billingAdmission(
+      ctx,
+      teamId,
+      "resizing to a larger plan",
+      dailyPrice(plan.value) - dailyPrice(current),
+    );
+    if (!payable.ok) return payable;
+  }
 
   const delta = {
     cpu: plan.value.cpu - current.cpu,

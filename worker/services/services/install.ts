@@ -5,6 +5,7 @@ import { newId } from "../../../shared/ids";
 import { SERVICE_PORTS, type ServiceType } from "../../../shared/protocol/services";
 import { type PodServiceRow, podServices } from "../../db/schema";
 import { nowIso } from "../../lib/time";
+import { billingAdmission } from "../billing/admission";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { findTeamPod } from "../pods/lookup";
@@ -18,7 +19,8 @@ import { type ServiceView, toServiceView } from "./views";
  * `POST /api/pods/{name}/services`: a row `installing`, its `service_install` event, and the
  * pod-service workflow that asks the host (worker/workflows/pod-service.ts); 202 with the row.
  *
- * Refused: 403 on a plan without database services (Launch), 400 when the pod is not running, 409
+ * Refused: 403 on a plan without database services (Launch), 402 when the team is not payable
+ * (services/billing/admission.ts), 400 when the pod is not running, 409
  * when the type is installed or still installing. A failed install (`error`) may be tried again:
  * the retry keeps the first password, because the host adopts a data directory an earlier attempt
  * initialised, and that directory keeps the password it was made with.
@@ -38,6 +40,8 @@ export async function installService({
       "forbidden",
       `database services need the Build plan or higher; pod ${pod.name} is on ${plan?.name ?? pod.planSlug}`,
     );
+  const payable = await billingAdmission(ctx, teamId, "installing database services");
+  if (!payable.ok) return payable;
   if (pod.status !== "running") return fail("bad_request", NOT_RUNNING);
   const host = hostOf(found.value);
   if (!host.ok) return host;

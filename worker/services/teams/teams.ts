@@ -5,6 +5,7 @@ import { pods, type TeamRow, teamMembers, teams, users } from "../../db/schema";
 import { createIsolateCache } from "../../lib/isolate-cache";
 import { nowIso } from "../../lib/time";
 import { toUserView, type UserView } from "../auth/accounts";
+import { initialSubscription } from "../billing/subscriptions";
 import type { ServiceContext } from "../context";
 import { requireMember, requireOwner } from "./access";
 import { withUniqueSlug } from "./slug";
@@ -44,6 +45,8 @@ function teamStatements(ctx: ServiceContext, team: TeamRow) {
       role: "owner",
       joinedAt: team.createdAt,
     }),
+    // every team has its subscription from the start (docs/billing.md), enforcement on or off
+    initialSubscription(ctx, team.id, team.createdAt),
   ] as const;
 }
 
