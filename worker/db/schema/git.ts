@@ -65,6 +65,8 @@ export const deployments = sqliteTable(
     createdAt: text("created_at").notNull(),
     startedAt: text("started_at"),
     finishedAt: text("finished_at"),
+    /** the host's own measure of the deploy's wall time (ms), counted against the plan's build budget */
+    buildMs: integer("build_ms"),
   },
   (t) => [
     index("deployments_pod_created_idx").on(t.podId, t.createdAt),
