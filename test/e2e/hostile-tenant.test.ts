@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SUBVOLUME_IOCTLS } from "../support/pod-disk";
 import { apiClient, signUp } from "./support/api";
+import { percentile, startLatencyProbe } from "./support/latency-probe";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type ClientKey, makeKey, randomKeyLogin, sshRun } from "./support/ssh";
 import { type Stack, startStack, waitFor } from "./support/stack";
@@ -127,6 +128,59 @@ describe("a hostile tenant", () => {
     // no exec and no helper container per attempt: at most the owner's session and a few checks
     expect(events.length).toBeLessThan(30);
   });
+
+  it("cannot keep the shared ingress reloading: 300 feedback rotations, 8 at a time, are 429 past the limit while a neighbour's p99 holds", async () => {
+    // Each rotation that gets through renders Mallory's vhost and reloads the host's nginx, through
+    // which every pod is served. A neighbour's visitor is timed from its own process throughout.
+    // The baseline is the same API load that reloads nothing: 300 settings calls on the neighbour's
+    // own pod that leave its vhost as it is (20 reach the host, which renders the same file; 280 are
+    // 429). On this 2-core machine the Worker shares the CPU with nginx and the pods (in production
+    // it runs at the edge, not on the host), and that load alone moves a pod's p99 several times
+    // over; what is compared is what the reloads add to it.
+    const own = `hostile-${stack.prefix.slice(-4)}`;
+    const nina = await signUp(stack.api, "Nina");
+    const neighbour = `nb-${stack.prefix.slice(-4)}`;
+    await createRunningPods(nina.api, [[neighbour, "static"]]);
+    const probe = await startLatencyProbe(stack.ingressPort, `${neighbour}.pods.localhost`);
+    /** 300 calls, 8 at a time; the statuses, and when the load ran */
+    const burst = async (post: () => Promise<{ status: number }>) => {
+      const statuses: number[] = [];
+      let next = 0;
+      const from = Date.now();
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let i = next++; i < 300; i = next++) statuses.push((await post()).status);
+        }),
+      );
+      const count = (status: number) => statuses.filter((s) => s === status).length;
+      return { from, to: Date.now(), ok: count(200), limited: count(429) };
+    };
+    try {
+      await new Promise((r) => setTimeout(r, 1_000)); // warm: connections, the pod's page cache
+      const idleFrom = Date.now();
+      await new Promise((r) => setTimeout(r, 3_000));
+      const idle = probe.between(idleFrom, Date.now());
+      const baseline = await burst(() => nina.api.post(`/api/pods/${neighbour}/feedback/settings`, {}));
+      const attack = await burst(() =>
+        mallory.api.post(`/api/pods/${own}/feedback/settings`, { rotate: true }),
+      );
+      const quiet = probe.between(baseline.from, baseline.to);
+      const during = probe.between(attack.from, attack.to);
+      const p99 = (ms: number[]) => percentile(ms, 0.99).toFixed(1);
+      process.stdout.write(
+        `ingress reloads (e2e): 300 rotations → ${attack.ok} × 200, ${attack.limited} × 429; neighbour p99 ` +
+          `${p99(idle)} ms idle, ${p99(quiet)} ms under the same API load without reloads (${quiet.length} requests), ` +
+          `${p99(during)} ms during the rotations (${during.length} requests)\n`,
+      );
+      const perPod = 20; // FAIR_SHARE_LIMITS.ingress.perPod (worker/http/rate-limit.ts: Worker types stay out of Node's)
+      expect([attack.ok, attack.limited]).toEqual([perPod, 300 - perPod]);
+      expect([baseline.ok, baseline.limited]).toEqual([perPod, 300 - perPod]);
+      expect(during.length).toBeGreaterThan(20);
+      expect(percentile(during, 0.99)).toBeLessThanOrEqual(2 * percentile(quiet, 0.99));
+    } finally {
+      await probe.stop();
+    }
+  }, 120_000);
 
   it("cannot plant an auto_inject account key with a token bound to one team: the user's next pod in another team refuses it", async () => {
     // Victor's CI token for his personal team P has leaked to Mallory.
