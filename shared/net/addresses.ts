@@ -71,7 +71,7 @@ function refusedIpv4([a = 0, b = 0, c = 0]: number[]): string | null {
 }
 
 /** Eight 16-bit groups, or null. Accepts `::` and a trailing dotted IPv4. */
-function parseIpv6(text: string): number[] | null {
+export function parseIpv6(text: string): number[] | null {
   if (text.length === 0 || text.length > 45) return null;
   let tail: number[] = [];
   let body = text;

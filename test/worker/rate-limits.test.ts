@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { rateLimitAddress } from "../../worker/http/rate-limit";
 import { call, freshIp, PASSWORD, registerUser, uniqueEmail } from "./support/client";
 import { createTeam, invite } from "./support/teams";
 
@@ -50,6 +51,30 @@ describe("POST /api/auth/login: 5 per minute per IP", () => {
     expectLimited(await loginFrom(ip, email));
     const forgot = await call("POST", "/api/auth/forgot-password", { email }, { ip });
     expect(forgot.status).toBe(200);
+  });
+});
+
+describe("per-IP limits count an IPv6 address by its /64 (attacker: one subscriber's 2^64 addresses)", () => {
+  it("answers the 6th login from another address of the same /64 with 429; the next /64 has its own budget", async () => {
+    const u = await registerUser();
+    const ip = freshIp(); // `<48 bits>:<16 bits>::1`, a /64 of its own
+    const sibling = ip.replace(/::1$/, ":1234:5678:9abc:def0"); // same /64, another interface id
+    expect(sibling).not.toBe(ip);
+    for (let i = 0; i < 5; i++) expect((await loginFrom(ip, u.user.email)).status).toBe(401);
+    expectLimited(await loginFrom(sibling, u.user.email));
+    expectLimited(await loginFrom(sibling.toUpperCase(), u.user.email));
+    expect((await loginFrom(freshIp(), u.user.email, PASSWORD)).status).toBe(200);
+  });
+
+  it("keys an address as Cloudflare may spell it: /64 for IPv6, an IPv4-mapped one as its IPv4", () => {
+    expect(rateLimitAddress("2001:DB8:0:1:ffff::1")).toBe("2001:db8:0:1::/64");
+    expect(rateLimitAddress("2001:db8:0:1::")).toBe("2001:db8:0:1::/64");
+    expect(rateLimitAddress("2001:0db8:0000:0001:1:2:3:4")).toBe("2001:db8:0:1::/64");
+    expect(rateLimitAddress("2001:db8::")).toBe("2001:db8:0:0::/64");
+    expect(rateLimitAddress("2001:db8:0:2::1")).toBe("2001:db8:0:2::/64");
+    expect(rateLimitAddress("::ffff:203.0.113.9")).toBe("203.0.113.9");
+    expect(rateLimitAddress("203.0.113.9")).toBe("203.0.113.9");
+    expect(rateLimitAddress("unknown")).toBe("unknown");
   });
 });
 

@@ -12,8 +12,13 @@ export interface Reply<T = any> {
 const fileTag = crypto.randomUUID().slice(0, 8);
 
 let ipCounter = 0;
-/** A fresh client IP per call site, so rate limits of one test never leak into another (nor another file's). */
-export const freshIp = () => `fd00:${fileTag.slice(0, 4)}:${fileTag.slice(4)}::${(++ipCounter).toString(16)}`;
+/**
+ * A fresh client IP per call site, so rate limits of one test never leak into another (nor another
+ * file's): a /64 of its own (per-IP limits count an IPv6 address by its /64), the file's tag in the
+ * first 48 bits (a ULA, fd00::/8), the call's number in the next 16.
+ */
+export const freshIp = () =>
+  `fd${fileTag.slice(0, 2)}:${fileTag.slice(2, 6)}:${fileTag.slice(6)}00:${(++ipCounter % 0x10000).toString(16)}::1`;
 
 export interface CallOptions {
   token?: string;
