@@ -45,6 +45,12 @@ export interface Bindings {
   GIT_TOKEN_KEY?: string;
   /** secret: 32 bytes, base64; encrypts database service passwords at rest (AES-GCM) */
   SERVICE_PASSWORD_KEY?: string;
+  /** secret: 32 bytes, base64; encrypts invitation tokens at rest for the owner's list (AES-GCM) */
+  INVITATION_TOKEN_KEY?: string;
+  /** during a rotation (`npm run secrets:rotate`): the previous key of each kind, which only opens */
+  GIT_TOKEN_KEY_PREVIOUS?: string;
+  SERVICE_PASSWORD_KEY_PREVIOUS?: string;
+  INVITATION_TOKEN_KEY_PREVIOUS?: string;
   /** "true": plain http:// repository URLs are accepted for loopback hosts (local development, tests) */
   ALLOW_HTTP_GIT_LOOPBACK?: string;
   DNS_RESOLVER_URL?: string;

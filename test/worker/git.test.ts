@@ -118,7 +118,7 @@ describe("connect, update, disconnect", () => {
     const row = await env.DB.prepare("SELECT * FROM git_configs WHERE pod_id = ?").bind(pod.id).first();
     expect(JSON.stringify(row)).not.toContain(TOKEN);
     expect(JSON.stringify(row)).not.toContain(git.webhook_secret);
-    expect(row?.token_encrypted).toMatch(/^v1\./);
+    expect(row?.token_encrypted).toMatch(/^v2\./);
 
     const read = await call("GET", `/api/pods/${pod.name}/git`, undefined, as);
     expect(read.status).toBe(200);
@@ -885,5 +885,70 @@ describe("another team", () => {
     );
     expect(cross.status).toBe(401);
     await s.agent.expectNone("control:call", 200);
+  });
+});
+
+/** A value sealed as before associated data: `v1.<iv>.<ciphertext>`, AES-GCM with the key alone. */
+async function sealV1(keyBase64: string, plaintext: string) {
+  const bytes = Uint8Array.from(atob(keyBase64), (c) => c.charCodeAt(0));
+  const key = await crypto.subtle.importKey("raw", bytes, "AES-GCM", false, ["encrypt"]);
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = new Uint8Array(
+    await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode(plaintext)),
+  );
+  const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
+  return `v1.${b64(iv)}.${b64(sealed)}`;
+}
+
+describe("secrets at rest", () => {
+  it("a webhook secret's sealed value copied into another pod's row in D1 does not open there", async () => {
+    // The attacker knows its own pod's webhook secret and can write D1 (a leaked export put back, a
+    // write path gone wrong): it copies its sealed secret over the victim's.
+    const victim = await connected();
+    const mine = await connected();
+    const copy = await env.DB.prepare(
+      "UPDATE git_configs SET webhook_secret_encrypted = (SELECT webhook_secret_encrypted FROM git_configs WHERE pod_id = ?) WHERE pod_id = ?",
+    )
+      .bind(mine.pod.id, victim.pod.id)
+      .run();
+    expect(copy.meta.changes).toBe(1);
+    const res = await call(
+      "POST",
+      `/api/webhooks/git/${victim.pod.name}`,
+      {},
+      { headers: { "x-webhook-secret": mine.git.webhook_secret } },
+    );
+    expect(res.status).toBe(401);
+    // the token sealed for one purpose does not open as the other either
+    await env.DB.prepare("UPDATE git_configs SET webhook_secret_encrypted = token_encrypted WHERE pod_id = ?")
+      .bind(mine.pod.id)
+      .run();
+    const asToken = await call(
+      "POST",
+      `/api/webhooks/git/${mine.pod.name}`,
+      {},
+      { headers: { "x-webhook-secret": TOKEN } },
+    );
+    expect(asToken.status).toBe(401);
+    await victim.agent.expectNone("control:call", 200);
+    await mine.agent.expectNone("control:call", 200);
+  });
+
+  it("a secret sealed before associated data (v1) still opens where it is", async () => {
+    const s = await connected();
+    const secret = "whs_sealed_the_old_way_0123456789abcdef";
+    await env.DB.prepare("UPDATE git_configs SET webhook_secret_encrypted = ? WHERE pod_id = ?")
+      .bind(await sealV1(env.GIT_TOKEN_KEY ?? "", secret), s.pod.id)
+      .run();
+    const res = await call(
+      "POST",
+      `/api/webhooks/git/${s.pod.name}`,
+      { ref: "main", commit: sha(7) },
+      { headers: { "x-webhook-secret": secret } },
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const c = await nextCall(s.agent, "pod.deploy");
+    s.agent.ok(c, okOutcome(c, 7));
+    await settled(s.as, s.pod.name, res.body.id);
   });
 });

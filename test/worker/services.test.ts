@@ -116,7 +116,7 @@ describe("install", () => {
     expect(JSON.stringify(events)).not.toContain(params.password);
     const row = await env.DB.prepare("SELECT * FROM pod_services WHERE pod_id = ?").bind(pod.id).first();
     expect(JSON.stringify(row)).not.toContain(params.password);
-    expect(row?.password_encrypted).toMatch(/^v1\./);
+    expect(row?.password_encrypted).toMatch(/^v2\./);
     expect(row).toMatchObject({ status: "running", version: "14.17", service_type: "postgresql" });
   });
 
@@ -333,5 +333,33 @@ describe("another team", () => {
     await s.agent.expectNone("control:call");
     expect((await list(s.as, s.pod.name)).body).toHaveLength(1);
     expect((await call("GET", `/api/pods/${s.pod.name}/services`)).status).toBe(401);
+  });
+
+  it("a victim's sealed password copied into the attacker's row in D1 does not open there", async () => {
+    // The attacker can write D1 (a leaked export put back, a write path gone wrong) and read its own
+    // credentials: the sealed value is bound to the victim's pod and type, so it opens nowhere else.
+    const victim = await podOn();
+    const victimPassword = await installed(victim, "postgresql", "14.17");
+    const attacker = await podOn();
+    await installed(attacker, "postgresql", "14.17");
+    await installed(attacker, "mysql", "10.11.11-MariaDB");
+    const copy = await env.DB.prepare(
+      "UPDATE pod_services SET password_encrypted = (SELECT password_encrypted FROM pod_services WHERE pod_id = ? AND service_type = 'postgresql') WHERE pod_id = ? AND service_type = 'postgresql'",
+    )
+      .bind(victim.pod.id, attacker.pod.id)
+      .run();
+    expect(copy.meta.changes).toBe(1);
+    const read = await credentials(attacker.as, attacker.pod.name, "postgresql");
+    expect(read.status).toBe(500);
+    expect(read.body.error).toContain("does not belong where it is stored");
+    expect(JSON.stringify(read.body)).not.toContain(victimPassword);
+    // nor does its own password of another type open as this one
+    await env.DB.prepare(
+      "UPDATE pod_services SET password_encrypted = (SELECT password_encrypted FROM pod_services WHERE pod_id = ?1 AND service_type = 'mysql') WHERE pod_id = ?1 AND service_type = 'postgresql'",
+    )
+      .bind(attacker.pod.id)
+      .run();
+    expect((await credentials(attacker.as, attacker.pod.name, "postgresql")).status).toBe(500);
+    expect((await credentials(victim.as, victim.pod.name, "postgresql")).body.password).toBe(victimPassword);
   });
 });

@@ -1,86 +1,72 @@
 import { fail, ok, type Result } from "../../shared/errors";
 import type { Bindings } from "../env";
+import {
+  type KeyRing,
+  keyProblem,
+  open,
+  SECRET_PURPOSES,
+  type SecretKeyName,
+  type SecretPurpose,
+  seal,
+} from "./sealing";
 
 /**
- * Secrets at rest in D1, sealed with a key held as a Worker secret: AES-256-GCM with a 32-byte key
- * (base64) and a fresh 96-bit IV each time, stored as `v1.<iv>.<ciphertext>` in base64. A reader of
- * D1 (a backup, a leaked export) learns nothing. Each kind of secret has its own key (its own secret
- * name), so one leaked key opens one kind: git tokens and webhook secrets (GIT_TOKEN_KEY), database
- * service passwords (SERVICE_PASSWORD_KEY).
+ * Secrets at rest in D1, sealed with a key held as a Worker secret (worker/lib/sealing.ts:
+ * AES-256-GCM, a fresh IV each time, the purpose and owner as associated data). A reader of D1 (a
+ * backup, a leaked export) learns nothing, and a writer of D1 cannot move a sealed value to another
+ * row or column. Each kind of secret has its own key (its own secret name), so one leaked key opens
+ * one kind: git tokens and webhook secrets (GIT_TOKEN_KEY), database service passwords
+ * (SERVICE_PASSWORD_KEY), invitation tokens (INVITATION_TOKEN_KEY). `<NAME>_PREVIOUS`, set during a
+ * rotation (docs/security.md "Rotating the keys at rest"), opens what the previous key sealed.
  */
-
-export type SecretKeyName = "GIT_TOKEN_KEY" | "SERVICE_PASSWORD_KEY";
 
 export interface SecretBox {
   /** Whether secrets can be sealed at all (the key is configured and well formed). */
   usable(): Result<true>;
-  seal(plaintext: string): Promise<Result<string>>;
-  open(stored: string): Promise<Result<string>>;
+  /** Seals `plaintext` as this purpose's secret of `owner` (the id of the row it is stored in). */
+  seal(owner: string, plaintext: string): Promise<Result<string>>;
+  open(owner: string, stored: string): Promise<Result<string>>;
 }
 
-const VERSION = "v1";
-const encoder = new TextEncoder();
+/** The ring of `env[keyName]` and `env[keyName_PREVIOUS]`, or why there is none. */
+export function keyRingOf(env: Bindings, keyName: SecretKeyName, feature: string): Result<KeyRing> {
+  const current = env[keyName];
+  if (!current) return fail("unavailable", `${feature} are not configured: the ${keyName} secret is missing`);
+  const previous = env[`${keyName}_PREVIOUS`] || undefined;
+  for (const [name, raw] of [
+    [keyName, current],
+    [`${keyName}_PREVIOUS`, previous],
+  ] as const) {
+    const problem = raw === undefined ? undefined : keyProblem(raw);
+    if (problem) return fail("internal", `${name} ${problem}`);
+  }
+  return ok({ current, previous });
+}
 
-const toBase64 = (bytes: Uint8Array): string => btoa(String.fromCharCode(...bytes));
-const fromBase64 = (text: string): Uint8Array => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-
-/** imported keys per isolate, by the secret's value */
-const keys = new Map<string, Promise<CryptoKey>>();
-
-/**
- * The box of the key in `env[keyName]`; `purpose` names what it is for in the 503 a missing key
- * gives ("git deployments", "database services").
- */
-export function secretBox(env: Bindings, keyName: SecretKeyName, purpose: string): SecretBox {
-  const keyOf = (): Result<Promise<CryptoKey>> => {
-    const raw = env[keyName];
-    if (!raw) return fail("unavailable", `${purpose} are not configured: the ${keyName} secret is missing`);
-    let cached = keys.get(raw);
-    if (!cached) {
-      let bytes: Uint8Array;
-      try {
-        bytes = fromBase64(raw);
-      } catch {
-        return fail("internal", `${keyName} is not base64`);
-      }
-      if (bytes.length !== 32) return fail("internal", `${keyName} must be 32 bytes (base64)`);
-      cached = crypto.subtle.importKey("raw", bytes, "AES-GCM", false, ["encrypt", "decrypt"]);
-      keys.set(raw, cached);
-    }
-    return ok(cached);
-  };
-
+export function secretBox(env: Bindings, purpose: SecretPurpose): SecretBox {
+  const { key: keyName, feature } = SECRET_PURPOSES[purpose];
   return {
     usable() {
-      const key = keyOf();
-      return key.ok ? ok(true) : key;
+      const ring = keyRingOf(env, keyName, feature);
+      return ring.ok ? ok(true) : ring;
     },
-    async seal(plaintext) {
-      const key = keyOf();
-      if (!key.ok) return key;
-      const iv = crypto.getRandomValues(new Uint8Array(12));
-      const sealed = await crypto.subtle.encrypt(
-        { name: "AES-GCM", iv },
-        await key.value,
-        encoder.encode(plaintext),
-      );
-      return ok(`${VERSION}.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`);
+    async seal(owner, plaintext) {
+      const ring = keyRingOf(env, keyName, feature);
+      if (!ring.ok) return ring;
+      return ok(await seal(ring.value, purpose, owner, plaintext));
     },
-    async open(stored) {
-      const key = keyOf();
-      if (!key.ok) return key;
-      const [version, iv, sealed] = stored.split(".");
-      if (version !== VERSION || !iv || !sealed)
-        return fail("internal", `a secret stored under ${keyName} has an unknown format`);
-      try {
-        const plain = await crypto.subtle.decrypt(
-          { name: "AES-GCM", iv: fromBase64(iv) },
-          await key.value,
-          fromBase64(sealed),
-        );
-        return ok(new TextDecoder().decode(plain));
-      } catch {
-        return fail("internal", `a stored secret cannot be decrypted (was ${keyName} changed?)`);
+    async open(owner, stored) {
+      const ring = keyRingOf(env, keyName, feature);
+      if (!ring.ok) return ring;
+      const opened = await open(ring.value, purpose, owner, stored);
+      if (opened.ok) return ok(opened.value);
+      switch (opened.reason) {
+        case "format":
+          return fail("internal", `a secret stored under ${keyName} has an unknown format`);
+        case "key":
+          return fail("internal", `a stored secret cannot be decrypted (was ${keyName} changed?)`);
+        case "decrypt":
+          return fail("internal", `a stored ${purpose} does not belong where it is stored`);
       }
     },
   };

@@ -9,7 +9,7 @@ import { NOT_RUNNING } from "../pods/target";
 import { cancelQueued } from "./queue";
 import { checkBranch, checkBuildCommand, checkRepoUrl, hostedRepo, repoKey } from "./repo-url";
 import { createPushHook, deletePushHook } from "./repohost";
-import { decryptSecret, encryptSecret, newWebhookSecret, secretsUsable } from "./secrets";
+import { newWebhookSecret, openToken, sealToken, sealWebhookSecret, secretsUsable } from "./secrets";
 import { type GitConfigView, repohostWebhookUrl, toGitConfigView } from "./views";
 
 export interface ConnectInput {
@@ -68,9 +68,9 @@ export async function storeConfig(
   const checked = checkConnectInput(ctx, input);
   if (!checked.ok) return checked;
   const secret = newWebhookSecret();
-  const sealedSecret = await encryptSecret(ctx.env, secret);
+  const sealedSecret = await sealWebhookSecret(ctx.env, pod.id, secret);
   if (!sealedSecret.ok) return sealedSecret;
-  const sealedToken = input.auth_token ? await encryptSecret(ctx.env, input.auth_token) : undefined;
+  const sealedToken = input.auth_token ? await sealToken(ctx.env, pod.id, input.auth_token) : undefined;
   if (sealedToken && !sealedToken.ok) return sealedToken;
   const now = nowIso();
   const row: GitConfigRow = {
@@ -220,7 +220,7 @@ export async function disconnectRepository({
   let removed = config.hookId === null;
   const repo = hostedRepo(ctx.env, config.repoUrl);
   if (config.hookId && repo && config.tokenEncrypted) {
-    const token = await decryptSecret(ctx.env, config.tokenEncrypted);
+    const token = await openToken(ctx.env, pod.id, config.tokenEncrypted);
     const deleted = token.ok ? await deletePushHook(ctx.env, token.value, repo, config.hookId) : token;
     removed = deleted.ok;
     if (!deleted.ok)

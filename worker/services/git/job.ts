@@ -6,7 +6,7 @@ import { deployments, gitConfigs, pods } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
 import { finishDeployment } from "./queue";
-import { decryptSecret } from "./secrets";
+import { openToken } from "./secrets";
 
 /**
  * What the pod-deploy workflow reads and writes around the host's work. `DeployJob` is a step's
@@ -69,9 +69,9 @@ export async function loadDeployJob(db: Db, deploymentId: string): Promise<Deplo
 }
 
 /** The token for the host's one command, or undefined (none stored). */
-export async function tokenOf(env: Bindings, job: { tokenEncrypted: string | null }) {
+export async function tokenOf(env: Bindings, job: { podId: string; tokenEncrypted: string | null }) {
   if (!job.tokenEncrypted) return undefined;
-  const token = await decryptSecret(env, job.tokenEncrypted);
+  const token = await openToken(env, job.podId, job.tokenEncrypted);
   return token.ok ? token.value : undefined;
 }
 

@@ -7,7 +7,7 @@ import { DAY, nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { enqueueDeployment } from "./queue";
 import { repoKey } from "./repo-url";
-import { constantTimeEqual, decryptSecret } from "./secrets";
+import { constantTimeEqual, openWebhookSecret } from "./secrets";
 import { type DeploymentView, toDeploymentView } from "./views";
 
 /**
@@ -98,7 +98,7 @@ export async function receiveRepohostPush(
       : await ctx.db.select().from(gitConfigs).where(inArray(gitConfigs.repoKey, keys)).limit(50);
   let config: GitConfigRow | undefined;
   for (const c of candidates) {
-    const secret = await decryptSecret(ctx.env, c.webhookSecretEncrypted);
+    const secret = await openWebhookSecret(ctx.env, c.podId, c.webhookSecretEncrypted);
     if (secret.ok && (await verify(secret.value, request.body, request.signature))) {
       config = c;
       break;
@@ -163,7 +163,9 @@ export async function receiveGenericPush(
     .innerJoin(gitConfigs, eq(gitConfigs.podId, pods.id))
     .where(and(eq(pods.name, request.podName), ne(pods.status, "deleted")))
     .limit(1);
-  const secret = row ? await decryptSecret(ctx.env, row.config.webhookSecretEncrypted) : undefined;
+  const secret = row
+    ? await openWebhookSecret(ctx.env, row.config.podId, row.config.webhookSecretEncrypted)
+    : undefined;
   if (!row || !secret?.ok || !constantTimeEqual(secret.value, request.secret))
     return fail("unauthorized", BAD_SECRET);
   let push: z.infer<typeof GenericPush> = {};

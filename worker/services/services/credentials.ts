@@ -31,7 +31,7 @@ export async function getServiceCredentials({
   const found = await findTeamService(ctx.db, teamId, input.name, input.serviceType);
   if (!found.ok) return found;
   const { pod, service } = found.value;
-  const password = await openPassword(ctx.env, service.passwordEncrypted);
+  const password = await openPassword(ctx.env, service, service.passwordEncrypted);
   if (!password.ok) return password;
   return ok({
     service_type: service.serviceType,

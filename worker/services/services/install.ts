@@ -56,7 +56,7 @@ export async function installService({
     );
   let passwordEncrypted = earlier?.passwordEncrypted;
   if (!passwordEncrypted) {
-    const sealed = await sealPassword(ctx.env, newServicePassword());
+    const sealed = await sealPassword(ctx.env, { podId: pod.id, serviceType: type }, newServicePassword());
     if (!sealed.ok) return sealed;
     passwordEncrypted = sealed.value;
   }
