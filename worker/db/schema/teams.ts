@@ -49,10 +49,16 @@ export const invitations = sqliteTable(
     email: text("email").notNull(),
     role: text("role", { enum: ["owner", "member"] }).notNull(),
     /**
-     * SHA-256 of the invitation token: the token itself is shown once (creation answer and mail), as
-     * an API token is, so a leaked table or backup admits nobody to a team.
+     * SHA-256 of the invitation token, what a link is looked up by: a leaked table or backup admits
+     * nobody to a team.
      */
     tokenHash: text("token_hash").notNull().unique(),
+    /**
+     * The token sealed with the INVITATION_TOKEN_KEY secret (worker/lib/secret-box.ts, bound to this
+     * row), for the owner's list (the spec's Invitation has `token`); null for invitations made
+     * before it was kept or without the key: the list shows them without a token.
+     */
+    tokenSealed: text("token_sealed"),
     invitedBy: text("invited_by")
       .notNull()
       .references(() => users.id),

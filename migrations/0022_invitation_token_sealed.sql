@@ -1,0 +1,1 @@
+ALTER TABLE `invitations` ADD `token_sealed` text;
