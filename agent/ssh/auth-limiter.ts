@@ -1,3 +1,5 @@
+import { rateLimitAddress } from "../../shared/net/addresses";
+
 export interface AuthLimitOptions {
   /** failed logins from one address within `windowMs` that get it blocked */
   maxFailures: number;
@@ -26,6 +28,8 @@ interface AddressRecord {
  * once per key) and forgiven if a later key of the same connection gets in (OpenSSH offers every
  * key it has in turn). Enough of them within the window and the address is blocked for a while:
  * its new connections are dropped before the handshake, its connections still trying are ended.
+ * An IPv6 address is counted with the rest of its /64 (rateLimitAddress): one attacker's network,
+ * not 2^64 fresh budgets, nor 10,000 of them crowding everyone else's records out.
  */
 export class AuthFailureLimiter {
   private readonly records = new Map<string, AddressRecord>();
@@ -36,12 +40,13 @@ export class AuthFailureLimiter {
   ) {}
 
   blocked(ip: string): boolean {
-    const r = this.records.get(ip);
+    const r = this.records.get(rateLimitAddress(ip));
     return r !== undefined && r.blockedUntil > this.now();
   }
 
   /** Record a failure; true when this one got the address blocked. */
-  fail(ip: string): boolean {
+  fail(address: string): boolean {
+    const ip = rateLimitAddress(address);
     const now = this.now();
     const r = this.records.get(ip) ?? { failures: [], blockedUntil: 0 };
     this.records.delete(ip); // re-inserted last: the map's order is then least recently failed first
@@ -64,7 +69,7 @@ export class AuthFailureLimiter {
 
   /** Take back the latest failure (the connection that failed first got in after all). */
   forgive(ip: string): void {
-    const r = this.records.get(ip);
+    const r = this.records.get(rateLimitAddress(ip));
     r?.failures.pop();
   }
 }

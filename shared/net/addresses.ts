@@ -129,3 +129,20 @@ function refusedIpv6(g: number[]): string | null {
   if (g0 === 0x2001 && g1 === 0xdb8) return "a documentation address";
   return null;
 }
+
+/**
+ * An address as a rate-limit key (the Worker's per-IP limits, the SSH gateway's failed logins). An
+ * IPv6 address counts as its /64: that is the one network a subscriber or a server is given, 2^64
+ * addresses, and keyed on the whole address each would be a budget of its own. An IPv4-mapped one
+ * (`::ffff:a.b.c.d`, as Node reports IPv4 peers of a dual-stack socket) counts as its IPv4 address.
+ */
+export function rateLimitAddress(ip: string): string {
+  if (!ip.includes(":")) return ip;
+  const g = parseIpv6(ip);
+  if (!g) return ip.slice(0, 64); // not an address (a zone id, garbage): counted as it is
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) {
+    return [g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff].join(".");
+  }
+  return `${[g0, g1, g2, g3].map((n) => n.toString(16)).join(":")}::/64`;
+}

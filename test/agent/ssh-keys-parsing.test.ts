@@ -201,4 +201,16 @@ describe("failed login limit", () => {
     now += 5_001;
     expect(limiter.blocked("1.2.3.4")).toBe(false);
   });
+
+  it("counts an IPv6 address with the rest of its /64, and an IPv4-mapped one as its IPv4 (attacker: one subscriber's 2^64 addresses)", () => {
+    const limiter = new AuthFailureLimiter({ maxFailures: 3, windowMs: 1_000, blockMs: 5_000 }, () => 0);
+    expect(limiter.fail("2001:db8:7:1::1")).toBe(false);
+    expect(limiter.fail("2001:db8:7:1::2")).toBe(false);
+    expect(limiter.fail("2001:db8:7:1:ffff:ffff:ffff:ffff")).toBe(true);
+    expect(limiter.blocked("2001:db8:7:1:abcd::9")).toBe(true);
+    expect(limiter.blocked("2001:db8:7:2::1")).toBe(false);
+    for (let i = 0; i < 2; i++) limiter.fail("198.51.100.4");
+    expect(limiter.fail("::ffff:198.51.100.4")).toBe(true);
+    expect(limiter.blocked("198.51.100.4")).toBe(true);
+  });
 });

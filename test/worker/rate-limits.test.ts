@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { rateLimitAddress } from "../../worker/http/rate-limit";
+import { rateLimitAddress } from "../../shared/net/addresses";
 import { call, freshIp, PASSWORD, registerUser, uniqueEmail } from "./support/client";
 import { createTeam, invite } from "./support/teams";
 

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { parseIpv6 } from "../../shared/net/addresses";
+import { rateLimitAddress } from "../../shared/net/addresses";
 import type { BackoffPolicy } from "../durable-objects/rate-limiter";
 import type { Bindings } from "../env";
 import type { AppEnv } from "./app-env";
@@ -23,24 +23,11 @@ export const RATE_LIMITS = {
 } as const;
 
 /**
- * The client's address as a rate-limit key (Cloudflare sets CF-Connecting-IP at the edge and
- * overwrites any value a client sends). An IPv6 address counts as its /64: that is the one network
- * a subscriber or a server is given, 2^64 addresses, and keyed on the whole address each would be
- * a budget of its own. An IPv4-mapped one (`::ffff:a.b.c.d`) counts as its IPv4 address.
+ * The client's address as a rate-limit key: an IPv6 address as its /64 (rateLimitAddress).
+ * Cloudflare sets CF-Connecting-IP at the edge and overwrites any value a client sends.
  */
 export const clientIp = (c: { req: { header(name: string): string | undefined } }) =>
   rateLimitAddress(c.req.header("cf-connecting-ip") ?? "unknown");
-
-export function rateLimitAddress(ip: string): string {
-  if (!ip.includes(":")) return ip;
-  const g = parseIpv6(ip);
-  if (!g) return ip.slice(0, 64); // not an address Cloudflare sends: counted as it is
-  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
-  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) {
-    return [g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff].join(".");
-  }
-  return `${[g0, g1, g2, g3].map((n) => n.toString(16)).join(":")}::/64`;
-}
 
 /** Counts one request against `route`'s limit for the client's IP; 429 with Retry-After once it is spent. */
 export async function enforceRateLimit(c: Context<AppEnv>, route: keyof typeof RATE_LIMITS): Promise<void> {
