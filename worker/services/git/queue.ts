@@ -61,6 +61,7 @@ export async function enqueueDeployment(
     createdAt: now,
     startedAt: null,
     finishedAt: null,
+    buildMs: null,
   };
   const reason = `superseded by ${id}`;
   await db.batch([db.insert(deployments).values(row), ...supersedeStatements(db, podId, superseded, reason)]);
@@ -77,6 +78,29 @@ export async function enqueueDeployment(
   }
   await wake(env, superseded);
   return row;
+}
+
+/**
+ * A push's deployment. While a push's deployment is queued behind a running one, a newer push takes
+ * its place (its commit and message, newest wins, as `enqueueDeployment` supersedes): no row, event
+ * or workflow instance more per push, however many arrive while a deploy runs. The update is
+ * conditional on the row still being queued, so one that just took its turn is left alone and the
+ * push queues a deployment of its own.
+ */
+export async function enqueuePush(
+  env: Bindings,
+  db: Db,
+  podId: string,
+  input: { commitSha: string | null; commitMessage: string | null },
+): Promise<DeploymentRow> {
+  const [coalesced] = await db
+    .update(deployments)
+    .set({ commitSha: input.commitSha, commitMessage: input.commitMessage })
+    .where(
+      and(eq(deployments.podId, podId), eq(deployments.stage, "queued"), eq(deployments.trigger, "push")),
+    )
+    .returning();
+  return coalesced ?? enqueueDeployment(env, db, podId, { trigger: "push", ...input });
 }
 
 /** Ends the pod's queued deployments (those still queued) as failed for `reason`, each with its event. */
