@@ -20,6 +20,8 @@ export default defineConfig({
                 GIT_TOKEN_KEY: "dGVzdC1vbmx5LWdpdC10b2tlbi1rZXktMzItYnl0ZXM=",
                 // database service passwords at rest (a test key of its own)
                 SERVICE_PASSWORD_KEY: "dGVzdC1vbmx5LXNlcnZpY2UtcGFzc3dvcmQta2V5ISE=",
+                // invitation tokens kept sealed for the owner's list (a test key of its own)
+                INVITATION_TOKEN_KEY: "dGVzdC1vbmx5LWludml0YXRpb24tdG9rZW4ta2V5ISE=",
                 ALLOW_HTTP_GIT_LOOPBACK: "true",
                 // Imports: URL imports may fetch the local doubles on 127.0.0.1 (every other private address stays refused).
                 ALLOW_IMPORT_LOOPBACK: "true",

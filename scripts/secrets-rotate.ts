@@ -61,6 +61,7 @@ const SEALED_COLUMNS: {
     column: "password_encrypted",
     owner: "pod_id || '/' || service_type",
   },
+  { purpose: "invitation-token", table: "invitations", id: "id", column: "token_sealed", owner: "id" },
 ];
 
 const ROOT = path.resolve(import.meta.dirname, "..");

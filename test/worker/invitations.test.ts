@@ -5,8 +5,8 @@ import { expireInvitation, mailsTo, sha256Hex } from "./support/db";
 import { activeTeamOf, addMember, createTeam, invite, teamFixture } from "./support/teams";
 
 const DAY = 86_400_000;
-/** Listed invitations: the token is shown once, when the invitation is made (only its hash is kept). */
-const INVITATION_KEYS = ["created_at", "email", "expires_at", "id", "invited_by", "role", "team_id"];
+/** The spec's Invitation record, in the creation answer and in the owner's list alike. */
+const INVITATION_KEYS = ["created_at", "email", "expires_at", "id", "invited_by", "role", "team_id", "token"];
 
 const accept = (body: unknown, opts: { token?: string; cookie?: string } = {}) =>
   call("POST", "/api/invitations/accept", body, opts);
@@ -27,7 +27,7 @@ describe("POST /api/teams/{id}/invitations", () => {
       { token: owner.token },
     );
     expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual([...INVITATION_KEYS, "token"].sort());
+    expect(Object.keys(res.body).sort()).toEqual(INVITATION_KEYS);
     expect(res.body).toMatchObject({
       team_id: team.id,
       email: email.toLowerCase(),
@@ -114,6 +114,21 @@ describe("GET and DELETE /api/teams/{id}/invitations", () => {
     expect(res.status).toBe(200);
     expect(res.body.map((i: { id: string }) => i.id).sort()).toEqual([a.id, b.id].sort());
     for (const i of res.body) expect(Object.keys(i).sort()).toEqual(INVITATION_KEYS);
+    // each with the token of its link, as made (the spec's Invitation has it)
+    const listed = new Map(res.body.map((i: { id: string; token: string }) => [i.id, i.token]));
+    expect(listed.get(a.id)).toBe(a.token);
+    expect(listed.get(b.id)).toBe(b.token);
+    expect((await call("GET", `/api/invitations/${listed.get(a.id)}`)).body.email).toBe(a.email);
+  });
+
+  it("lists an invitation made before tokens were kept with token null; it still works", async () => {
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
+    const old = await invite(owner, team.id, outsider.user.email);
+    await env.DB.prepare("UPDATE invitations SET token_sealed = NULL WHERE id = ?").bind(old.id).run();
+    const res = await call("GET", `/api/teams/${team.id}/invitations`, undefined, { token: owner.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([expect.objectContaining({ id: old.id, token: null })]);
+    expect((await accept({ token: old.token }, { token: outsider.token })).status).toBe(200);
   });
 
   it("leaves expired and accepted invitations out", async () => {
@@ -186,6 +201,32 @@ describe("invitation tokens at rest and in logs (attacker: someone reading the d
     expect(results).toHaveLength(1);
     expect(JSON.stringify(results)).not.toContain(inv.token);
     expect(results[0]?.token_hash).toBe(await sha256Hex(inv.token));
+    expect(results[0]?.token_sealed).toMatch(/^v2\./);
+  });
+
+  it("a victim's sealed token copied into the attacker's own invitation in D1 does not show in the attacker's list", async () => {
+    // The attacker owns a team and can write D1 (a leaked export put back): the sealed token is
+    // bound to the victim's invitation row, so it opens nowhere else.
+    const victim = await teamFixture();
+    const attacker = await teamFixture();
+    const target = await invite(victim.owner, victim.team.id, uniqueEmail());
+    const own = await invite(attacker.owner, attacker.team.id, uniqueEmail());
+    await env.DB.prepare(
+      "UPDATE invitations SET token_sealed = (SELECT token_sealed FROM invitations WHERE id = ?) WHERE id = ?",
+    )
+      .bind(target.id, own.id)
+      .run();
+    const res = await call("GET", `/api/teams/${attacker.team.id}/invitations`, undefined, {
+      token: attacker.owner.token,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([expect.objectContaining({ id: own.id, token: null })]);
+    expect(JSON.stringify(res.body)).not.toContain(target.token);
+    // the victim's own list still shows it
+    const theirs = await call("GET", `/api/teams/${victim.team.id}/invitations`, undefined, {
+      token: victim.owner.token,
+    });
+    expect(theirs.body).toEqual([expect.objectContaining({ id: target.id, token: target.token })]);
   });
 });
 

@@ -140,6 +140,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       GIT_TOKEN_KEY: "ZTJlLW9ubHktZ2l0LXRva2VuLWtleS0zMi1ieXRlcyE=",
       // database services: a test key for their passwords at rest
       SERVICE_PASSWORD_KEY: "ZTJlLW9ubHktc2VydmljZS1wYXNzd29yZC1rZXkhISE=",
+      // invitation tokens kept sealed for the owner's list
+      INVITATION_TOKEN_KEY: "ZTJlLW9ubHktaW52aXRhdGlvbi10b2tlbi1rZXkhISE=",
       ALLOW_HTTP_GIT_LOOPBACK: "true",
       ALLOW_IMPORT_LOOPBACK: "true",
       ...(port ? { PUBLIC_URL: `http://127.0.0.1:${port}` } : {}),

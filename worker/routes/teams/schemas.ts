@@ -32,10 +32,10 @@ export const Invitation = z
     team_id: z.string(),
     email: z.string(),
     role: z.enum(["owner", "member"]),
-    token: z
-      .string()
-      .optional()
-      .openapi({ description: "only in the creation answer: the token is stored hashed and shown once" }),
+    token: z.string().nullable().openapi({
+      description:
+        "the invitation link's token (GET /api/invitations/{token}); null in the list for an invitation made before tokens were kept (invite the address again for a new link)",
+    }),
     invited_by: z.string(),
     expires_at: z.string(),
     created_at: z.string(),

@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { newId, randomToken } from "../../../shared/ids";
 import { type InvitationRow, invitations, teamMembers, teams, users } from "../../db/schema";
 import { sha256Hex } from "../../lib/crypto";
+import { secretBox } from "../../lib/secret-box";
 import { DAY, isoIn, nowIso } from "../../lib/time";
 import { authenticatePassword, createAccount, findUserByEmail, normalizeEmail } from "../auth/accounts";
 import { createSession } from "../auth/sessions";
@@ -18,19 +19,22 @@ export interface InvitationView {
   team_id: string;
   email: string;
   role: "owner" | "member";
-  /** only when the invitation is made: just its hash is stored */
-  token?: string;
+  /**
+   * the link's token: in the creation answer, and in the owner's list while it is kept sealed (null
+   * for an invitation made before tokens were kept, or while INVITATION_TOKEN_KEY is not set)
+   */
+  token: string | null;
   invited_by: string;
   expires_at: string;
   created_at: string;
 }
 
-export const toInvitationView = (i: InvitationRow, token?: string): InvitationView => ({
+export const toInvitationView = (i: InvitationRow, token: string | null): InvitationView => ({
   id: i.id,
   team_id: i.teamId,
   email: i.email,
   role: i.role,
-  ...(token ? { token } : {}),
+  token,
   invited_by: i.invitedBy,
   expires_at: i.expiresAt,
   created_at: i.createdAt,
@@ -41,7 +45,25 @@ const pending = () => and(gt(invitations.expiresAt, nowIso()), isNull(invitation
 
 const usedOrExpired = () => fail("not_found", "invitation not found, expired or already used");
 
-/** Pending invitations: neither expired nor used. */
+/**
+ * Invitation tokens are looked up by their SHA-256 (`token_hash`) and kept sealed for the owner's
+ * list (`token_sealed`, INVITATION_TOKEN_KEY, bound to the invitation's id): a reader of D1 learns no
+ * link, and the owner can copy a pending link again, as the spec's Invitation record has it.
+ */
+const tokens = (ctx: ServiceContext) => secretBox(ctx.env, "invitation-token");
+
+/** The sealed token opened, or null: none kept, no key, or one that does not open (logged). */
+async function tokenOf(ctx: ServiceContext, row: InvitationRow): Promise<string | null> {
+  if (!row.tokenSealed) return null;
+  const opened = await tokens(ctx).open(row.id, row.tokenSealed);
+  if (opened.ok) return opened.value;
+  console.warn(
+    JSON.stringify({ msg: "invitation token not opened", invitationId: row.id, error: opened.message }),
+  );
+  return null;
+}
+
+/** Pending invitations: neither expired nor used, each with its token (see tokenOf). */
 export async function listInvitations(ctx: ServiceContext, userId: string, teamId: string) {
   const access = await requireOwner(ctx.db, teamId, userId);
   if (!access.ok) return access;
@@ -50,7 +72,7 @@ export async function listInvitations(ctx: ServiceContext, userId: string, teamI
     .from(invitations)
     .where(and(eq(invitations.teamId, teamId), pending()))
     .orderBy(invitations.createdAt);
-  return ok(rows.map((row) => toInvitationView(row)));
+  return ok(await Promise.all(rows.map(async (row) => toInvitationView(row, await tokenOf(ctx, row)))));
 }
 
 export async function createInvitation(
@@ -72,12 +94,17 @@ export async function createInvitation(
     if (member) return fail("conflict", "this user is already a member of the team");
   }
   const token = randomToken(32);
+  const id = newId("inv");
+  // Without the key the invitation works as before; only the owner's list cannot show its link.
+  const sealed = ctx.env.INVITATION_TOKEN_KEY ? await tokens(ctx).seal(id, token) : undefined;
+  if (sealed && !sealed.ok) return sealed;
   const invitation: InvitationRow = {
-    id: newId("inv"),
+    id,
     teamId,
     email,
     role: input.role,
     tokenHash: await sha256Hex(token),
+    tokenSealed: sealed?.value ?? null,
     invitedBy: inviter.id,
     expiresAt: isoIn(INVITATION_TTL),
     createdAt: nowIso(),
