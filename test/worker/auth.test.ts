@@ -170,6 +170,68 @@ describe("POST /api/auth/logout", () => {
   });
 });
 
+describe("the session cookie where the API is https (attacker: a sibling host tossing a pod_session cookie)", () => {
+  const HTTPS = { PUBLIC_URL: "https://api.podhost.test" };
+  const BROWSER = { "sec-fetch-site": "same-origin" };
+  const cookieLine = (res: { headers: Headers }, name: string) =>
+    res.headers.getAll("set-cookie").find((line) => line.startsWith(`${name}=`));
+  const me = (cookie: string, headers: Record<string, string> = {}) =>
+    call("GET", "/api/auth/user", undefined, { cookie, headers, env: HTTPS });
+
+  it("login sets __Host-pod_session (Secure, Path=/, no Domain) beside the spec's pod_session", async () => {
+    const u = await registerUser();
+    const res = await call(
+      "POST",
+      "/api/auth/login",
+      { email: u.user.email, password: PASSWORD },
+      { env: HTTPS },
+    );
+    expect(res.status).toBe(200);
+    const own = cookieLine(res, "__Host-pod_session");
+    expect(own).toContain(`__Host-pod_session=${res.body.token}`);
+    for (const attribute of [/;\s*Secure/i, /;\s*Path=\/(;|$)/i, /;\s*HttpOnly/i, /;\s*SameSite=Lax/i]) {
+      expect(own).toMatch(attribute);
+    }
+    expect(own).not.toMatch(/;\s*Domain=/i);
+    const plain = cookieLine(res, "pod_session");
+    expect(plain).toContain(`pod_session=${res.body.token}`);
+    expect(plain).toMatch(/;\s*Secure/i);
+    // Plain http (local development): only pod_session, as browsers refuse a __Host- cookie there.
+    const local = await call("POST", "/api/auth/login", { email: u.user.email, password: PASSWORD });
+    expect(cookieLine(local, "__Host-pod_session")).toBeUndefined();
+  });
+
+  it("signs a browser in by __Host-pod_session only: a tossed pod_session neither signs it in nor shadows its own", async () => {
+    const [victim, attacker] = await Promise.all([registerUser("Victim"), registerUser("Attacker")]);
+    // Signed out, with the attacker's session tossed in for the whole domain: not signed in as them.
+    const tossed = await me(`pod_session=${attacker.token}`, BROWSER);
+    expect(tossed.status).toBe(401);
+    // Signed in: the tossed cookie comes first (a longer path is sent first); the browser's own wins.
+    const both = await me(`pod_session=${attacker.token}; __Host-pod_session=${victim.token}`, BROWSER);
+    expect(both.body.id).toBe(victim.user.id);
+    // A client that is no browser (the spec's clients, curl) keeps signing in with pod_session.
+    expect((await me(`pod_session=${victim.token}`)).body.id).toBe(victim.user.id);
+  });
+
+  it("logout clears both cookies", async () => {
+    const u = await registerUser();
+    const signIn = await call(
+      "POST",
+      "/api/auth/login",
+      { email: u.user.email, password: PASSWORD },
+      { env: HTTPS },
+    );
+    const cookie = `__Host-pod_session=${signIn.body.token}`;
+    expect((await me(cookie, BROWSER)).body.id).toBe(u.user.id);
+    const out = await call("POST", "/api/auth/logout", undefined, { cookie, headers: BROWSER, env: HTTPS });
+    expect(out.status).toBe(200);
+    for (const name of ["__Host-pod_session", "pod_session"]) {
+      expect(cookieLine(out, name)).toMatch(/Max-Age=0|Expires=Thu, 01 Jan 1970/i);
+    }
+    expect((await me(cookie, BROWSER)).status).toBe(401);
+  });
+});
+
 describe("GET /api/auth/user", () => {
   it("answers {id, email, name, email_verified, active_team_id, created_at}", async () => {
     const u = await registerUser("Katherine Johnson");

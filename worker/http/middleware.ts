@@ -1,5 +1,4 @@
 import type { MiddlewareHandler } from "hono";
-import { getCookie } from "hono/cookie";
 import { randomToken } from "../../shared/ids";
 import { createDb } from "../db/client";
 import { forgetCachedReads } from "../lib/isolate-cache";
@@ -7,8 +6,7 @@ import type { Caller } from "../services/auth/caller";
 import { resolveCredential } from "../services/auth/credentials";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
-
-export const SESSION_COOKIE = "pod_session";
+import { sessionCookie } from "./session-cookie";
 
 /**
  * Path segments that are credentials: `GET /api/invitations/{token}` carries the invitation token in
@@ -48,14 +46,14 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 type Ctx = Parameters<MiddlewareHandler<AppEnv>>[0];
 
-/** The Authorization header's bearer token when the header is there, else the session cookie. */
+/** The Authorization header's bearer token when the header is there, else the session cookie (session-cookie.ts). */
 function credentialOf(c: Ctx): { value: string; via: "header" | "cookie" } | undefined {
   const header = c.req.header("authorization");
   if (header) {
     const value = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
     return value ? { value, via: "header" } : undefined;
   }
-  const value = getCookie(c, SESSION_COOKIE);
+  const value = sessionCookie(c);
   return value ? { value, via: "cookie" } : undefined;
 }
 

@@ -1,8 +1,7 @@
 import type { Context } from "hono";
-import { getCookie } from "hono/cookie";
 import { resolveCredential } from "../services/auth/credentials";
 import type { AppEnv } from "./app-env";
-import { SESSION_COOKIE } from "./middleware";
+import { sessionCookie } from "./session-cookie";
 
 /**
  * The account behind the request's credential, if any, for public routes that only use it to
@@ -11,7 +10,7 @@ import { SESSION_COOKIE } from "./middleware";
  */
 export async function signedInUserId(c: Context<AppEnv>): Promise<string | undefined> {
   const header = c.req.header("authorization");
-  const token = header ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : getCookie(c, SESSION_COOKIE);
+  const token = header ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : sessionCookie(c);
   if (!token) return undefined;
   return (await resolveCredential(c.get("db"), c.env, token))?.caller.user.id;
 }

@@ -1,10 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
-import { deleteCookie, setCookie } from "hono/cookie";
-import type { AppEnv } from "../../http/app-env";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
-import { accountWide, requireAuth, SESSION_COOKIE } from "../../http/middleware";
+import { accountWide, requireAuth } from "../../http/middleware";
 import { beginPasswordAttempt, rateLimit } from "../../http/rate-limit";
 import { attributeSignupFromCookie } from "../../http/referral-cookie";
 import {
@@ -16,6 +13,7 @@ import {
   StatusBody,
   serviceContext,
 } from "../../http/router";
+import { clearSessionCookie, setSessionCookie } from "../../http/session-cookie";
 import {
   forgotPassword,
   login,
@@ -24,25 +22,10 @@ import {
   resetPassword,
   verifyEmail,
 } from "../../services/auth/accounts";
-import { endSession, SESSION_TTL_MS } from "../../services/auth/sessions";
+import { endSession } from "../../services/auth/sessions";
 import { AuthResult, Email, LoginRequest, Password, RegisterRequest, TokenRequest, User } from "./schemas";
 
 const tags = ["Authentication"];
-
-/** Secure everywhere except a plain-http localhost base URL, where browsers would drop a Secure cookie. */
-function setSessionCookie(c: Context<AppEnv>, token: string) {
-  const base = new URL(c.env.PUBLIC_URL);
-  const local = base.protocol === "http:" && ["localhost", "127.0.0.1", "[::1]"].includes(base.hostname);
-  setCookie(c, SESSION_COOKIE, token, {
-    httpOnly: true,
-    sameSite: "Lax",
-    secure: !local,
-    path: "/",
-    maxAge: SESSION_TTL_MS / 1000,
-  });
-}
-
-export { setSessionCookie };
 
 export const authRouter = createRouter()
   .openapi(
@@ -56,7 +39,10 @@ export const authRouter = createRouter()
       middleware: [jsonBodyLimit, rateLimit("register")],
       request: { body: jsonBody(RegisterRequest) },
       responses: {
-        201: jsonResponse(AuthResult, "Signed in; the `pod_session` cookie is set"),
+        201: jsonResponse(
+          AuthResult,
+          "Signed in; the `pod_session` cookie is set (and `__Host-pod_session` where the API is https)",
+        ),
         ...errors(400, 409, 429),
       },
     }),
@@ -85,7 +71,10 @@ export const authRouter = createRouter()
       middleware: [jsonBodyLimit, rateLimit("login")],
       request: { body: jsonBody(LoginRequest) },
       responses: {
-        200: jsonResponse(AuthResult, "Signed in; the `pod_session` cookie is set"),
+        200: jsonResponse(
+          AuthResult,
+          "Signed in; the `pod_session` cookie is set (and `__Host-pod_session` where the API is https)",
+        ),
         ...errors(400, 401, 429),
       },
     }),
@@ -124,7 +113,7 @@ export const authRouter = createRouter()
         );
       }
       await endSession(c.get("db"), sessionId);
-      deleteCookie(c, SESSION_COOKIE, { path: "/" });
+      clearSessionCookie(c);
       return c.json({ status: "logged_out" as const }, 200);
     },
   )

@@ -2,15 +2,15 @@ import { AuthorizationError, CimdFetchError } from "@cloudflare/workers-oauth-pr
 import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { getCookie } from "hono/cookie";
 import { newId } from "../../../shared/ids";
 import { teams } from "../../db/schema";
 import type { AppEnv } from "../../http/app-env";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError } from "../../http/errors";
-import { crossSiteRefusal, SESSION_COOKIE } from "../../http/middleware";
+import { crossSiteRefusal } from "../../http/middleware";
 import { beginPasswordAttempt, enforceRateLimit } from "../../http/rate-limit";
 import { serviceContext } from "../../http/router";
+import { sessionCookie, setSessionCookie } from "../../http/session-cookie";
 import { isoIn } from "../../lib/time";
 import { login } from "../../services/auth/accounts";
 import type { Caller } from "../../services/auth/caller";
@@ -23,14 +23,13 @@ import {
   OAUTH_PATHS,
   resourceOf,
 } from "../../services/connectors/oauth";
-import { setSessionCookie } from "../auth";
 import { consentPage, errorPage, signInPage } from "./pages";
 
 type Ctx = Context<AppEnv>;
 
-/** The browser's signed-in user: the `pod_session` cookie only (a page cannot send a Bearer header). */
+/** The browser's signed-in user: the session cookie only (a page cannot send a Bearer header). */
 async function cookieSession(c: Ctx): Promise<Caller | undefined> {
-  const token = getCookie(c, SESSION_COOKIE);
+  const token = sessionCookie(c);
   if (!token) return undefined;
   const resolved = await resolveCredential(c.get("db"), c.env, token);
   return resolved?.caller.via === "session" ? resolved.caller : undefined;

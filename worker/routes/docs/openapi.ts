@@ -12,6 +12,7 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, serverUrl: string) {
     type: "apiKey",
     in: "cookie",
     name: "pod_session",
+    description: "The session token; browsers of an https API send it as `__Host-pod_session` (docs/auth.md)",
   });
   return app.getOpenAPI31Document({
     openapi: "3.1.0",

@@ -13,13 +13,13 @@ import {
   optionallyAuthenticated,
   serviceContext,
 } from "../../http/router";
+import { setSessionCookie } from "../../http/session-cookie";
 import type { Caller } from "../../services/auth/caller";
 import {
   acceptInvitationSignedIn,
   acceptInvitationSignedOut,
   describeInvitation,
 } from "../../services/invitations/invitations";
-import { setSessionCookie } from "../auth";
 import { Email, Password, PersonName } from "../auth/schemas";
 
 const tags = ["Invitations"];
