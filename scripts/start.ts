@@ -170,8 +170,9 @@ function supervise(group: GroupChild) {
 
 /**
  * Secrets at rest (worker/lib/secret-box.ts): git tokens under GIT_TOKEN_KEY, database service
- * passwords under SERVICE_PASSWORD_KEY. Each is made once for this machine and kept in .dev.vars
- * (git-ignored), so what one start stored still opens on the next.
+ * passwords under SERVICE_PASSWORD_KEY, invitation tokens under INVITATION_TOKEN_KEY. Each is made
+ * once for this machine and kept in .dev.vars (git-ignored), so what one start stored still opens on
+ * the next.
  */
 function ensureSecretKey(name: string) {
   const file = path.join(ROOT, ".dev.vars");
@@ -182,6 +183,7 @@ function ensureSecretKey(name: string) {
 }
 ensureSecretKey("GIT_TOKEN_KEY");
 ensureSecretKey("SERVICE_PASSWORD_KEY");
+ensureSecretKey("INVITATION_TOKEN_KEY");
 
 step(`Starting the Worker on ${API_URL}`);
 // Locally, a repository may be served over plain http from this machine (a test git server).
