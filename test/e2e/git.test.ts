@@ -351,7 +351,7 @@ describe("git deployments end to end", () => {
     expect((await events(pod)).map((e) => e.metadata?.trigger)).toContain("rollback");
   }, 150_000);
 
-  it("ignores a bad signature (401), a replayed delivery, another branch and [skip deploy]", async () => {
+  it("refuses a bad signature (401) and a replayed delivery (409), ignores another branch and [skip deploy]", async () => {
     const before = (await api.get(`/api/pods/${pod}/git/deployments?limit=50`)).body.deployments.length;
     const body = pushPayload({ after: v2Sha, message: "v2" });
     expect((await deliver(body, { key: "whs_not-the-secret" })).status).toBe(401);
@@ -369,8 +369,8 @@ describe("git deployments end to end", () => {
 
     const replay = await deliver(body, { delivery: v2Delivery });
     expect(replay).toMatchObject({
-      status: 200,
-      body: { status: "ignored", reason: expect.stringContaining("already received") },
+      status: 409,
+      body: { error: expect.stringContaining("already received") },
     });
 
     const featureSha = await server.commit(

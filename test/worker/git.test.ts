@@ -510,7 +510,7 @@ async function push(secret: string, body: string, headers: Record<string, string
 }
 
 describe("the git host's push webhook", () => {
-  it("a signed push of the branch deploys its commit, with pending then success statuses; a replay is ignored", async () => {
+  it("a signed push of the branch deploys its commit, with pending then success statuses; a replay is 409", async () => {
     const s = await connected();
     const body = pushPayload(s.repo);
     const delivery = crypto.randomUUID();
@@ -527,12 +527,92 @@ describe("the git host's push webhook", () => {
     expect(statuses.map((r) => (r.body as { state: string }).state)).toEqual(["pending", "success"]);
 
     const replay = await push(s.git.webhook_secret, body, { "x-github-delivery": delivery });
-    expect(replay.status).toBe(200);
-    expect(replay.body).toMatchObject({
-      status: "ignored",
-      reason: expect.stringContaining("already received"),
-    });
+    expect(replay.status).toBe(409);
+    expect(replay.body.error).toContain("already received");
+    await s.agent.expectNone("control:call", 200);
   });
+
+  it("the delivery id is required and recorded: none is 400; a push older than the ids are kept is a refused replay (409)", async () => {
+    const s = await connected();
+    const body = pushPayload(s.repo);
+    const none = await call("POST", "/api/webhooks/repohost", undefined, {
+      raw: body,
+      headers: { "x-github-event": "push", "x-hub-signature-256": await sign(s.git.webhook_secret, body) },
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.error).toContain("X-GitHub-Delivery");
+    const odd = await push(s.git.webhook_secret, body, { "x-github-delivery": "a b" });
+    expect(odd.status).toBe(400);
+    // a delivery captured 8 days ago, its id long forgotten: its signed pushed_at gives it away
+    const old = JSON.stringify({
+      ...JSON.parse(body),
+      repository: { ...JSON.parse(body).repository, pushed_at: Math.floor(Date.now() / 1000) - 8 * 86_400 },
+    });
+    const stale = await push(s.git.webhook_secret, old);
+    expect(stale.status).toBe(409);
+    expect(stale.body.error).toContain("replay");
+    await s.agent.expectNone("control:call", 200);
+    // a fresh one deploys
+    const fresh = JSON.stringify({
+      ...JSON.parse(body),
+      repository: { ...JSON.parse(body).repository, pushed_at: Math.floor(Date.now() / 1000) },
+    });
+    const res = await push(s.git.webhook_secret, fresh);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const c = await nextCall(s.agent, "pod.deploy");
+    s.agent.ok(c, okOutcome(c, 42));
+    await settled(s.as, s.pod.name, res.body.id);
+  });
+
+  it(`pushes during a deploy coalesce into one queued deployment (the newest commit wins); at most ${FAIR_SHARE_LIMITS.push.perPod} per pod in 10 minutes (429)`, async () => {
+    const s = await connected();
+    const first = await push(s.git.webhook_secret, pushPayload(s.repo, { after: sha(1), message: "one" }));
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    const c1 = await nextCall(s.agent, "pod.deploy");
+    // a burst while it runs: one row, no superseded failures, the last commit queued
+    const burst: string[] = [];
+    for (let n = 2; n <= 6; n++) {
+      const res = await push(s.git.webhook_secret, pushPayload(s.repo, { after: sha(n), message: `c${n}` }));
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      burst.push(res.body.id);
+    }
+    expect(new Set(burst).size).toBe(1);
+    const queued = (await deployment(s.as, s.pod.name, burst[0] ?? "")).body;
+    expect(queued).toMatchObject({
+      status: "deploying",
+      commit_sha: sha(6),
+      commit_message: "c6",
+      started_at: null,
+    });
+    const list = await call("GET", `/api/pods/${s.pod.name}/git/deployments`, undefined, s.as);
+    expect(list.body.deployments.map((d: { id: string }) => d.id).sort()).toEqual(
+      [first.body.id, burst[0]].sort(),
+    );
+    // the pod's push budget: the rest of it, then 429 with Retry-After (nothing recorded for it)
+    const { perPod } = FAIR_SHARE_LIMITS.push;
+    for (let n = 7; n <= perPod; n++)
+      expect((await push(s.git.webhook_secret, pushPayload(s.repo, { after: sha(n) }))).status).toBe(202);
+    const delivery = crypto.randomUUID();
+    const over = await push(s.git.webhook_secret, pushPayload(s.repo, { after: sha(99) }), {
+      "x-github-delivery": delivery,
+    });
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(over.body.error).toMatch(/too many pushes: at most 30 per 10 minutes per pod/);
+    const recorded = await env.DB.prepare("SELECT id FROM git_webhook_deliveries WHERE id = ?")
+      .bind(delivery)
+      .first();
+    expect(recorded).toBeNull();
+
+    s.agent.ok(c1, okOutcome(c1, 1));
+    expect((await settled(s.as, s.pod.name, first.body.id)).status).toBe("success");
+    const c2 = await nextCall(s.agent, "pod.deploy", 10_000);
+    expect((c2.params as { deploymentId: string }).deploymentId).toBe(burst[0]);
+    s.agent.ok(c2, okOutcome(c2, perPod));
+    expect((await settled(s.as, s.pod.name, burst[0] ?? "")).status).toBe("success");
+    const events = await call("GET", `/api/pods/${s.pod.name}/events?type=deploy_failed`, undefined, s.as);
+    expect(events.body.events).toEqual([]);
+  }, 60_000);
 
   it("401 for a wrong or missing signature", async () => {
     const s = await connected();

@@ -11,12 +11,12 @@ import { Deployment, PushAnswer, tags } from "./schemas";
  */
 
 const answers = {
-  200: jsonResponse(
-    PushAnswer,
-    "Ignored (other branch, [skip deploy], auto_deploy off, replayed delivery, ping)",
+  200: jsonResponse(PushAnswer, "Ignored (other branch, [skip deploy], auto_deploy off, ping)"),
+  202: jsonResponse(
+    Deployment,
+    "A deployment was queued, or the one already queued after a running deploy now deploys this push's commit",
   ),
-  202: jsonResponse(Deployment, "A deployment was started"),
-  ...errors(400, 401, 413),
+  ...errors(400, 401, 409, 413, 429),
 };
 
 const repohostRoute = createRoute({
@@ -27,7 +27,7 @@ const repohostRoute = createRoute({
   method: "post",
   path: "/webhooks/repohost",
   summary:
-    "The git host's push hook (GitHub's push payload, X-Hub-Signature-256 with the repository's secret); created by the service on connect",
+    "The git host's push hook (GitHub's push payload, X-Hub-Signature-256 with the repository's secret, X-GitHub-Delivery required: a replayed delivery is 409); created by the service on connect",
   request: {
     headers: z.object({
       "x-github-event": z.string().max(100).optional(),

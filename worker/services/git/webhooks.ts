@@ -1,11 +1,12 @@
 import { verify } from "@octokit/webhooks-methods";
 import { and, eq, inArray, lt, ne } from "drizzle-orm";
 import { z } from "zod";
-import { fail, ok, type Result } from "../../../shared/errors";
+import { fail, ok, type Result, rateLimited } from "../../../shared/errors";
 import { type GitConfigRow, gitConfigs, gitWebhookDeliveries, pods } from "../../db/schema";
+import { FAIR_SHARE_LIMITS } from "../../http/rate-limit";
 import { DAY, nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
-import { enqueueDeployment } from "./queue";
+import { enqueuePush } from "./queue";
 import { repoKey } from "./repo-url";
 import { constantTimeEqual, openWebhookSecret } from "./secrets";
 import { type DeploymentView, toDeploymentView } from "./views";
@@ -13,7 +14,10 @@ import { type DeploymentView, toDeploymentView } from "./views";
 /**
  * The two public push webhooks. Both end in `decidePush`: only the configured branch deploys, a
  * head commit saying `[skip deploy]` does not, nor anything while `auto_deploy` is off. An ignored
- * push answers 200 `{status: "ignored", reason}`, a deploy 202 with the deployment.
+ * push answers 200 `{status: "ignored", reason}`, a deploy 202 with the deployment. A push that
+ * would deploy counts against the pod's push budget (FAIR_SHARE_LIMITS.push, per pod and per team:
+ * 429 beyond), and one arriving while another push's deployment waits takes that one's place
+ * (`enqueuePush`): newest wins, and no row more.
  */
 
 export type PushAnswer = { status: "ignored"; reason: string } | DeploymentView;
@@ -42,14 +46,37 @@ async function decidePush(
   }
   if (push.sha && ZERO_SHA.test(push.sha)) return ignored("the branch was deleted");
   if (push.message?.includes(SKIP)) return ignored(`the head commit says ${SKIP}`);
-  const [pod] = await ctx.db.select({ status: pods.status }).from(pods).where(eq(pods.id, config.podId));
+  const [pod] = await ctx.db
+    .select({ status: pods.status, teamId: pods.teamId })
+    .from(pods)
+    .where(eq(pods.id, config.podId));
   if (pod?.status !== "running") return ignored(`the pod is ${pod?.status ?? "gone"}, not running`);
-  const row = await enqueueDeployment(ctx.env, ctx.db, config.podId, {
-    trigger: "push",
+  const budget = await spendPushBudget(ctx, config.podId, pod.teamId);
+  if (!budget.ok) return budget;
+  const row = await enqueuePush(ctx.env, ctx.db, config.podId, {
     commitSha: push.sha ?? null,
     commitMessage: push.message?.slice(0, 4096) ?? null,
   });
   return ok(toDeploymentView(row));
+}
+
+/** One push on the pod's and its team's budgets (the RateLimiter objects), or the 429 to answer. */
+async function spendPushBudget(ctx: ServiceContext, podId: string, teamId: string): Promise<Result<true>> {
+  const { perPod, perTeam, windowMs } = FAIR_SHARE_LIMITS.push;
+  const caps: [string, number, string][] = [
+    [`push:pod:${podId}`, perPod, "per pod"],
+    [`push:team:${teamId}`, perTeam, "per team"],
+  ];
+  for (const [key, limit, scope] of caps) {
+    const limiter = ctx.env.RATE_LIMITER.get(ctx.env.RATE_LIMITER.idFromName(key));
+    const decision = await limiter.hit(limit, windowMs);
+    if (!decision.allowed)
+      return rateLimited(
+        `too many pushes: at most ${limit} per ${windowMs / 60_000} minutes ${scope}; retry in ${decision.retryAfter} s`,
+        decision.retryAfter,
+      );
+  }
+  return ok(true);
 }
 
 /** The fields of the git host's `push` event this service reads. */
@@ -60,16 +87,40 @@ const PushEvent = z.object({
   repository: z.object({
     clone_url: z.string().max(2048).optional(),
     html_url: z.string().max(2048).optional(),
+    /** when the push happened: GitHub's push events carry Unix seconds (an ISO string elsewhere) */
+    pushed_at: z
+      .union([z.number(), z.string().max(64)])
+      .nullable()
+      .optional(),
   }),
 });
 
+/** `pushed_at` in epoch ms, or undefined when absent or unreadable. */
+function pushedAtMs(value: number | string | null | undefined): number | undefined {
+  if (typeof value === "number") return value * 1000;
+  if (typeof value === "string") {
+    const ms = Date.parse(value);
+    return Number.isNaN(ms) ? undefined : ms;
+  }
+  return undefined;
+}
+
 const SIGNATURE = /^sha256=[0-9a-f]{64}$/;
+/** GitHub's delivery ids are GUIDs; any short id of these characters is taken */
+const DELIVERY = /^[A-Za-z0-9._:-]{1,200}$/;
+/**
+ * How long a delivery id is kept: a replay within it is refused by its id, and a push whose signed
+ * `repository.pushed_at` is older than it is refused as stale, so a captured delivery can never be
+ * replayed (say, to deploy an old commit again) once its id is forgotten.
+ */
+export const DELIVERY_RETENTION_MS = 7 * DAY;
 
 /**
  * `POST /api/webhooks/repohost`: a push from the git host's hook (its `push` payload). The hook's
  * signature (`X-Hub-Signature-256`, HMAC-SHA256 of the body with the repository's secret) selects
- * the configuration among those of the repository, checked in constant time; a delivery id seen in
- * the last day is a replay and is ignored.
+ * the configuration among those of the repository, checked in constant time. Its delivery id
+ * (`X-GitHub-Delivery`) is required (400 without) and recorded: the same id again is a replay,
+ * refused with 409, as is a push older than DELIVERY_RETENTION_MS by its signed `pushed_at`.
  */
 export async function receiveRepohostPush(
   ctx: ServiceContext,
@@ -105,30 +156,49 @@ export async function receiveRepohostPush(
     }
   }
   if (!config) return fail("unauthorized", "X-Hub-Signature-256: the signature does not match");
-  if (request.delivery && !(await firstDelivery(ctx, request.delivery)))
-    return ok({
-      status: "ignored",
-      reason: `delivery ${request.delivery.slice(0, 100)} was already received`,
+  if (!request.delivery || !DELIVERY.test(request.delivery))
+    return fail(
+      "bad_request",
+      "X-GitHub-Delivery: required, the git host's id of this delivery (letters, digits, '-', up to 200)",
+    );
+  const delivery = request.delivery;
+  const pushedAt = pushedAtMs(parsed.repository.pushed_at);
+  if (pushedAt !== undefined && Date.now() - pushedAt > DELIVERY_RETENTION_MS)
+    return fail(
+      "conflict",
+      `the push is from ${new Date(pushedAt).toISOString()}, older than the ${DELIVERY_RETENTION_MS / DAY} days a delivery is remembered: a replay is refused`,
+    );
+  if (!(await firstDelivery(ctx, delivery)))
+    return fail("conflict", `delivery ${delivery} was already received: a replay is refused`);
+  // nothing queued (refused, or failed): the git host's redelivery of this id is not a replay
+  const forget = () => ctx.db.delete(gitWebhookDeliveries).where(eq(gitWebhookDeliveries.id, delivery));
+  let answer: Result<PushAnswer>;
+  try {
+    answer = await decidePush(ctx, config, {
+      ref: parsed.ref,
+      sha: parsed.after,
+      message: parsed.head_commit?.message,
     });
-  return decidePush(ctx, config, {
-    ref: parsed.ref,
-    sha: parsed.after,
-    message: parsed.head_commit?.message,
-  });
+  } catch (error) {
+    await forget();
+    throw error;
+  }
+  if (!answer.ok) await forget();
+  return answer;
 }
 
-/** Records a delivery id; false when it was seen within the last day. Old ids go on the way. */
+/** Records a delivery id; false when it was seen within DELIVERY_RETENTION_MS. Older ids go on the way. */
 async function firstDelivery(ctx: ServiceContext, delivery: string): Promise<boolean> {
   const now = nowIso();
   const [inserted] = await ctx.db.batch([
     ctx.db
       .insert(gitWebhookDeliveries)
-      .values({ id: delivery.slice(0, 200), receivedAt: now })
+      .values({ id: delivery, receivedAt: now })
       .onConflictDoNothing()
       .returning({ id: gitWebhookDeliveries.id }),
     ctx.db
       .delete(gitWebhookDeliveries)
-      .where(lt(gitWebhookDeliveries.receivedAt, new Date(Date.now() - DAY).toISOString())),
+      .where(lt(gitWebhookDeliveries.receivedAt, new Date(Date.now() - DELIVERY_RETENTION_MS).toISOString())),
   ]);
   return inserted.length > 0;
 }
