@@ -16,7 +16,10 @@ export const affiliates = sqliteTable("affiliates", {
 });
 export type AffiliateRow = typeof affiliates.$inferSelect;
 
-/** One row per counted click; its random id is the referral cookie's value (unguessable). */
+/**
+ * One row per counted click; its random id is the referral cookie's value (unguessable). Rows expire
+ * with the cookie (30 days: the cron deletes older ones, worker/services/affiliates/visit.ts).
+ */
 export const affiliateVisits = sqliteTable(
   "affiliate_visits",
   {
@@ -24,7 +27,10 @@ export const affiliateVisits = sqliteTable(
     affiliateId: text("affiliate_id").notNull(),
     createdAt: text("created_at").notNull(),
   },
-  (t) => [index("affiliate_visits_affiliate_idx").on(t.affiliateId)],
+  (t) => [
+    index("affiliate_visits_affiliate_idx").on(t.affiliateId),
+    index("affiliate_visits_created_idx").on(t.createdAt),
+  ],
 );
 
 export const REFERRAL_STATUSES = ["pending", "active", "churned"] as const;

@@ -1,0 +1,1 @@
+CREATE INDEX `affiliate_visits_created_idx` ON `affiliate_visits` (`created_at`);
