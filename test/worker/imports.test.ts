@@ -222,6 +222,19 @@ describe("POST /api/imports: dry_run", () => {
     expect(mermaid.files.find((f) => f.path === "index.html")?.content).not.toContain("<script>alert(1)");
   });
 
+  it("a language is looked up among the languages only: constructor, __proto__ and toString are 400, an unknown one is plain text", async () => {
+    for (const language of ["constructor", "__proto__", "toString", "hasOwnProperty", "Constructor"]) {
+      const res = await importAs({ paste: { body: "x = 1", type: "code", language }, dry_run: true });
+      expect(res.status, language).toBe(400);
+      expect(res.body.error).toBe(`paste.language: ${language} is not a language name`);
+    }
+    const kotlin = await dryRun({ paste: { body: "val x = 1", type: "code", language: "kotlin" } });
+    expect(kotlin.files.map((f) => f.path)).toContain("source.txt");
+    expect(kotlin.files.find((f) => f.path === "index.html")?.content).toContain("<pre><code>val x = 1");
+    const python = await dryRun({ paste: { body: "x = 1", type: "code", language: "Python" } });
+    expect(python.files.map((f) => f.path)).toContain("source.py");
+  });
+
   it("a pathological paste costs linear time (no backtracking on tenant text)", async () => {
     const body = `${"<".repeat(200_000)}${"a".repeat(200_000)}`;
     const started = Date.now();

@@ -81,34 +81,51 @@ const MERMAID_KEYWORDS = new Set([
   "kanban",
 ]);
 
-/** `code` files: the extension a language's source is saved under (the pasted file is kept as is). */
-const EXTENSIONS: Record<string, string> = {
-  javascript: "js",
-  js: "js",
-  typescript: "ts",
-  ts: "ts",
-  python: "py",
-  py: "py",
-  php: "php",
-  ruby: "rb",
-  go: "go",
-  rust: "rs",
-  java: "java",
-  c: "c",
-  cpp: "cpp",
-  "c++": "cpp",
-  csharp: "cs",
-  "c#": "cs",
-  css: "css",
-  json: "json",
-  yaml: "yaml",
-  sql: "sql",
-  bash: "sh",
-  shell: "sh",
-  sh: "sh",
-  markdown: "md",
-  md: "md",
-};
+/**
+ * `code` files: the extension a language's source is saved under (the pasted file is kept as is). A
+ * Map, so a tenant's `language` is looked up among these names only (`constructor`, `__proto__` …
+ * are no keys of it, as they would be of an object literal's prototype).
+ */
+const EXTENSIONS = new Map<string, string>(
+  Object.entries({
+    javascript: "js",
+    js: "js",
+    typescript: "ts",
+    ts: "ts",
+    python: "py",
+    py: "py",
+    php: "php",
+    ruby: "rb",
+    go: "go",
+    rust: "rs",
+    java: "java",
+    c: "c",
+    cpp: "cpp",
+    "c++": "cpp",
+    csharp: "cs",
+    "c#": "cs",
+    css: "css",
+    json: "json",
+    yaml: "yaml",
+    sql: "sql",
+    bash: "sh",
+    shell: "sh",
+    sh: "sh",
+    markdown: "md",
+    md: "md",
+  }),
+);
+
+/**
+ * Why `language` cannot be a paste's language, or null. The names an object's prototype carries
+ * (`constructor`, `__proto__`, `toString` …) are refused outright; any other name passes the route's
+ * pattern and is a hint (unknown ones are shown as plain text).
+ */
+export function refusedLanguage(language: string): string | null {
+  return language in Object.prototype || language.toLowerCase() in Object.prototype
+    ? `paste.language: ${language} is not a language name`
+    : null;
+}
 
 const page = (title: string, head: string, body: string) => `<!doctype html>
 <html lang="en">
@@ -299,9 +316,9 @@ async function codeProject(
       transfer: transfer("The PHP code runs as the pod's index.php", ["index.php: the pasted code"]),
     });
   if (lang === "html") return pasteProject({ body, type: "html" }, title);
-  const file = `source.${EXTENSIONS[lang] ?? "txt"}`;
+  const file = `source.${EXTENSIONS.get(lang) ?? "txt"}`;
   const cls =
-    lang && lang in EXTENSIONS
+    lang && EXTENSIONS.has(lang)
       ? ` class="language-${lang === "c++" ? "cpp" : lang === "c#" ? "csharp" : lang}"`
       : "";
   return ok({
@@ -378,6 +395,8 @@ export async function pasteArtifact(paste: PasteInput): Promise<Result<Artifact>
   const hasFiles = (paste.files?.length ?? 0) > 0;
   if (!hasFiles && (paste.body ?? "").trim() === "")
     return fail("bad_request", "paste: empty; send paste.body or paste.files with content");
+  const refused = paste.language === undefined ? null : refusedLanguage(paste.language);
+  if (refused) return fail("bad_request", refused);
   const type: ArtifactType = hasFiles ? "multi" : (paste.type ?? detectPasteType(paste.body ?? ""));
   const given = (paste.title ?? "").trim().slice(0, 200);
   const title = given || (type === "html" ? await pageTitle(paste.body ?? "") : "") || defaultTitle(type);

@@ -54,17 +54,17 @@ export async function urlArtifact(
   });
 }
 
-/** Which artifact type a `language-…` class or a media type names. */
-const typeOfLanguage = (lang: string): ArtifactType | undefined =>
-  ({
-    jsx: "react",
-    tsx: "react",
-    react: "react",
-    vue: "vue",
-    svg: "svg",
-    mermaid: "mermaid",
-    html: "html",
-  })[lang] as ArtifactType | undefined;
+/** Which artifact type a `language-…` class names (a Map: a page's `language-constructor` is none). */
+const LANGUAGE_TYPES = new Map<string, ArtifactType>([
+  ["jsx", "react"],
+  ["tsx", "react"],
+  ["react", "react"],
+  ["vue", "vue"],
+  ["svg", "svg"],
+  ["mermaid", "mermaid"],
+  ["html", "html"],
+]);
+const typeOfLanguage = (lang: string): ArtifactType | undefined => LANGUAGE_TYPES.get(lang);
 
 const typeOfMedia = (contentType: string): ArtifactType | undefined => {
   if (contentType.startsWith("image/svg+xml")) return "svg";
