@@ -2,6 +2,7 @@ import { createDb, type Db } from "./db/client";
 import type { Bindings } from "./env";
 // invoices paid by the cron earn affiliate commissions too (registers the paid-invoice hook)
 import "./services/affiliates/commission";
+import { expireVisits } from "./services/affiliates/visit";
 import { runDueSchedules } from "./services/backups/schedule";
 import { sweepStuckBackups } from "./services/backups/sweep";
 import { runBilling } from "./services/billing/job";
@@ -63,6 +64,8 @@ export const scheduledJobs: ScheduledJob[] = [
     name: "stuck-service-installs",
     run: ({ env, db, now }) => failStuckInstalls(env, db, now).then(() => undefined),
   },
+  // Referral-link clicks past the 30-day window (anonymous rows: docs/affiliates.md).
+  { name: "affiliate-visits-expiry", run: ({ db, now }) => expireVisits(db, now).then(() => undefined) },
   // Verified custom domains whose TXT record is gone for 72 hours are released (docs/domains.md).
   {
     name: "domain-recheck",

@@ -1,11 +1,21 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { createDb } from "../../worker/db/client";
+import { RATE_LIMITS } from "../../worker/http/rate-limit";
+import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { earnOnInvoicePaid } from "../../worker/services/affiliates/commission";
 import { createMailer } from "../../worker/services/mail/mailer";
 import { FakeAgent, insertPod } from "./support/agent";
 import { addCard, billed, deliver, deliveries, lastDeliverySeq, runBillingAt } from "./support/billing";
-import { call, PASSWORD, type Reply, registerUser, type TestUser, uniqueEmail } from "./support/client";
+import {
+  call,
+  freshIp,
+  PASSWORD,
+  type Reply,
+  registerUser,
+  type TestUser,
+  uniqueEmail,
+} from "./support/client";
 import { createTeam, invite } from "./support/teams";
 
 /**
@@ -194,6 +204,36 @@ describe("visits and attribution", () => {
     expect(own.status).toBe(200);
     expect(refCookieLine(own)).toBeUndefined();
     expect((await get("/api/affiliates/dashboard", user)).body.visit_count).toBe(1);
+  });
+
+  it(`anonymous clicks are limited per IP (${RATE_LIMITS.affiliateVisit.limit} per 10 minutes, then 429) and their rows expire after 30 days`, async () => {
+    const { user, affiliate } = await enrolled();
+    const ip = freshIp();
+    const click = () => call("POST", "/api/affiliate/visit", { code: affiliate.referral_code }, { ip });
+    for (let i = 0; i < RATE_LIMITS.affiliateVisit.limit; i++) expect((await click()).status).toBe(200);
+    const refused = await click();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refCookieLine(refused)).toBeUndefined();
+    // unknown codes count too: the limit is on writes a stranger can cause, whatever they name
+    expect((await call("POST", "/api/affiliate/visit", { code: "no-such-code" }, { ip })).status).toBe(429);
+    // another address still clicks
+    expect((await call("POST", "/api/affiliate/visit", { code: affiliate.referral_code })).status).toBe(200);
+    const counted = RATE_LIMITS.affiliateVisit.limit + 1;
+    expect((await get("/api/affiliates/dashboard", user)).body.visit_count).toBe(counted);
+
+    // the cron: rows past the 30-day window go, newer ones stay
+    await env.DB.prepare(
+      "UPDATE affiliate_visits SET created_at = ? WHERE id IN (SELECT id FROM affiliate_visits WHERE affiliate_id = ? LIMIT 5)",
+    )
+      .bind(new Date(Date.now() - 31 * 86_400_000).toISOString(), affiliate.id)
+      .run();
+    await runScheduledJobs(
+      env,
+      Date.now(),
+      scheduledJobs.filter((j) => j.name === "affiliate-visits-expiry"),
+    );
+    expect((await get("/api/affiliates/dashboard", user)).body.visit_count).toBe(counted - 5);
   });
 
   it("attributes a sign-up through the cookie, masks its email, and refuses forged cookies and self-referrals", async () => {

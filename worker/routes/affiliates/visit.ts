@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { jsonBodyLimit } from "../../http/body-limit";
+import { rateLimit } from "../../http/rate-limit";
 import { setReferralCookie } from "../../http/referral-cookie";
 import { errors, jsonBody, jsonResponse, type Router, serviceContext } from "../../http/router";
 import { signedInUserId } from "../../http/signed-in-user";
@@ -13,16 +14,16 @@ const VisitBody = z
 const route = createRoute({
   tags,
   security: [],
-  middleware: [jsonBodyLimit],
+  middleware: [jsonBodyLimit, rateLimit("affiliateVisit")],
   operationId: "recordAffiliateVisit",
   method: "post",
   path: "/affiliate/visit",
   summary:
-    "A click on a referral link: always 200 (an unknown code too). A counted click sets the HttpOnly `pod_ref` cookie that attributes a sign-up within 30 days; the affiliate's own signed-in click is ignored",
+    "A click on a referral link: 200 (an unknown code too). A counted click sets the HttpOnly `pod_ref` cookie that attributes a sign-up within 30 days; the affiliate's own signed-in click is ignored. 30 per 10 minutes per IP (429)",
   request: { body: jsonBody(VisitBody) },
   responses: {
     200: jsonResponse(z.object({ status: z.literal("ok") }), "Recorded or ignored, indistinguishably"),
-    ...errors(400, 413),
+    ...errors(400, 413, 429),
   },
 });
 

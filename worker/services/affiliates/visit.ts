@@ -1,8 +1,10 @@
-import { eq, or } from "drizzle-orm";
+import { eq, inArray, lt, or } from "drizzle-orm";
 import { randomToken } from "../../../shared/ids";
+import type { Db } from "../../db/client";
 import { affiliates, affiliateVisits } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
+import { REFERRAL_WINDOW_MS } from "./attribution";
 
 export interface VisitInput {
   code: string;
@@ -27,4 +29,31 @@ export async function recordVisit({ ctx, input }: { ctx: ServiceContext; input: 
   const id = randomToken(32);
   await ctx.db.insert(affiliateVisits).values({ id, affiliateId: affiliate.id, createdAt: nowIso() });
   return id;
+}
+
+/** rows deleted per statement, and statements per cron run, by `expireVisits` */
+const EXPIRE_PAGE = 2_000;
+const EXPIRE_PAGES = 10;
+
+/**
+ * The cron's sweep (worker/scheduled.ts): clicks older than the referral window attribute nothing
+ * any more (their cookie has expired too), so their rows go, a page at a time. Returns how many.
+ */
+export async function expireVisits(db: Db, now: number): Promise<number> {
+  const cutoff = new Date(now - REFERRAL_WINDOW_MS).toISOString();
+  let total = 0;
+  for (let page = 0; page < EXPIRE_PAGES; page++) {
+    const old = db
+      .select({ id: affiliateVisits.id })
+      .from(affiliateVisits)
+      .where(lt(affiliateVisits.createdAt, cutoff))
+      .limit(EXPIRE_PAGE);
+    const gone = await db
+      .delete(affiliateVisits)
+      .where(inArray(affiliateVisits.id, old))
+      .returning({ id: affiliateVisits.id });
+    total += gone.length;
+    if (gone.length < EXPIRE_PAGE) break;
+  }
+  return total;
 }
