@@ -4,7 +4,9 @@
  * resolve-and-pin before git runs, shared/git/repo-url.ts). Refused: loopback, private, link-local
  * (cloud metadata), carrier-grade NAT, unique-local, multicast and other special addresses in every
  * spelling the WHATWG URL parser leaves (it already turns `2130706433`, `0x7f.1` and `017700000001`
- * into `127.0.0.1`), IPv6 forms that carry an IPv4 address, `localhost` and internal-only names.
+ * into `127.0.0.1`), IPv6 forms that carry an IPv4 address (mapped and compatible ones by the
+ * address they carry; NAT64, 6to4 and Teredo whole), documentation ranges, IPv6 outside global
+ * unicast (2000::/3), `localhost` and internal-only names.
  * Pure: no DNS, no Node or Workers API, so both sides run the same code.
  */
 
@@ -108,25 +110,27 @@ function refusedIpv6(g: number[]): string | null {
   const zeroUpTo = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeroUpTo(8)) return "the unspecified address";
   if (zeroUpTo(7) && g7 === 1) return "a loopback address";
-  const embedded = [g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff];
-  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) carry an IPv4 address
-  if (
-    (zeroUpTo(5) && g5 === 0xffff) ||
-    zeroUpTo(6) ||
-    (g0 === 0x64 && g1 === 0xff9b && !g2 && !g3 && !g4 && !g5)
-  ) {
-    const v4 = refusedIpv4(embedded);
+  // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d) carry an IPv4 address: judged by it
+  if ((zeroUpTo(5) && g5 === 0xffff) || zeroUpTo(6)) {
+    const v4 = refusedIpv4([g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff]);
     return v4 ? `an IPv6 form of ${v4}` : null;
   }
-  if (g0 === 0x2002) {
-    const v4 = refusedIpv4([g1 >> 8, g1 & 0xff, g2 >> 8, g2 & 0xff]);
-    return v4 ? `a 6to4 form of ${v4}` : null;
-  }
+  // Translation and tunnels are refused whole, whatever IPv4 address they carry: the translator or
+  // relay that would carry the request is the provider's or a stranger's box, not the public host.
+  if (g0 === 0x64 && g1 === 0xff9b && !g2 && !g3 && !g4 && !g5) return "a NAT64 address (64:ff9b::/96)";
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return "a local-use NAT64 address (64:ff9b:1::/48)";
+  if (g0 === 0x2002) return "a 6to4 address (2002::/16)";
+  if (g0 === 0x2001 && g1 === 0) return "a Teredo address (2001::/32)";
+  if (g0 === 0x2001 && g1 === 0xdb8) return "a documentation address (2001:db8::/32)";
+  if (g0 === 0x2001 && g1 < 0x200) return "an IETF protocol assignment (2001::/23)";
+  if ((g0 & 0xfff0) === 0x3ff0) return "a documentation address (3fff::/20)";
+  if (g0 === 0x100 && !g1 && !g2 && !g3) return "a discard-only address (100::/64)";
   if ((g0 & 0xfe00) === 0xfc00) return "a unique local address (fc00::/7)";
   if ((g0 & 0xffc0) === 0xfe80) return "a link-local address (fe80::/10)";
   if ((g0 & 0xffc0) === 0xfec0) return "a site-local address (fec0::/10)";
   if ((g0 & 0xff00) === 0xff00) return "a multicast address";
-  if (g0 === 0x2001 && g1 === 0xdb8) return "a documentation address";
+  // Only 2000::/3 is global unicast; everything else is reserved or special-purpose.
+  if ((g0 & 0xe000) !== 0x2000) return "not a global unicast address (2000::/3)";
   return null;
 }
 

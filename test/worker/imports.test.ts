@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { unzipSync } from "fflate";
 import { afterEach, describe, expect, it } from "vitest";
+import { refusedHost } from "../../shared/net/addresses";
 import { RUNTIMES } from "../../worker/services/imports/runtimes";
 import { FakeAgent, insertHost, podEventRecords, until } from "./support/agent";
 import { billed } from "./support/billing";
@@ -265,10 +266,31 @@ describe("URL imports", () => {
     ["carrier-grade NAT", "http://100.100.100.200/"],
     ["an internal name", "http://metadata.google.internal/"],
     ["a single-label name", "http://intranet/"],
+    // translation and tunnels, whatever public IPv4 address they carry; documentation ranges
+    ["NAT64 of a public address", "http://[64:ff9b::808:808]/"],
+    ["local-use NAT64", "http://[64:ff9b:1::a00:1]/"],
+    ["6to4 of a public address", "http://[2002:808:808::1]/"],
+    ["Teredo", "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/"],
+    ["an IPv6 documentation address", "http://[2001:db8::1]/"],
+    ["the new IPv6 documentation range", "http://[3fff::1]/"],
+    ["an IPv6 benchmarking address", "http://[2001:2::1]/"],
+    ["discard-only IPv6", "http://[100::1]/"],
+    ["IPv6 outside global unicast", "http://[4000::1]/"],
+    ["an IPv4 documentation address", "http://203.0.113.7/"],
   ])("refuses %s before fetching (%s)", async (_what, url) => {
     const res = await importAs({ url, dry_run: true });
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.error).toMatch(/^url: /);
+  });
+
+  it("lets public addresses through: the refusals above are ranges, not all of IPv6", () => {
+    for (const host of [
+      "[2606:4700:4700::1111]",
+      "[2a00:1450:4001::200e]",
+      "[2001:4860::8888]",
+      "93.184.215.14",
+    ])
+      expect(refusedHost(host, false), host).toBeNull();
   });
 
   it.each([
@@ -312,6 +334,9 @@ describe("URL imports", () => {
       ],
       ["aaaa", "inward-v6.imports.test", ["::1"], /resolves to ::1/],
       ["aaaa", "inward-mapped.imports.test", ["::ffff:10.0.0.1"], /resolves to ::ffff:10\.0\.0\.1/],
+      ["aaaa", "inward-nat64.imports.test", ["64:ff9b::5db8:d70e"], /which is a NAT64 address/],
+      ["aaaa", "inward-teredo.imports.test", ["2001:0:4136:e378::1"], /which is a Teredo address/],
+      ["aaaa", "inward-6to4.imports.test", ["2002:5db8:d70e::1"], /which is a 6to4 address/],
     ] as const)("refuses a name whose %s record is inward (%s)", async (type, name, values, message) => {
       await setRecords(type, name, [...values]);
       const res = await importAs({ url: `http://${name}/`, mode: "site", dry_run: true });
