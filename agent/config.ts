@@ -75,6 +75,12 @@ const Env = z.object({
    * Empty: homes are plain engine volumes without a limit (a pod can fill the host's disk)
    */
   PODHOST_POD_DISK_ROOT: z.string().default("/var/lib/podhost/pod-disk"),
+  /**
+   * what the host fetches for others (repository lookups, deploy caches, coding agents' trees): a
+   * subvolume of its own on the pod disk, limited to this (agent/disk/host-cache.ts), swept this often
+   */
+  PODHOST_HOST_CACHE_MB: z.coerce.number().int().min(16).max(1048576).default(8192),
+  PODHOST_HOST_CACHE_SWEEP_S: z.coerce.number().int().min(10).max(86400).default(3600),
   /** git deployments (docs/git.md): a fetch's wall clock, and the most it may download */
   PODHOST_GIT_TIMEOUT_S: z.coerce.number().int().min(5).max(3600).default(300),
   PODHOST_GIT_MAX_FETCH_MB: z.coerce.number().int().min(1).max(65536).default(512),
@@ -132,6 +138,13 @@ export interface AgentConfig {
   egressCheckMs: number;
   /** null: pods' homes carry no disk limit */
   podDiskRoot: string | null;
+  /**
+   * where the host's fetch caches live (git lookups and deploy caches, coding agents' trees): the
+   * host cache subvolume once the agent made it (agent/disk/host-cache.ts), else the state dir
+   */
+  cacheDir: string;
+  hostCacheBytes: number;
+  hostCacheSweepMs: number;
   git: GitConfig;
   codingAgents: CodingAgentsConfig;
 }
@@ -192,6 +205,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingressCheckMs: e.PODHOST_INGRESS_CHECK_S * 1000,
     egressCheckMs: e.PODHOST_EGRESS_CHECK_S * 1000,
     podDiskRoot: e.PODHOST_POD_DISK_ROOT || null,
+    cacheDir: e.PODHOST_STATE_DIR,
+    hostCacheBytes: e.PODHOST_HOST_CACHE_MB * 1024 * 1024,
+    hostCacheSweepMs: e.PODHOST_HOST_CACHE_SWEEP_S * 1000,
     git: {
       fetchTimeoutMs: e.PODHOST_GIT_TIMEOUT_S * 1000,
       maxFetchBytes: e.PODHOST_GIT_MAX_FETCH_MB * 1024 * 1024,

@@ -8,10 +8,12 @@ import { createBackupStore } from "./backups/store";
 import { loadConfig, requireConnection } from "./config";
 import { Dispatcher } from "./connection/dispatch";
 import { ControlSocket } from "./connection/socket";
+import { prepareHostCache, sweepHostCache } from "./disk/host-cache";
 import { podDiskOf } from "./disk/pod-disk";
 import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./docker/events";
-import { prefixFilter } from "./docker/naming";
+import { podNames, prefixFilter } from "./docker/naming";
+import { inspectContainer } from "./docker/resources";
 import { EgressKeeper } from "./egress/keeper";
 import type { DeployLogMessage } from "./git/log";
 import { removeGitLeftovers } from "./handlers/git";
@@ -39,6 +41,8 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const disk = podDiskOf(config.podDiskRoot);
   if (disk) await disk.check();
   else log.warn("PODHOST_POD_DISK_ROOT is empty: pods' homes have no disk limit");
+  // What the host fetches for others (git lookups and deploy caches, coding agents) under its own limit.
+  config.cacheDir = await prepareHostCache(config);
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, log });
   // SSH is one feature of the pods, not a reason to leave them unmanaged: without it the agent runs on.
@@ -232,6 +236,17 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       return true;
     },
   });
+  // The host cache's leftovers (lookups cut short, caches of pods gone from this host), now and then.
+  const sweep = () =>
+    sweepHostCache(config, async (pod) =>
+      Boolean(await inspectContainer(docker, podNames(config.namePrefix, pod).container)),
+    ).then(
+      (removed) => removed.length > 0 && log.info("host cache swept", { removed: removed.length }),
+      (error: unknown) => log.warn("host cache sweep failed", { error: String(error) }),
+    );
+  void sweep();
+  const sweeper = setInterval(() => void sweep(), config.hostCacheSweepMs);
+  sweeper.unref();
   log.info("agent started", { version: AGENT_VERSION, api: config.apiUrl, prefix: config.namePrefix });
 
   return {
@@ -240,6 +255,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       log.info("agent stopping");
       await dispatcher.drain(SHUTDOWN_DRAIN_MS);
       stopWatching.abort();
+      clearInterval(sweeper);
       keeper.stop();
       egress.stop();
       await watch.stop();

@@ -10,7 +10,8 @@ import { KeyedLock } from "../handlers/keyed-lock";
 /**
  * The host side of a coding agent install: the package tree of `<package>@<version>` fetched from
  * the npm registry onto the host, once per package version, and kept in the agent's state dir for
- * every pod of the host (`<stateDir>/coding-agents/<package>@<version>/lib/node_modules/<package>`).
+ * every pod of the host (`<host cache>/coding-agents/<package>@<version>/lib/node_modules/<package>`;
+ * the host cache has its own disk limit, agent/disk/host-cache.ts).
  *
  * Nothing of the package runs here: `npm install -g --ignore-scripts --no-bin-links` only resolves,
  * downloads (checked against the registry's integrity hashes) and unpacks. The package's own

@@ -55,7 +55,8 @@ export async function detectIn(
 /** `repo.inspect`: a shallow fetch into a temporary repository, detection, the repository removed. */
 export async function inspectRepo(config: AgentConfig, source: RepoSource, signal?: AbortSignal) {
   const home = await gitHome(config);
-  const tmp = await mkdtemp(join(config.stateDir, "git", "inspect-"));
+  await mkdir(join(config.cacheDir, "git"), { recursive: true, mode: 0o700 });
+  const tmp = await mkdtemp(join(config.cacheDir, "git", "inspect-"));
   try {
     const commit = await fetchBranch(source, join(tmp, "repo.git"), limitsOf(config), home, signal);
     return (await detectIn(join(tmp, "repo.git"), commit.sha, home)).detected;

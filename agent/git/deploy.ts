@@ -63,7 +63,7 @@ export interface DeployParams {
  */
 export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal): Promise<DeployOutcome> {
   const id = checkReleaseId(p.deploymentId);
-  const record = new PodRecord(deps.config.stateDir, p.name);
+  const record = new PodRecord(deps.config, p.name);
   const done = await record.outcome(id);
   if (done) return done;
   await deps.pending.get(p.name);
@@ -219,7 +219,7 @@ export async function rollback(
 ): Promise<DeployOutcome> {
   const id = checkReleaseId(p.deploymentId);
   const target = checkReleaseId(p.release);
-  const record = new PodRecord(deps.config.stateDir, p.name);
+  const record = new PodRecord(deps.config, p.name);
   const done = await record.outcome(id);
   if (done) return done;
   await deps.pending.get(p.name);
@@ -335,7 +335,7 @@ function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
   });
   const tidy = gitHome(deps.config)
     .then((home) =>
-      tidyRepo(new PodRecord(deps.config.stateDir, pod).repoDir, home, deps.config.git.fetchTimeoutMs),
+      tidyRepo(new PodRecord(deps.config, pod).repoDir, home, deps.config.git.fetchTimeoutMs),
     )
     .catch(() => undefined);
   const work = Promise.all([prune, tidy]).then(() => undefined);

@@ -4,11 +4,11 @@ import { z } from "zod";
 import { DeployOutcome, DetectedCommands } from "../../shared/protocol/git";
 
 /**
- * What the host remembers of a pod's deployments, under `<state dir>/git/<pod>/`: `repo.git` (the
- * bare repository the branch is fetched into), `releases.json` (the kept releases, newest first,
+ * What the host remembers of a pod's deployments, under `<state dir>/git/<pod>/`: `releases.json` (the kept releases, newest first,
  * with the hash of their dependency files) and `outcomes/<deployment id>.json` (a finished
  * deploy's or rollback's outcome: the same id again answers from here and never builds twice).
- * Files are written to a temporary name and renamed.
+ * Files are written to a temporary name and renamed. The bare repository the branch is fetched into
+ * is a cache, in the host cache's `git/<pod>/repo.git` (its own disk limit, agent/disk/host-cache.ts).
  */
 
 export const KEEP_RELEASES = 5;
@@ -30,13 +30,12 @@ export type Releases = z.infer<typeof Releases>;
 
 export class PodRecord {
   readonly dir: string;
+  /** the bare repository the branch is fetched into: in the host cache (agent/disk/host-cache.ts) */
+  readonly repoDir: string;
 
-  constructor(stateDir: string, pod: string) {
-    this.dir = join(stateDir, "git", pod);
-  }
-
-  get repoDir(): string {
-    return join(this.dir, "repo.git");
+  constructor(config: { stateDir: string; cacheDir: string }, pod: string) {
+    this.dir = join(config.stateDir, "git", pod);
+    this.repoDir = join(config.cacheDir, "git", pod, "repo.git");
   }
 
   async releases(): Promise<Releases> {
@@ -65,6 +64,7 @@ export class PodRecord {
 
   /** everything the host kept for the pod (its deletion) */
   async remove(): Promise<void> {
+    await rm(join(this.repoDir, ".."), { recursive: true, force: true });
     await rm(this.dir, { recursive: true, force: true });
   }
 

@@ -23,7 +23,7 @@ type CodingAgentOps = "pod.coding-agents.install" | "pod.coding-agents.remove";
  */
 export function codingAgentHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, CodingAgentOps> {
   const { docker, config } = deps;
-  const cache = new CodingAgentCache(config.stateDir, config.codingAgents);
+  const cache = new CodingAgentCache(config.cacheDir, config.codingAgents);
   const streams = podStreams(deps);
 
   const container = async (pod: string) => {

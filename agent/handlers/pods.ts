@@ -167,7 +167,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await removeVolume(docker, n.volume);
         await disk?.remove(n.volume);
         await removeNetwork(docker, n.network);
-        await new PodRecord(config.stateDir, name).remove();
+        await new PodRecord(config, name).remove();
         return { deleted: true as const };
       }),
     ),

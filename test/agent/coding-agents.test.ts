@@ -142,7 +142,7 @@ describe("install and remove", () => {
     expect(where.stdout).toContain("../lib/node_modules/@augmentcode/auggie/");
     expect(where.stdout).toContain("No such file");
     // the host keeps one tree per package version
-    const cached = await readdir(path.join(agent.stateDir, "coding-agents"));
+    const cached = await readdir(path.join(agent.config.cacheDir, "coding-agents"));
     expect(cached).toContain(`@augmentcode+auggie@${r.version}`);
 
     // again (a retried command): the same result, the command still works

@@ -594,7 +594,7 @@ describe("git deployments", () => {
     expect(messages.some((m) => m.chunk.includes(TOKEN))).toBe(false);
     const grep = await inPod(`grep -rFl -- '${TOKEN}' /home/pod_user; echo "exit $?"`);
     expect(grep.stdout.trim()).toBe("exit 1");
-    const config = await readFile(join(agent.stateDir, "git", pod, "repo.git", "config"), "utf8");
+    const config = await readFile(join(agent.config.cacheDir, "git", pod, "repo.git", "config"), "utf8");
     expect(config).not.toContain(TOKEN);
   });
 

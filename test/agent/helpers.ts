@@ -3,6 +3,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AgentConfig, loadConfig } from "../../agent/config";
+import { prepareHostCache } from "../../agent/disk/host-cache";
 import { createDockerClient, type DockerClient } from "../../agent/docker/client";
 import { execInContainer } from "../../agent/docker/exec";
 import { prefixFilter } from "../../agent/docker/naming";
@@ -59,6 +60,8 @@ export async function startAgent(
   });
   // Tests run with disk limits on, as production does: a host without its pod disk fails here.
   if (config.podDiskRoot) await testPodDisk().check();
+  // ...and with the host's fetch caches in their own limited subvolume (agent/disk/host-cache.ts)
+  config.cacheDir = await prepareHostCache(config);
   const log = createLogger({ test: prefix }, true);
   const docker = createDockerClient(config.dockerSocket);
   const ingress = new Ingress({ stateDir, listen: config.ingressListen, log });
