@@ -266,8 +266,10 @@ describe("POST /api/feedback/{token} (public)", () => {
       [{ email: "a@b" }, /email/],
       [{ email: "a b@example.com" }, /email/],
       [{ email: "a@@example.com" }, /email/],
-      [{ submitter_id: "short" }, /submitter_id/],
+      [{ submitter_id: "" }, /submitter_id/],
       [{ submitter_id: "has spaces in it, sixteen+" }, /submitter_id/],
+      [{ submitter_id: "v<script>" }, /submitter_id/],
+      [{ submitter_id: "ü-visitor" }, /submitter_id/],
       [{ page_path: "https://evil.example/" }, /page_path/],
       [{ pin_x: "12" }, /pin_x/],
       [{ pin_y: 1e12 }, /pin_y/],
@@ -347,6 +349,18 @@ describe("POST /api/feedback/{token} (public)", () => {
 });
 
 describe("GET /api/feedback/{token}/mine (public)", () => {
+  it("takes the spec's submitter_id as the plain string it is: a 14-character id and a 1-character one", async () => {
+    const s = await collecting();
+    for (const id of ["visitor-000042", "7"]) {
+      const sent = await submit(s.token, comment({ submitter_id: id, comment: `from ${id}` }));
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+      expect(sent.body.submitter_id).toBe(id);
+      const res = await mine(s.token, id);
+      expect(res.status).toBe(200);
+      expect(res.body.feedback.map((f: { comment: string }) => f.comment)).toEqual([`from ${id}`]);
+    }
+  });
+
   it("only that submitter's comments on that pod, newest first", async () => {
     const s = await collecting();
     const other = await collecting();
@@ -365,7 +379,7 @@ describe("GET /api/feedback/{token}/mine (public)", () => {
   it("400 for a submitter that is missing or not an id", async () => {
     const s = await collecting();
     expect((await call("GET", `/api/feedback/${s.token}/mine`)).status).toBe(400);
-    for (const who of ["", "short", "x".repeat(65), "'; DROP TABLE feedback; --aaaaaaaa"]) {
+    for (const who of ["", "x".repeat(65), "'; DROP TABLE feedback; --aaaaaaaa", "a b"]) {
       const res = await mine(s.token, who);
       expect(res.status, who).toBe(400);
       expect(res.body.error).toContain("submitter");

@@ -62,7 +62,8 @@ export const FeedbackSubmission = z
     name: z.string().max(FEEDBACK_CAPS.name).optional().openapi({ example: "Grace" }),
     email: z.string().max(FEEDBACK_CAPS.email).optional().openapi({ example: "grace@example.com" }),
     submitter_id: z.string().max(64).optional().openapi({
-      description: "the visitor's own id (16-64 of [A-Za-z0-9_-]); one is made when absent",
+      description:
+        "the visitor's own id (1-64 of [A-Za-z0-9_-]; a short one is guessable, and whoever guesses it reads its comments through /mine); one is made when absent",
       example: "sub_0123456789abcdefghjk",
     }),
     page_path: z.string().max(FEEDBACK_CAPS.pagePath).optional().openapi({ example: "/pricing" }),

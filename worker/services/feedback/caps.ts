@@ -15,8 +15,12 @@ export const FEEDBACK_CAPS = {
   viewport: 100_000,
 } as const;
 
-/** a visitor's own id (the widget keeps it in localStorage): long enough not to be guessed */
-export const SUBMITTER_ID = /^[A-Za-z0-9_-]{16,64}$/;
+/**
+ * a visitor's own id, the plain string the spec's clients send (the widget makes 128 random bits and
+ * keeps them in localStorage): any length up to 64 of a safe alphabet. A short one is guessable, and
+ * whoever guesses it reads that visitor's comments (`/mine`): docs/feedback.md says so.
+ */
+export const SUBMITTER_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** stored comments per pod; the public POST is refused beyond (the owner deletes to make room) */
 export const MAX_POD_FEEDBACK = 10_000;

@@ -18,7 +18,7 @@ export async function listMyFeedback({
   input: { token: string; submitter: string };
 }): Promise<Result<{ feedback: FeedbackView[] }>> {
   if (!SUBMITTER_ID.test(input.submitter))
-    return fail("bad_request", "submitter: must be 16-64 letters, digits, '_' or '-'");
+    return fail("bad_request", "submitter: must be 1-64 letters, digits, '_' or '-'");
   const found = await findCollectingPod(ctx.db, input.token);
   if (!found.ok) return found;
   const rows = await ctx.db

@@ -64,7 +64,7 @@ export async function submitFeedback({
   if (email !== "" && !plausibleEmail(email))
     return fail("bad_request", "email: must be an email address (name@example.com)");
   if (input.submitter_id !== undefined && !SUBMITTER_ID.test(input.submitter_id))
-    return fail("bad_request", "submitter_id: must be 16-64 letters, digits, '_' or '-'");
+    return fail("bad_request", "submitter_id: must be 1-64 letters, digits, '_' or '-'");
   const pagePath = input.page_path ?? "";
   if (pagePath !== "" && !pagePath.startsWith("/"))
     return fail("bad_request", "page_path: must start with '/' (the path of the page on the pod's site)");
