@@ -16,6 +16,11 @@ export interface Plan {
   monthlyPrice: number;
   backupsKept: number;
   databaseServices: boolean;
+  /**
+   * Build minutes a pod of the plan may use per UTC day (git deploys' wall time on the host,
+   * docs/git.md "Build budget"), so back-to-back deploys cannot make a small pod a larger one.
+   */
+  buildMinutesPerDay: number;
 }
 
 const plan = (p: Plan) => p;
@@ -31,6 +36,7 @@ export const PLANS: readonly Plan[] = [
     monthlyPrice: 500,
     backupsKept: 1,
     databaseServices: false,
+    buildMinutesPerDay: 30,
   }),
   plan({
     slug: "build",
@@ -41,6 +47,7 @@ export const PLANS: readonly Plan[] = [
     monthlyPrice: 1200,
     backupsKept: 5,
     databaseServices: true,
+    buildMinutesPerDay: 60,
   }),
   plan({
     slug: "grow",
@@ -51,6 +58,7 @@ export const PLANS: readonly Plan[] = [
     monthlyPrice: 2400,
     backupsKept: 10,
     databaseServices: true,
+    buildMinutesPerDay: 120,
   }),
   plan({
     slug: "scale",
@@ -61,6 +69,7 @@ export const PLANS: readonly Plan[] = [
     monthlyPrice: 4800,
     backupsKept: 15,
     databaseServices: true,
+    buildMinutesPerDay: 240,
   }),
   plan({
     slug: "turbo",
@@ -71,6 +80,7 @@ export const PLANS: readonly Plan[] = [
     monthlyPrice: 9600,
     backupsKept: 30,
     databaseServices: true,
+    buildMinutesPerDay: 480,
   }),
 ];
 

@@ -9,10 +9,11 @@ import { AgentError } from "../errors";
 
 /**
  * The build container: the pod's image, the pod's home volume and network, and limits of its own
- * (memory, CPU, pids from the agent's config), uid 1000, no capabilities, no-new-privileges, a
- * read-only root with a tmpfs /tmp. It idles under tini while the deploy runs its steps in it as
- * execs (unpack, install, build, the release switch): each exec joins the container's cgroup, so a
- * build that forks or eats memory meets the build's limits, never the serving pod's or the host's.
+ * (the pod's memory; CPU and pids from the agent's config: `buildLimitsFor`), uid 1000, no
+ * capabilities, no-new-privileges, a read-only root with a tmpfs /tmp. It idles under tini while the
+ * deploy runs its steps in it as execs (unpack, install, build, the release switch): each exec joins
+ * the container's cgroup, so a build that forks or eats memory meets the build's limits, never the
+ * serving pod's or the host's.
  * The wall clock is the deploy's: when it runs out the container is killed.
  */
 
@@ -44,6 +45,25 @@ export async function removeAndWait(docker: DockerClient, name: string): Promise
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new AgentError("unavailable", `container ${name} is still being removed`);
+}
+
+/**
+ * A deploy's build limits: the pod's own memory (its plan's, as its container has it: a resize
+ * changes both), never more, so a build cannot make a small pod a large one for its length; CPU and
+ * pids from the agent's config (a build may burst on idle CPU at its low weight, `BUILD_CPU_SHARES`).
+ * The time limit is the agent's, or less: what the Worker says is left of the pod's daily build
+ * budget (docs/git.md "Build budget").
+ */
+export function buildLimitsFor(
+  config: GitConfig["build"],
+  podMemoryBytes: number | undefined,
+  budgetMs?: number,
+): GitConfig["build"] {
+  return {
+    ...config,
+    memoryBytes: podMemoryBytes && podMemoryBytes > 0 ? podMemoryBytes : config.memoryBytes,
+    timeoutMs: budgetMs === undefined ? config.timeoutMs : Math.min(config.timeoutMs, budgetMs),
+  };
 }
 
 /**

@@ -8,7 +8,7 @@ import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
-import { type BuildBox, buildContainerOptions, startBuildBox } from "./build";
+import { type BuildBox, buildContainerOptions, buildLimitsFor, startBuildBox } from "./build";
 import { dependencyKey, detectIn, gitHome, limitsOf } from "./commit";
 import { DEPENDENCY_DIR, npmStartOf } from "./detect";
 import { DeployFailure } from "./failure";
@@ -53,6 +53,8 @@ export interface DeployParams {
   source: RepoSource;
   preset: Preset;
   buildCommand: string | null;
+  /** what is left of the pod's daily build budget (ms), from the Worker: the build's time limit when lower */
+  timeoutMs?: number;
 }
 
 /**
@@ -85,7 +87,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   try {
     const home = await gitHome(deps.config);
     // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
-    boxStart = startBox(deps, p.name, image, main, signal);
+    boxStart = startBox(deps, p.name, image, main, signal, p.timeoutMs);
     boxStart.catch(() => undefined);
     // The standby goes first in the vhost once the last deploy's box is gone (a candidate in it may
     // still be finishing requests); the reload runs beside the unpack and install.
@@ -185,7 +187,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     log.note(
       `deployed in ${((Date.now() - started) / 1000).toFixed(1)} s; releases kept: ${kept.join(", ")}`,
     );
-    outcome = { ok: true, commit, release: id, detected, kept };
+    outcome = { ok: true, commit, release: id, detected, kept, build_ms: Date.now() - started };
   } catch (err) {
     // Interrupted (the agent stops, the command's own timeout): nothing is recorded, a retry starts over.
     if (signal.aborted)
@@ -198,6 +200,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
       class: failure.cls,
       message: redactor.redact(failure.message).slice(0, 2000),
       commit,
+      build_ms: Date.now() - started,
     };
   } finally {
     if (!box && boxStart) box = await boxStart.catch(() => null);
@@ -231,6 +234,7 @@ export async function rollback(
   const rel = releases.releases.find((r) => r.id === target);
   if (!rel) throw new AgentError("not_found", `release ${target} is not kept on this host`);
   const log = new DeployLog(id, new Redactor(undefined), deps.send);
+  const started = Date.now();
   const image = deps.config.images[rel.detected.preset];
   const box = await startBox(deps, p.name, image, main, signal);
   const route = standbyRoute(deps.ingress, p.name, rel.detected.preset, main, names.network);
@@ -262,13 +266,26 @@ export async function rollback(
       },
     );
     kept = await settle(record, target, null);
-    outcome = { ok: true, commit: rel.commit, release: target, detected: rel.detected, kept };
+    outcome = {
+      ok: true,
+      commit: rel.commit,
+      release: target,
+      detected: rel.detected,
+      kept,
+      build_ms: Date.now() - started,
+    };
   } catch (err) {
     if (signal.aborted)
       throw new AgentError("unavailable", `the rollback was interrupted: ${String(signal.reason)}`);
     const failure = asFailure(err, box);
     if (!failure) throw err;
-    outcome = { ok: false, class: failure.cls, message: failure.message.slice(0, 2000), commit: rel.commit };
+    outcome = {
+      ok: false,
+      class: failure.cls,
+      message: failure.message.slice(0, 2000),
+      commit: rel.commit,
+      build_ms: Date.now() - started,
+    };
   } finally {
     await route
       ?.restore()
@@ -300,26 +317,26 @@ async function settle(
   return keep;
 }
 
-/** The pod's build container, in the running pod's network namespace (./build.ts). */
+/**
+ * The pod's build container, in the running pod's network namespace, within the pod's memory and
+ * the time left of its build budget (./build.ts `buildLimitsFor`).
+ */
 const startBox = (
   deps: GitDeps,
   pod: string,
   image: string,
   main: ContainerInspectInfo,
   signal: AbortSignal,
-): Promise<BuildBox> =>
-  startBuildBox(
+  budgetMs?: number,
+): Promise<BuildBox> => {
+  const limits = buildLimitsFor(deps.config.git.build, main.HostConfig.Memory, budgetMs);
+  return startBuildBox(
     deps.docker,
-    buildContainerOptions(
-      deps.config.namePrefix,
-      pod,
-      image,
-      deps.config.git.build,
-      main.State.Running ? main.Id : null,
-    ),
-    deps.config.git.build.timeoutMs,
+    buildContainerOptions(deps.config.namePrefix, pod, image, limits, main.State.Running ? main.Id : null),
+    limits.timeoutMs,
     signal,
   );
+};
 
 /**
  * After a switch: old releases are deleted and the build container removed without the caller

@@ -30,6 +30,8 @@ export const DeployFailureClass = z.enum([
   "missing_start",
   "port_mismatch",
   "timeout",
+  /** the pod's daily build minutes were spent (the Worker's, before the deploy is dispatched) */
+  "build_budget",
   "unknown",
 ]);
 export type DeployFailureClass = z.infer<typeof DeployFailureClass>;
@@ -58,6 +60,9 @@ export type DetectedCommands = z.infer<typeof DetectedCommands>;
 const Commit = z.object({ sha: z.string().regex(/^[0-9a-f]{40}$/), message: z.string().max(4096) });
 
 /** A deploy's (or rollback's) end: success with the release now serving, or the failure's class. */
+/** optional: an agent of an earlier version does not measure it (the Worker then counts start to end) */
+const BuildMs = z.number().int().min(0).max(86_400_000).optional();
+
 export const DeployOutcome = z.discriminatedUnion("ok", [
   z.object({
     ok: z.literal(true),
@@ -67,6 +72,8 @@ export const DeployOutcome = z.discriminatedUnion("ok", [
     detected: DetectedCommands,
     /** releases still kept on the host after this one (newest first), for rollback */
     kept: z.array(z.string()).max(20),
+    /** the deploy's wall time on the host (ms): what the plan's daily build budget counts */
+    build_ms: BuildMs,
   }),
   z.object({
     ok: z.literal(false),
@@ -75,6 +82,7 @@ export const DeployOutcome = z.discriminatedUnion("ok", [
     message: z.string().max(2000),
     /** known once the fetch succeeded */
     commit: Commit.nullable(),
+    build_ms: BuildMs,
   }),
 ]);
 export type DeployOutcome = z.infer<typeof DeployOutcome>;
@@ -103,6 +111,11 @@ export const gitOps = {
       preset: Preset,
       /** the user's `build_command`; null: detected */
       buildCommand: z.string().max(2000).nullable(),
+      /**
+       * what is left of the pod's daily build budget (ms): the build container is stopped when it
+       * runs out, as when the host's own limit does (docs/git.md "Build budget"); absent: the host's
+       */
+      timeoutMs: z.number().int().min(1_000).max(86_400_000).optional(),
     }),
     result: DeployOutcome,
   },

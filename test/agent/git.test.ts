@@ -147,7 +147,8 @@ describe("git deployments", () => {
 
   beforeAll(async () => {
     agent = await startAgent({
-      PODHOST_BUILD_MEMORY_MB: "256",
+      // more than the pod's 256 MB: the build gets the pod's memory, never the agent's default
+      PODHOST_BUILD_MEMORY_MB: "1024",
       PODHOST_START_TIMEOUT_S: "8",
       PODHOST_BUILD_TIMEOUT_S: "120",
     });
@@ -313,10 +314,14 @@ describe("git deployments", () => {
   it("deploys: the commit serves through the ingress; ~/app is a release, the first ~/app is kept", async () => {
     const t0 = performance.now();
     const o = await deploy("dep_1");
+    const took = performance.now() - t0;
     console.log(`first deploy (npm install of a local dependency): ${ms(t0)} ms`);
     expect(failed(o)).toBe("ok");
     if (!o.ok) return;
     expect(o.release).toBe("dep_1");
+    // the host's own measure of the deploy, what the Worker counts against the build budget
+    expect(o.build_ms).toBeGreaterThan(0);
+    expect(o.build_ms).toBeLessThanOrEqual(Math.ceil(took) + 5);
     expect(o.kept).toEqual(["dep_1"]);
     expect(o.commit.message).toBe("back on main");
     expect((await httpGet(agent.port, host)).body).toBe("v1 hello from greet -");
@@ -449,7 +454,7 @@ describe("git deployments", () => {
     );
   });
 
-  it("a build that eats memory is stopped by the build's limit; the serving app stays responsive", async () => {
+  it("a build that eats memory is stopped by the pod's own memory limit; the serving app stays responsive", async () => {
     await server.commit("app", nodeApp("v11"), { message: "hungry build" });
     const p = poll(agent.port, host);
     const t0 = performance.now();
@@ -479,7 +484,10 @@ describe("git deployments", () => {
     });
     const o = await running;
     const stats = await p.end();
-    expect(box).toMatchObject({ CpuShares: 256, NanoCpus: 2e9 });
+    // the pod's memory (its plan's: 256 MB here), not the agent's 1 GiB default; CPU as before
+    const podMemory = (await agent.docker.getContainer(container).inspect()).HostConfig.Memory;
+    expect(podMemory).toBe(256 * 1024 * 1024);
+    expect(box).toMatchObject({ CpuShares: 256, NanoCpus: 2e9, Memory: podMemory, MemorySwap: podMemory });
     console.log(
       `busy build: p50 ${before.p50.toFixed(1)} ms before, ${stats.p50.toFixed(1)} ms during (${stats.count} requests)`,
     );
@@ -487,6 +495,28 @@ describe("git deployments", () => {
     expect(stats.failures).toEqual([]);
     expect(stats.bodies).toEqual(["v3 hello from greet hi-env"]);
     expect(stats.p50).toBeLessThan(Math.max(50, before.p50 * 5));
+  });
+
+  it("what is left of the pod's build budget is the build's time limit (timeoutMs from the Worker)", async () => {
+    await server.commit("app", nodeApp("v13"), { message: "slow build" });
+    const t0 = performance.now();
+    const o = await handlers["pod.deploy"](
+      {
+        name: pod,
+        deploymentId: "dep_13",
+        source: source(),
+        preset: "nodejs",
+        buildCommand: "sleep 60",
+        timeoutMs: 4_000,
+      },
+      agent.ctx,
+    );
+    const took = performance.now() - t0;
+    expect(failed(o)).toMatch(/^timeout: /);
+    expect(took).toBeLessThan(30_000);
+    expect(o.build_ms).toBeGreaterThanOrEqual(4_000);
+    expect(o.build_ms).toBeLessThan(30_000);
+    expect((await httpGet(agent.port, host)).body).toBe("v3 hello from greet hi-env");
   });
 
   it("rolls back to a kept release (env kept); an unknown release is not_found", async () => {

@@ -250,6 +250,8 @@ describe("deploy", () => {
       source: { url: s.repo.url, branch: "main", token: TOKEN },
       preset: "static",
       buildCommand: "npm run build",
+      // the whole of a Launch pod's daily build budget is left: the deploy's time limit on the host
+      timeoutMs: 30 * 60_000,
     });
     const log = (seq: number, chunk: string) =>
       s.agent.send({ type: "agent:deploy-log", deploymentId: res.body.id, seq, chunk });
@@ -420,6 +422,99 @@ describe("deploy", () => {
       "log",
     );
     expect(done.status).toBe("success");
+  });
+});
+
+describe("the build budget", () => {
+  const MIN = 60_000;
+  const buildMsOf = async (id: string) =>
+    (
+      await env.DB.prepare("SELECT build_ms FROM deployments WHERE id = ?")
+        .bind(id)
+        .first<{ build_ms: number | null }>()
+    )?.build_ms;
+
+  it("counts the host's build time per pod and day: the rest is the next deploy's limit, spent is 429 naming the budget", async () => {
+    const s = await connected();
+    const first = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    const c1 = await nextCall(s.agent, "pod.deploy");
+    expect(c1.params).toMatchObject({ timeoutMs: 30 * MIN });
+    s.agent.ok(c1, { ...okOutcome(c1, 1), build_ms: 29 * MIN });
+    expect((await settled(s.as, s.pod.name, first.body.id)).status).toBe("success");
+    expect(await buildMsOf(first.body.id)).toBe(29 * MIN);
+
+    // a minute is left: the next deploy may use that much on the host, and fails when it did
+    const second = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    expect(second.status).toBe(202);
+    const c2 = await nextCall(s.agent, "pod.deploy");
+    expect(c2.params).toMatchObject({ timeoutMs: MIN });
+    s.agent.ok(c2, {
+      ok: false,
+      class: "timeout",
+      message: "the deploy did not finish in time",
+      commit: null,
+      build_ms: MIN + 500,
+    });
+    expect((await settled(s.as, s.pod.name, second.body.id)).status).toBe("failed");
+
+    // back-to-back deploys cannot go on: 429 naming the plan's budget, until the next UTC day
+    const refused = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatch(
+      /used 30 of its 30 build minutes today \(the Launch plan's daily build budget\)/,
+    );
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    await s.agent.expectNone("control:call");
+
+    // a larger plan has more: the Grow plan's 120 minutes less the 30 used
+    await env.DB.prepare("UPDATE pods SET plan_slug = 'grow' WHERE id = ?").bind(s.pod.id).run();
+    const grown = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    expect(grown.status).toBe(202);
+    const c3 = await nextCall(s.agent, "pod.deploy");
+    expect((c3.params as { timeoutMs: number }).timeoutMs).toBeGreaterThan(89 * MIN);
+    expect((c3.params as { timeoutMs: number }).timeoutMs).toBeLessThanOrEqual(90 * MIN);
+    s.agent.ok(c3, okOutcome(c3, 3));
+    expect((await settled(s.as, s.pod.name, grown.body.id)).status).toBe("success");
+  });
+
+  it("a deploy queued while the budget lasted is not dispatched once it is spent: failed, class build_budget", async () => {
+    const s = await connected();
+    const first = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    const c1 = await nextCall(s.agent, "pod.deploy");
+    const queued = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    expect(queued.status).toBe(202);
+    s.agent.ok(c1, { ...okOutcome(c1, 1), build_ms: 30 * MIN });
+    expect((await settled(s.as, s.pod.name, first.body.id)).status).toBe("success");
+    const done = await settled(s.as, s.pod.name, queued.body.id);
+    expect(done).toMatchObject({ status: "failed" });
+    expect(JSON.stringify(done.failure)).toContain("build_budget");
+    expect(JSON.stringify(done.failure)).toMatch(/30 build minutes/);
+    await s.agent.expectNone("control:call", 500);
+    const events = await podEventRecords(s.pod.id);
+    const failed = events.filter((e) => e.type === "deploy_failed");
+    expect(failed).toHaveLength(1);
+    expect(JSON.parse(failed[0]?.metadata ?? "{}")).toMatchObject({ class: "build_budget" });
+  });
+
+  it("an outcome without a measure (an older agent) counts from the deployment's start to its end", async () => {
+    const s = await connected();
+    const res = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    const c = await nextCall(s.agent, "pod.deploy");
+    s.agent.ok(c, okOutcome(c, 1));
+    await settled(s.as, s.pod.name, res.body.id);
+    expect(await buildMsOf(res.body.id)).toBeNull();
+    // the deployment took 30 minutes by its own timestamps
+    await env.DB.prepare("UPDATE deployments SET started_at = ?, finished_at = ? WHERE id = ?")
+      .bind(
+        new Date(Date.now() - 1_000).toISOString(),
+        new Date(Date.now() + 30 * MIN).toISOString(),
+        res.body.id,
+      )
+      .run();
+    const refused = await call("POST", `/api/pods/${s.pod.name}/git/deploy`, undefined, s.as);
+    expect(refused.status).toBe(429);
   });
 });
 

@@ -3,6 +3,7 @@ import type { Result } from "../../shared/errors";
 import type { DeployOutcome } from "../../shared/protocol/git";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
+import { budgetForDeploy, recordBuildTime } from "../services/git/build-budget";
 import { type DeployJob, loadDeployJob, recordDeployOutcome, tokenOf } from "../services/git/job";
 import { claimTurn, finishDeployment, nextQueued, TURN_EVENT, type Turn, wake } from "../services/git/queue";
 import { reportCommitStatus } from "../services/git/statuses";
@@ -27,7 +28,8 @@ type Job = Extract<DeployJob, { kind: "deploy" | "rollback" }>;
  * One git deployment (deploy, push or rollback; docs/git.md), instance id = the deployment's id:
  * 1. its turn: one deploy runs per pod at a time; a queued one waits for the `deploy-turn` event
  *    the previous one sends when it ends (and a from-repo pod's first deploy waits for the pod to run);
- * 2. the job read from D1, the token decrypted outside any step (step outputs are stored);
+ * 2. the job read from D1, the token decrypted outside any step (step outputs are stored), and
+ *    a deploy's build budget checked: spent, it ends `failed` (class `build_budget`) undispatched;
  * 3. `pod.deploy` / `pod.rollback` on the pod's host through `runOnHost` (the step's key makes a
  *    retry join the host's run, never build twice), with commit statuses around it;
  * 4. the outcome recorded (status, event, releases kept) and the next queued deployment woken.
@@ -116,9 +118,31 @@ export class PodDeployWorkflow extends WorkflowEntrypoint<Bindings, PodDeployPar
         }),
       );
 
+    // The pod's daily build budget (services/git/build-budget.ts): spent, the deploy is not dispatched;
+    // otherwise what is left is its time limit on the host. A rollback builds nothing.
+    let timeoutMs: number | undefined;
+    if (job.kind === "deploy") {
+      const budget = await step.do("check the build budget", async () =>
+        budgetForDeploy(createDb(this.env.DB), job.podId),
+      );
+      if (!budget.ok) {
+        await step.do("record the spent budget", async () => {
+          await finishDeployment(createDb(this.env.DB), deploymentId, {
+            ok: false,
+            class: "build_budget",
+            message: budget.message,
+          });
+          return true;
+        });
+        if (job.commitSha)
+          await status("report failure", job.commitSha, "failure", "deploy failed: build_budget");
+        return { status: "failed", reason: budget.message };
+      }
+      timeoutMs = budget.leftMs;
+    }
     if (job.commitSha)
       await status("report pending", job.commitSha, "pending", `deploying to ${job.podName}`);
-    const outcome = await this.onHost(step, ref, deploymentId, job, token);
+    const outcome = await this.onHost(step, ref, deploymentId, job, token, timeoutMs);
     const recorded: DeployOutcome = outcome.ok
       ? outcome.value
       : {
@@ -131,7 +155,9 @@ export class PodDeployWorkflow extends WorkflowEntrypoint<Bindings, PodDeployPar
           commit: null,
         };
     await step.do("record the outcome", async () => {
-      await recordDeployOutcome(createDb(this.env.DB), deploymentId, job, recorded);
+      const db = createDb(this.env.DB);
+      await recordBuildTime(db, deploymentId, recorded.build_ms);
+      await recordDeployOutcome(db, deploymentId, job, recorded);
       return true;
     });
     const sha = recorded.commit?.sha ?? job.commitSha;
@@ -146,6 +172,7 @@ export class PodDeployWorkflow extends WorkflowEntrypoint<Bindings, PodDeployPar
     deploymentId: string,
     job: Job,
     token: string | undefined,
+    timeoutMs: number | undefined,
   ): Promise<Result<DeployOutcome>> {
     if (job.kind === "rollback")
       return runOnHost(step, this.env, ref, {
@@ -165,6 +192,7 @@ export class PodDeployWorkflow extends WorkflowEntrypoint<Bindings, PodDeployPar
         source: { url: job.repoUrl ?? "", branch: job.branch ?? "main", ...(token ? { token } : {}) },
         preset: job.preset,
         buildCommand: job.buildCommand,
+        ...(timeoutMs === undefined ? {} : { timeoutMs: Math.max(1_000, timeoutMs) }),
       },
       timeoutMs: DEPLOY_TIMEOUT_MS,
     });

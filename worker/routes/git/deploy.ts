@@ -16,7 +16,7 @@ const route = createRoute({
   method: "post",
   path: "/pods/{name}/git/deploy",
   summary:
-    "Deploy the configured branch now (202, `deploying`); during another deploy it waits, and a newer trigger supersedes it",
+    "Deploy the configured branch now (202, `deploying`); during another deploy it waits, and a newer trigger supersedes it; 429 once the pod's daily build minutes (by plan) are spent",
   request: { params: PodParams },
   responses: { 202: jsonResponse(Deployment, "Accepted"), ...errors(400, 401, 404, 409, 429) },
 });

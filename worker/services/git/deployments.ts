@@ -4,6 +4,7 @@ import { type DeploymentRow, deployments, type PodRow } from "../../db/schema";
 import type { ServiceContext, TeamCall } from "../context";
 import { findTeamPod } from "../pods/lookup";
 import { NOT_RUNNING } from "../pods/target";
+import { requireBuildBudget } from "./build-budget";
 import { configOf } from "./config";
 import { servingDeployment, tokenOf } from "./job";
 import { assembleLog, logChunks, redactSecret } from "./log";
@@ -13,7 +14,10 @@ import { type DeploymentView, toDeploymentView } from "./views";
 /** The 202 of a deploy (spec): `{id, status: deploying, created_at}`, plus the rest of the deployment. */
 export type StartedView = DeploymentView;
 
-/** `POST /api/pods/{name}/git/deploy`: a deployment of the configured branch, queued behind a running one. */
+/**
+ * `POST /api/pods/{name}/git/deploy`: a deployment of the configured branch, queued behind a running
+ * one; 429 when the pod's daily build budget is spent.
+ */
 export async function deployPod({
   ctx,
   teamId,
@@ -29,6 +33,9 @@ export async function deployPod({
       "conflict",
       `no repository is connected to pod ${pod.name}; connect one first (POST /api/pods/${pod.name}/git)`,
     );
+  // the plan's daily build minutes spent: 429 naming the budget (./build-budget.ts)
+  const budget = await requireBuildBudget(ctx.db, pod);
+  if (!budget.ok) return budget;
   return ok(toDeploymentView(await enqueueDeployment(ctx.env, ctx.db, pod.id, { trigger: "manual" })));
 }
 
