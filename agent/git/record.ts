@@ -4,11 +4,12 @@ import { z } from "zod";
 import { DeployOutcome, DetectedCommands } from "../../shared/protocol/git";
 
 /**
- * What the host remembers of a pod's deployments, under `<state dir>/git/<pod>/`: `releases.json` (the kept releases, newest first,
- * with the hash of their dependency files) and `outcomes/<deployment id>.json` (a finished
- * deploy's or rollback's outcome: the same id again answers from here and never builds twice).
- * Files are written to a temporary name and renamed. The bare repository the branch is fetched into
- * is a cache, in the host cache's `git/<pod>/repo.git` (its own disk limit, agent/disk/host-cache.ts).
+ * What the host remembers of a pod's deployments, under `<state dir>/git/<pod>/`: `releases.json`
+ * (the kept releases, newest first, with the hash of their dependency files) and
+ * `outcomes/<deployment id>.json` (a finished deploy's or rollback's outcome: the same id again
+ * answers from here and never builds twice). Files are written to a temporary name and renamed.
+ * The bare repository the branch is fetched into is a cache, in the host cache's
+ * `git/<pod>/repo.git` (its own disk limit, agent/disk/host-cache.ts).
  */
 
 export const KEEP_RELEASES = 5;
