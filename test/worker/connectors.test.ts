@@ -1,7 +1,7 @@
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
-import { call, PASSWORD, registerUser } from "./support/client";
+import { call, freshIp, PASSWORD, registerUser } from "./support/client";
 import {
   authorizeQuery,
   BASE,
@@ -35,6 +35,67 @@ describe("OAuth discovery", () => {
     const prm = await raw("/.well-known/oauth-protected-resource");
     expect(prm.status).toBe(200);
     expect(prm.json).toMatchObject({ resource: BASE, authorization_servers: [BASE] });
+  });
+});
+
+describe("the provider's endpoints (attacker cases)", () => {
+  const registration = (body: unknown, ip = freshIp()) =>
+    raw("/oauth/register", {
+      method: "POST",
+      headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+      body: JSON.stringify(body),
+    });
+  const client = {
+    client_name: "Flood",
+    redirect_uris: [REDIRECT_URI],
+    token_endpoint_auth_method: "none",
+    grant_types: ["authorization_code"],
+    response_types: ["code"],
+  };
+
+  it("dynamic registration is limited: 10 per hour per IP (429), an 8 KiB body (413), capped metadata (400)", async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 10; i++) expect((await registration(client, ip)).status).toBe(201);
+    const refused = await registration(client, ip);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(typeof refused.json.error).toBe("string");
+    expect((await registration(client)).status).toBe(201); // another address registers
+
+    const big = await registration({ ...client, client_name: "x".repeat(9 * 1024) });
+    expect(big.status).toBe(413);
+    expect(typeof big.json.error).toBe("string");
+    const capped: [Record<string, unknown>, string][] = [
+      [{ redirect_uris: Array.from({ length: 6 }, (_, i) => `${REDIRECT_URI}/${i}`) }, "redirect_uris"],
+      [{ redirect_uris: [`${REDIRECT_URI}?${"a".repeat(600)}`] }, "redirect_uris"],
+      [{ client_name: "n".repeat(101) }, "client_name"],
+      [{ logo_uri: `https://x.example/${"l".repeat(600)}` }, "logo_uri"],
+      [{ contacts: Array.from({ length: 6 }, (_, i) => `c${i}@x.example`) }, "contacts"],
+      [{ "client_name#fr": "Inondation" }, "client_name#fr"],
+    ];
+    for (const [extra, field] of capped) {
+      const res = await registration({ ...client, ...extra });
+      expect(res.status, field).toBe(400);
+      expect(res.json).toMatchObject({ error: "invalid_client_metadata" });
+      expect(res.json.error_description).toContain(field);
+    }
+  });
+
+  it("asked on a host other than PUBLIC_URL's, they answer {error} (not an empty 404)", async () => {
+    for (const [method, path] of [
+      ["GET", "/.well-known/oauth-authorization-server"],
+      ["POST", "/oauth/token"],
+      ["POST", "/oauth/register"],
+    ]) {
+      const res = await exports.default.fetch(`http://127.0.0.1:8787${path}`, {
+        method,
+        headers: { "cf-connecting-ip": freshIp(), "content-type": "application/json" },
+        ...(method === "POST" ? { body: JSON.stringify(client) } : {}),
+      });
+      expect(res.status, path).toBe(404);
+      const body = (await res.json()) as { error: string };
+      expect(body.error).toContain(BASE);
+    }
   });
 });
 

@@ -49,3 +49,13 @@ export const feedbackBodyLimit: MiddlewareHandler = bodyLimit({
   maxSize: FEEDBACK_BODY_MAX_BYTES,
   onError: (c) => tooLarge(c, FEEDBACK_BODY_MAX_BYTES),
 });
+
+/**
+ * `POST /oauth/register`: a client's self-description (RFC 7591), which the OAuth provider stores as
+ * it is for as long as the client lives. A real client's fits in a few hundred bytes.
+ */
+export const OAUTH_REGISTRATION_MAX_BYTES = 8 * 1024;
+export const oauthRegistrationBodyLimit: MiddlewareHandler = bodyLimit({
+  maxSize: OAUTH_REGISTRATION_MAX_BYTES,
+  onError: (c) => tooLarge(c, OAUTH_REGISTRATION_MAX_BYTES),
+});

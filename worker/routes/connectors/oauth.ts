@@ -5,7 +5,7 @@ import { Hono } from "hono";
 import { newId } from "../../../shared/ids";
 import { teams } from "../../db/schema";
 import type { AppEnv } from "../../http/app-env";
-import { jsonBodyLimit } from "../../http/body-limit";
+import { jsonBodyLimit, oauthRegistrationBodyLimit } from "../../http/body-limit";
 import { ApiError } from "../../http/errors";
 import { crossSiteRefusal } from "../../http/middleware";
 import { beginPasswordAttempt, enforceRateLimit } from "../../http/rate-limit";
@@ -194,6 +194,78 @@ function protectedResourceMetadata(c: Ctx) {
 }
 
 /**
+ * The provider's endpoints (metadata, token, registration) answer only at PUBLIC_URL's origin, the
+ * issuer's (the library matches the request's origin). Asked elsewhere (`127.0.0.1:8787` beside
+ * `localhost:8787`, another host name of the Worker), the answer says so as `{error}` instead of
+ * the library's empty 404.
+ */
+async function provider(c: Ctx) {
+  const issuer = resourceOf(c.env);
+  const origin = new URL(c.req.url).origin;
+  if (origin !== issuer)
+    return c.json(
+      {
+        error: `not found: the OAuth endpoints answer at ${issuer} (PUBLIC_URL's origin), not at ${origin.slice(0, 200)}`,
+      },
+      404,
+    );
+  return authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext);
+}
+
+/** Caps on what dynamic registration stores (besides the body's 8 KiB), RFC 7591's field names. */
+const REGISTRATION_CAPS = { redirectUris: 5, uri: 512, clientName: 100, contacts: 5 } as const;
+const URI_FIELDS = ["client_uri", "logo_uri", "policy_uri", "tos_uri", "jwks_uri"] as const;
+
+/** RFC 7591's error for metadata it refuses, or undefined when the registration may go on. */
+function registrationRefusal(body: unknown): string | undefined {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined; // the provider says
+  const m = body as Record<string, unknown>;
+  const uris = m.redirect_uris;
+  if (Array.isArray(uris)) {
+    if (uris.length > REGISTRATION_CAPS.redirectUris)
+      return `redirect_uris: at most ${REGISTRATION_CAPS.redirectUris}`;
+    if (uris.some((u) => typeof u === "string" && u.length > REGISTRATION_CAPS.uri))
+      return `redirect_uris: each at most ${REGISTRATION_CAPS.uri} characters`;
+  }
+  if (typeof m.client_name === "string" && m.client_name.length > REGISTRATION_CAPS.clientName)
+    return `client_name: at most ${REGISTRATION_CAPS.clientName} characters`;
+  for (const field of URI_FIELDS) {
+    const v = m[field];
+    if (typeof v === "string" && v.length > REGISTRATION_CAPS.uri)
+      return `${field}: at most ${REGISTRATION_CAPS.uri} characters`;
+  }
+  if (Array.isArray(m.contacts) && m.contacts.length > REGISTRATION_CAPS.contacts)
+    return `contacts: at most ${REGISTRATION_CAPS.contacts}`;
+  // localized variants (`client_name#fr`, RFC 7591 §2.2) are stored too: none are needed here
+  const localized = Object.keys(m).find((k) => k.includes("#"));
+  if (localized) return `${localized.slice(0, 100)}: localized metadata is not accepted`;
+  return undefined;
+}
+
+/**
+ * `POST /oauth/register` (dynamic client registration: anyone may register, and each client is
+ * stored): limited per client IP, its body to 8 KiB and its fields as above, before the provider
+ * stores anything. Other methods go to the provider as they are (its 405, CORS preflight).
+ */
+async function register(c: Ctx) {
+  if (c.req.method === "POST" && new URL(c.req.url).origin === resourceOf(c.env)) {
+    await enforceRateLimit(c, "oauthRegister");
+    let body: unknown;
+    try {
+      body = JSON.parse(await c.req.raw.clone().text());
+    } catch {
+      body = undefined; // the provider's own 400
+    }
+    const refused = registrationRefusal(body);
+    if (refused)
+      return c.json({ error: "invalid_client_metadata", error_description: refused }, 400, {
+        "Cache-Control": "no-store",
+      });
+  }
+  return provider(c);
+}
+
+/**
  * OAuth 2.1 for connectors (docs/connectors.md): the authorization endpoint and its pages are ours;
  * metadata, token, revocation and dynamic registration are the provider's.
  */
@@ -201,12 +273,6 @@ export const oauthRouter = new Hono<AppEnv>()
   .get(OAUTH_PATHS.authorize, showAuthorize)
   .post(OAUTH_PATHS.authorize, jsonBodyLimit, submitAuthorize)
   .get("/.well-known/oauth-protected-resource", protectedResourceMetadata)
-  .all("/.well-known/oauth-authorization-server", (c) =>
-    authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext),
-  )
-  .all(OAUTH_PATHS.token, jsonBodyLimit, (c) =>
-    authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext),
-  )
-  .all(OAUTH_PATHS.register, jsonBodyLimit, (c) =>
-    authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext),
-  );
+  .all("/.well-known/oauth-authorization-server", provider)
+  .all(OAUTH_PATHS.token, jsonBodyLimit, provider)
+  .all(OAUTH_PATHS.register, oauthRegistrationBodyLimit, register);
