@@ -238,8 +238,11 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   });
   // The host cache's leftovers (lookups cut short, caches of pods gone from this host), now and then.
   const sweep = () =>
-    sweepHostCache(config, async (pod) =>
-      Boolean(await inspectContainer(docker, podNames(config.namePrefix, pod).container)),
+    sweepHostCache(
+      config,
+      async (pod) => Boolean(await inspectContainer(docker, podNames(config.namePrefix, pod).container)),
+      // the deploy lock (agent/handlers/git.ts): a deploy in progress keeps its cache
+      (pod, fn) => deps.locks.run(`git:${pod}`, fn),
     ).then(
       (removed) => removed.length > 0 && log.info("host cache swept", { removed: removed.length }),
       (error: unknown) => log.warn("host cache sweep failed", { error: String(error) }),

@@ -36,11 +36,14 @@ export async function prepareHostCache(config: AgentConfig): Promise<string> {
 /**
  * Removes lookups' leftovers (a lookup interrupted by an agent restart), the deploy caches of pods
  * that are no longer on this host (`onHost` says which are), and deploy caches left in the state
- * directory by agents from before the host cache. Returns what it removed.
+ * directory by agents from before the host cache. A pod's cache is looked at and removed under
+ * `podLock` (the pod's deploy lock: a deploy never loses its cache mid-fetch). Returns what it
+ * removed.
  */
 export async function sweepHostCache(
   config: Pick<AgentConfig, "stateDir" | "cacheDir">,
   onHost: (pod: string) => Promise<boolean>,
+  podLock: (pod: string, fn: () => Promise<boolean>) => Promise<boolean> = (_, fn) => fn(),
   now = Date.now(),
 ): Promise<string[]> {
   const removed: string[] = [];
@@ -48,12 +51,14 @@ export async function sweepHostCache(
   for (const entry of await readdir(gitDir, { withFileTypes: true }).catch(() => [])) {
     if (!entry.isDirectory() || entry.name.startsWith(".")) continue;
     const path = join(gitDir, entry.name);
-    const stale = entry.name.startsWith("inspect-")
-      ? now - (await stat(path)).mtimeMs > STALE_LOOKUP_MS
-      : !(await onHost(entry.name));
-    if (!stale) continue;
-    await rm(path, { recursive: true, force: true });
-    removed.push(path);
+    const remove = async () => {
+      await rm(path, { recursive: true, force: true });
+      return true;
+    };
+    const gone = entry.name.startsWith("inspect-")
+      ? now - (await stat(path)).mtimeMs > STALE_LOOKUP_MS && (await remove())
+      : await podLock(entry.name, async () => !(await onHost(entry.name)) && (await remove()));
+    if (gone) removed.push(path);
   }
   if (config.cacheDir !== config.stateDir) {
     const legacy = join(config.stateDir, "git");

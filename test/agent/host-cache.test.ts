@@ -36,7 +36,17 @@ describe("the host cache's sweep (no Docker)", () => {
       await made(stateDir, "git", "kept", "repo.git");
       await made(stateDir, "git", "kept", "outcomes");
       await made(stateDir, "git", ".home");
-      const removed = await sweepHostCache({ stateDir, cacheDir }, async (pod) => pod === "kept");
+      // each pod's cache is looked at under its deploy lock
+      const locked: string[] = [];
+      const removed = await sweepHostCache(
+        { stateDir, cacheDir },
+        async (pod) => pod === "kept",
+        (pod, fn) => {
+          locked.push(pod);
+          return fn();
+        },
+      );
+      expect(locked.sort()).toEqual(["gone", "kept"]);
       expect(removed.sort()).toEqual(
         [old, join(cacheDir, "git", "gone"), join(stateDir, "git", "kept", "repo.git")].sort(),
       );
