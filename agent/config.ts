@@ -94,7 +94,11 @@ const Env = z.object({
   PODHOST_GIT_LOOKUPS_AT_ONCE: z.coerce.number().int().min(1).max(64).default(4),
   /** the most a commit's tree may unpack to (a small pack can hold huge, well-compressed files) */
   PODHOST_GIT_MAX_TREE_MB: z.coerce.number().int().min(1).max(65536).default(2048),
-  /** a deploy's build container: its own limits, apart from the serving pod's */
+  /**
+   * a deploy's build container: its own limits, apart from the serving pod's. Its memory is the
+   * pod's own (its plan's, agent/git/build.ts `buildLimitsFor`): this is only for a pod container
+   * without a limit; the time limit is lowered to what is left of the pod's daily build budget
+   */
   PODHOST_BUILD_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(1024),
   PODHOST_BUILD_CPUS: z.coerce.number().min(0.1).max(64).default(2),
   PODHOST_BUILD_PIDS: z.coerce.number().int().min(32).max(65536).default(512),
