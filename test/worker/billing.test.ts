@@ -586,6 +586,9 @@ describe("nothing runs unpaid", () => {
         expect(res.body.error).toMatch(/suspended/);
       }
     }
+    // nor through what starts a stopped pod first (reload)
+    const reload = await call("POST", `/api/pods/${stopped.name}/reload`, undefined, billed(user));
+    expect(reload.status).toBe(402);
     await agent.expectNone("control:call");
     // a later cron run has nothing more to stop
     await runBillingAt(Date.UTC(2104, 1, 10, 6));

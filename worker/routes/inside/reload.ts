@@ -41,7 +41,8 @@ const route = createRoute({
   request: { params: PodParams },
   responses: {
     200: jsonResponse(ReloadResult, "Reloaded"),
-    ...errors(400, 401, 404, 409, 429, 503),
+    // 402: a stopped pod of a suspended team is not started (docs/billing.md)
+    ...errors(400, 401, 402, 404, 409, 429, 503),
     500: jsonResponse(ReloadFailure, "The dependency install or build failed"),
   },
 });

@@ -119,7 +119,8 @@ export const zipRouter = createRouter()
       responses: {
         200: jsonResponse(Uploaded, "Unpacked and reloaded"),
         500: jsonResponse(DepsFailure, "Unpacked, but installing dependencies failed"),
-        ...errors(400, 401, 404, 409, 413, 415, 429, 503),
+        // 402: a stopped pod of a suspended team is not started (docs/billing.md)
+        ...errors(400, 401, 402, 404, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {
