@@ -926,6 +926,32 @@ describe("attacker: repository URLs aimed inward", () => {
     await agent.expectNone("control:call", 300);
     await s.agent.expectNone("control:call", 100);
   });
+
+  it("a public-looking name whose DNS answers are inward is the same 400 (lookups); a public one reaches a host", async () => {
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const user = await registerUser();
+    const as = { token: user.token };
+    const dns = env.DNS_RESOLVER_URL?.replace(/\/dns-query$/, "") ?? "";
+    const setA = async (name: string, values: string[]) =>
+      expect(
+        (await fetch(`${dns}/__double/a/${name}`, { method: "PUT", body: JSON.stringify({ values }) }))
+          .status,
+      ).toBe(200);
+    await setA("inward-git.repos.test", ["93.184.215.14", "10.0.0.9"]);
+    await setA("public-git.repos.test", ["93.184.215.14"]);
+    for (const path of ["branches", "inspect"]) {
+      const q = new URLSearchParams({ repo_url: "https://inward-git.repos.test/acme/x.git" });
+      const r = await call("GET", `/api/repos/${path}?${q}`, undefined, as);
+      expect(r.status).toBe(400);
+      expect(r.body.error).toContain("must name a public host");
+    }
+    await agent.expectNone("control:call", 200);
+    const q = new URLSearchParams({ repo_url: "https://public-git.repos.test/acme/x.git" });
+    const pending = call("GET", `/api/repos/branches?${q}`, undefined, as);
+    agent.ok(await nextCall(agent, "repo.branches"), { branches: ["main"], default_branch: "main" });
+    expect((await pending).status).toBe(200);
+  });
 });
 
 describe("attacker: repository lookups cannot hog the hosts", () => {

@@ -1,6 +1,12 @@
 import { fail, ok, type Result } from "../../../shared/errors";
-import { checkRepoUrl as checkRepoUrlPolicy } from "../../../shared/git/repo-url";
+import {
+  checkRepoUrl as checkRepoUrlPolicy,
+  isLoopbackHttp,
+  REPO_URL_NOT_PUBLIC,
+} from "../../../shared/git/repo-url";
+import { parseIpv4, refusedHost } from "../../../shared/net/addresses";
 import type { Bindings } from "../../env";
+import { lookupAddresses } from "../imports/resolve";
 
 /**
  * Repository URLs and branch names as users give them. The URL rule is the one the agent applies
@@ -10,6 +16,24 @@ import type { Bindings } from "../../env";
  */
 export function checkRepoUrl(env: Bindings, raw: string, field = "repo_url"): Result<URL> {
   return checkRepoUrlPolicy(raw, { allowHttpLoopback: env.ALLOW_HTTP_GIT_LOOPBACK === "true" }, field);
+}
+
+/**
+ * checkRepoUrl, then the host name's DNS answers (DNS_RESOLVER_URL, as URL imports look them up):
+ * a name any of whose A or AAAA records the policy refuses is the same 400, before any host is
+ * asked. A name the resolver has no answer for goes on: the host that fetches resolves it again,
+ * refuses inward answers and pins git to what it checked (agent/git/target.ts), which also closes
+ * a name answering differently now and then.
+ */
+export async function checkRepoTarget(env: Bindings, raw: string, field = "repo_url"): Promise<Result<URL>> {
+  const url = checkRepoUrl(env, raw, field);
+  if (!url.ok || isLoopbackHttp(url.value)) return url;
+  const host = url.value.hostname;
+  if (host.startsWith("[") || parseIpv4(host) !== null) return url;
+  const addresses = await lookupAddresses(env.DNS_RESOLVER_URL, host);
+  if (!addresses.ok) return url;
+  const inward = addresses.value.some((a) => refusedHost(a.includes(":") ? `[${a}]` : a, false) !== null);
+  return inward ? fail("bad_request", `${field}: ${REPO_URL_NOT_PUBLIC}`) : url;
 }
 
 /** What two URLs of one repository have in common: `github.com/acme/site` for `https://GitHub.com/acme/site.git/`. */

@@ -3,7 +3,7 @@ import type { DetectedCommands } from "../../../shared/protocol/git";
 import { callHost } from "../../durable-objects/host-agent/client";
 import type { ServiceContext } from "../context";
 import { anyPlaceableHosts } from "../hosts/hosts";
-import { checkBranch, checkRepoUrl } from "./repo-url";
+import { checkBranch, checkRepoTarget } from "./repo-url";
 
 /**
  * The two read-only helpers behind `GET /api/repos/branches` and `/api/repos/inspect` (and
@@ -40,7 +40,7 @@ export async function listBranches({
   ctx: ServiceContext;
   input: { repo_url: string; auth_token?: string };
 }): Promise<Result<{ branches: string[]; default_branch: string | null }>> {
-  const url = checkRepoUrl(ctx.env, input.repo_url);
+  const url = await checkRepoTarget(ctx.env, input.repo_url);
   if (!url.ok) return url;
   const source = { url: input.repo_url, ...(input.auth_token ? { token: input.auth_token } : {}) };
   return onAnyHost(ctx, (hostId) =>
@@ -55,7 +55,7 @@ export async function inspectRepository({
   ctx: ServiceContext;
   input: { repo_url: string; branch?: string; auth_token?: string };
 }): Promise<Result<DetectedCommands>> {
-  const url = checkRepoUrl(ctx.env, input.repo_url);
+  const url = await checkRepoTarget(ctx.env, input.repo_url);
   if (!url.ok) return url;
   const branch = checkBranch(input.branch ?? "main");
   if (!branch.ok) return branch;
