@@ -4,10 +4,14 @@ import { SERVICE_STATUSES } from "../../db/schema";
 
 /** Schemas the database service routes share (docs/services.md). */
 
-export const ServiceType = ServiceTypeEnum.openapi({
-  description: "mysql (MariaDB 10.11), postgresql (14) or redis (7)",
-  example: "postgresql",
-});
+export const ServiceType = ServiceTypeEnum
+  // a copy made now: zod 4 gives `.openapi()` only to schemas built after @hono/zod-openapi loaded,
+  // and the shared module may be evaluated before it (the order follows the bundle's imports)
+  .clone()
+  .openapi({
+    description: "mysql (MariaDB 10.11), postgresql (14) or redis (7)",
+    example: "postgresql",
+  });
 
 export const ServiceParams = z.object({
   name: z
