@@ -38,6 +38,9 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
+          // CI has two cores shared with the node project's Docker tests: a route sweep (every pod
+          // route, hundreds of requests) or a deploy's workflow takes several seconds there.
+          testTimeout: 30_000,
           setupFiles: ["./test/worker/setup.ts"],
           globalSetup: ["./test/worker/global-setup.ts"],
         },
