@@ -219,6 +219,9 @@ const agentEnv = {
   PODHOST_AGENT_TOKEN: host.token,
   PODHOST_STATE_DIR: STATE_DIR,
   PODHOST_INGRESS_LISTEN: INGRESS,
+  // the Worker's ALLOW_HTTP_GIT_LOOPBACK on the host's side: a repository served over plain http
+  // from this machine may be fetched (every other inward address stays refused, docs/git.md)
+  PODHOST_ALLOW_HTTP_GIT_LOOPBACK: "true",
 };
 supervise(
   spawnGroup("the agent", node, agentArgs, {
