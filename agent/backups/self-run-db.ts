@@ -127,7 +127,9 @@ exec /usr/bin/redis-cli -h 127.0.0.1 -p "$1" "\${u[@]}" --no-auth-warning --rdb 
 };
 
 // $1 port, $2 user, $3 database; the password on stdin's first line, then the dump. All or nothing:
-// one transaction (PostgreSQL), stop at the first error (MySQL). Redis reads an RDB only when it
+// one transaction (PostgreSQL), stop at the first error (MySQL). The dump is the tenant's (an
+// imported archive): psql reads it restricted (svc-pg-restrict: no meta-command, no `\!` shell) and
+// the MariaDB client sandboxed (no `system`, `source`, `tee`), as the managed services' svc-load. Redis reads an RDB only when it
 // starts, so a running one is handed the dump the way a replica is: a scratch redis-server in the
 // box serves the checked file on a free loopback port, the app's server is made its replica until
 // the full sync is done, then made a primary again (kept in the box's tmpfs, gone with the box).
@@ -135,11 +137,12 @@ const LOAD: Record<SelfRunServer["kind"], string> = {
   postgresql: `set -u
 IFS= read -r PGPASSWORD || true
 export PGPASSWORD PGHOST=127.0.0.1 PGPORT=$1 PGUSER=$2 PGDATABASE=$3 PGCONNECT_TIMEOUT=10
-exec /usr/lib/postgresql/15/bin/psql -X -q -v ON_ERROR_STOP=1 --single-transaction >/dev/null`,
+set -o pipefail
+/opt/podhost/bin/svc-pg-restrict | /usr/lib/postgresql/15/bin/psql -X -q -v ON_ERROR_STOP=1 --single-transaction >/dev/null`,
   mysql: `set -u
 IFS= read -r MYSQL_PWD || true
 export MYSQL_PWD
-exec /usr/bin/mariadb --no-defaults --protocol=TCP -h 127.0.0.1 -P "$1" -u "$2" --connect-timeout=10 -- "$3" >/dev/null`,
+exec /usr/bin/mariadb --no-defaults --sandbox --protocol=TCP -h 127.0.0.1 -P "$1" -u "$2" --connect-timeout=10 -- "$3" >/dev/null`,
   redis: `set -u
 die() { echo "$*" >&2; exit 1; }
 IFS= read -r REDISCLI_AUTH || true

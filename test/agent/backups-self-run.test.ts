@@ -151,6 +151,49 @@ rm ~/.pgpass-init
     expect(await sh("test -f ~/app/pgdata/PG_VERSION && cat ~/app/pgdata/PG_VERSION")).toBe("14\n");
   }, 180_000);
 
+  it("a dump's psql meta-commands never run in the load's box: \\! is refused, the rows kept", async () => {
+    // An imported archive is the tenant's: the good archive with a shell escape put into its dump.
+    const hostile = id();
+    const script = `import json, sys, tarfile
+src = tarfile.open(sys.argv[1], "r:gz")
+members = [(m, src.extractfile(m).read() if m.isfile() else None) for m in src.getmembers()]
+name = "databases/self-postgresql-5433.sql"
+def evil(data):
+    head, sep, rest = data.partition(b"SET statement_timeout")
+    return head + b"select 1; \\\\! echo pwned > /dev/tcp/127.0.0.1/5433\\n" + sep + rest
+members = [(m, evil(d) if m.name == name else d) for m, d in members]
+dumped = dict((m.name, len(d)) for m, d in members if d is not None)
+out = tarfile.open(sys.argv[2], "w:gz")
+for m, d in members:
+    if m.name == "podhost-backup.json":
+        manifest = json.loads(d)
+        for db in manifest["databases"]:
+            if db["file"] == name:
+                db["bytes"] = dumped[name]
+        d = json.dumps(manifest).encode()
+    if d is not None:
+        m.size = len(d)
+    out.addfile(m, io.BytesIO(d) if d is not None else None)
+out.close()
+`;
+    await run("python3", ["-c", `import io\n${script}`, server.fileOf(good), server.fileOf(hostile)]);
+    await psql("DELETE FROM t WHERE v <> 'row1'");
+    const restored = await handlers["backup.restore"](
+      { ...(await expected(hostile)), name: pod, preset: "nodejs" },
+      agent.ctx,
+    );
+    expect(restored).toMatchObject({ ok: false });
+    if (!restored.ok) expect(restored.reason).toMatch(/restricted/);
+    // one transaction: nothing of the dump loaded
+    expect(await psql("SELECT count(*) FROM t")).toBe("1");
+    const back = await handlers["backup.restore"](
+      { ...(await expected(good)), name: pod, preset: "nodejs" },
+      agent.ctx,
+    );
+    expect(back).toMatchObject({ ok: true });
+    expect(await psql("SELECT count(*) FROM t")).toBe("100");
+  }, 180_000);
+
   it("a server the app's own service runs is stopped with it, kept, and loaded once it is back", async () => {
     // the app's start command runs a second PostgreSQL beside node (one process group: the
     // restore's stop of the app stops it too)

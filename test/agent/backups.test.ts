@@ -433,6 +433,8 @@ with open(sys.argv[1], "w") as f:
         await run("tar", ["-xzOf", server.fileOf(withDb), "databases/postgresql.sql"], { maxBuffer: 1 << 26 })
       ).stdout;
       expect(dump).toContain("CREATE TABLE public.items");
+      // pg_dump 15.14+ writes its own \restrict pair: svc-load drops it and reads the rest restricted
+      expect(dump).toMatch(/^\\restrict [A-Za-z0-9]+$/m);
       await psql("delete from items; insert into items values ('after')");
       const { ctx, said } = withLogWatch();
       const restored = await handlers["backup.restore"](
@@ -512,6 +514,39 @@ add("app/index.txt", b"x\\n")`);
       expect(await sh('cat "$1"', restored.dump_path ?? "")).toContain("garbage");
     }, 180_000);
 
+    it("a dump's psql meta-commands never run in the sidecar: \\! and \\o |cmd refused, the data kept", async () => {
+      // An imported archive is the tenant's: its dump may carry psql meta-commands, which would run
+      // a shell (as the sidecar's user, beside its data and admin socket) had psql obeyed them.
+      await psql("delete from items; insert into items values ('kept')");
+      const hostile = `src = tarfile.open(${JSON.stringify(server.fileOf(withDb))}, "r:gz")
+dump = src.extractfile("databases/postgresql.sql").read()
+head, sep, rest = dump.partition(b"SET statement_timeout")
+evil = head + b"select 1; \\\\! touch /var/lib/svc/pwned-by-dump\\n\\\\o |touch /var/lib/svc/pwned-by-pipe\\nselect 2;\\n" + sep + rest
+man({**manifest, "databases": [{"kind": "postgresql", "file": "databases/postgresql.sql", "bytes": len(evil)}]})
+add("databases/", kind=tarfile.DIRTYPE)
+add("databases/postgresql.sql", evil)
+add("app/", kind=tarfile.DIRTYPE)
+add("app/index.txt", b"x\\n")`;
+      const e = await handMade(hostile);
+      const dumped = (
+        await run("tar", ["-xzOf", server.fileOf(e.backupId), "databases/postgresql.sql"], {
+          maxBuffer: 1 << 26,
+        })
+      ).stdout;
+      expect(dumped).toContain("\\! touch /var/lib/svc/pwned-by-dump");
+      const checked = await handlers["backup.verify"](e, agent.ctx);
+      expect(checked).toMatchObject({
+        ok: false,
+        reason: expect.stringMatching(/postgresql\.sql does not load/),
+      });
+      const restored = await restore(e);
+      expect(restored).toMatchObject({ ok: false });
+      if (!restored.ok) expect(restored.reason).toMatch(/loading the postgresql dump failed.*restricted/);
+      const data = await execInContainer(agent.docker, sidecar, ["/bin/ls", "-A", "/var/lib/svc"]);
+      expect(data.stdout).not.toContain("pwned");
+      expect(await psql("select string_agg(v, ',') from items")).toBe("kept");
+    }, 180_000);
+
     it("a dump of a service the pod does not have fails naming it, before anything is touched", async () => {
       const e =
         await handMade(`man({**manifest, "databases": [{"kind": "redis", "file": "databases/redis.rdb", "bytes": 4}]})
@@ -527,6 +562,111 @@ add("app/other.txt", b"x\\n")`);
       });
       expect(await sh("ls -A ~/app")).toBe(before);
     }, 120_000);
+  });
+
+  describe("with a MariaDB sidecar", () => {
+    let sidecar: string;
+    const PASSWORD = "Abcdefghijklmnop5678";
+    /** SQL in the sidecar: as its admin, or as the app signs in (pod_user and its password) */
+    const sql = async (query: string, as: "admin" | "app" = "admin") => {
+      const login =
+        as === "admin"
+          ? ["--defaults-file=/opt/podhost/etc/mariadb.cnf", "-usvc"]
+          : ["--no-defaults", "--socket=/run/svc/mysqld.sock", "-upod_user", `-p${PASSWORD}`];
+      const r = await execInContainer(
+        agent.docker,
+        sidecar,
+        ["mariadb", ...login, "-N", "-e", query, "pod_user"],
+        {
+          podPath: true,
+        },
+      );
+      if (r.exitCode !== 0) throw new Error(r.stderr);
+      return r.stdout.trim();
+    };
+    let dumped = "";
+
+    beforeAll(async () => {
+      const installed = await handlers["service.install"](
+        { name: pod, type: "mysql", password: PASSWORD, limits: podSpec(pod).limits },
+        agent.ctx,
+      );
+      expect(installed.port).toBe(3306);
+      sidecar = serviceNames(agent.config.namePrefix, pod, "mysql").container;
+      await sql(
+        "create table items(v text); insert into items values ('a'), ('b'), ('c'); create procedure n() select count(*) from items",
+        "app",
+      );
+      dumped = id();
+      expect(await create(dumped)).toMatchObject({ ok: true });
+    }, 180_000);
+
+    afterAll(async () => {
+      await handlers["service.remove"]({ name: pod, type: "mysql", limits: podSpec(pod).limits }, agent.ctx);
+    });
+
+    /** the real dump with `extra` (SQL or client commands) before its first CREATE TABLE */
+    const hostileArchive = (extra: string) =>
+      handMade(`src = tarfile.open(${JSON.stringify(server.fileOf(dumped))}, "r:gz")
+dump = src.extractfile("databases/mysql.sql").read()
+head, sep, rest = dump.partition(b"DROP TABLE IF EXISTS")
+evil = head + ${JSON.stringify(extra)}.encode() + b"\\n" + sep + rest
+man({**manifest, "databases": [{"kind": "mysql", "file": "databases/mysql.sql", "bytes": len(evil)}]})
+add("databases/", kind=tarfile.DIRTYPE)
+add("databases/mysql.sql", evil)
+add("app/", kind=tarfile.DIRTYPE)
+add("app/index.txt", b"x\\n")`);
+
+    it("loads a dump as pod_user: rows and routines back, and the app still signs in with its password", async () => {
+      await sql("delete from items", "app");
+      expect(await restore(await expected(dumped))).toMatchObject({ ok: true });
+      expect(await sql("select count(*) from items", "app")).toBe("3");
+      expect(await sql("call n()", "app")).toBe("3");
+      // the load's own sign-in is gone: pod_user has its one password again
+      expect(
+        await sql(
+          "select json_length(json_extract(priv, '$.auth_or')) from mysql.global_priv where user = 'pod_user'",
+        ),
+      ).not.toBe("2");
+      const cnf = await execInContainer(agent.docker, sidecar, ["/bin/ls", "-A", "/run/svc"]);
+      expect(cnf.stdout).not.toContain("load.cnf");
+    }, 180_000);
+
+    it("a dump's client commands (system, source) never run, and it cannot grant, add users or name the admin as definer", async () => {
+      // An imported archive is the tenant's: loaded by the admin, its dump could make pod_user a
+      // superuser or a trigger run as the admin; the client's system would run a shell in the sidecar.
+      await sql("delete from items; insert into items values ('kept')", "app");
+      const attempts: [string, RegExp][] = [
+        ["system touch /var/lib/svc/pwned-by-dump", /sandbox/],
+        ["source /opt/podhost/etc/mariadb.cnf", /sandbox/],
+        ["GRANT ALL PRIVILEGES ON *.* TO 'pod_user'@'%' WITH GRANT OPTION;", /denied/i],
+        ["CREATE USER 'intruder'@'%' IDENTIFIED BY 'intruder-password';", /denied/i],
+        ["CREATE DEFINER='svc'@'localhost' PROCEDURE escalate() SELECT 1;", /denied/i],
+      ];
+      for (const [extra, why] of attempts) {
+        const e = await hostileArchive(extra);
+        const restored = await restore(e);
+        expect(restored, extra).toMatchObject({ ok: false });
+        if (!restored.ok) expect(restored.reason, extra).toMatch(/loading the mysql dump failed/);
+        if (!restored.ok) expect(restored.reason, extra).toMatch(why);
+        const checked = await handlers["backup.verify"](e, agent.ctx);
+        expect(checked, extra).toMatchObject({
+          ok: false,
+          reason: expect.stringMatching(/mysql\.sql does not load/),
+        });
+      }
+      const data = await execInContainer(agent.docker, sidecar, ["/bin/ls", "-A", "/var/lib/svc"]);
+      expect(data.stdout).not.toContain("pwned");
+      expect(await sql("select group_concat(user) from mysql.user where user in ('intruder')")).toBe("NULL");
+      expect(await sql("show grants for 'pod_user'@'%'")).not.toMatch(
+        /ON \*\.\*.*ALL PRIVILEGES|GRANT OPTION/,
+      );
+      expect(
+        await sql("select count(*) from information_schema.routines where routine_name = 'escalate'"),
+      ).toBe("0");
+      // the app signs in as before
+      expect(await sql("select 'signed in'", "app")).toBe("signed in");
+    }, 300_000);
   });
 });
 
