@@ -351,9 +351,7 @@ function pruneLater(deps: GitDeps, pod: string, box: BuildBox, keep: string[]) {
       deps.log.warn("pruning old releases failed", { error: String(e) });
   });
   const tidy = gitHome(deps.config)
-    .then((home) =>
-      tidyRepo(new PodRecord(deps.config, pod).repoDir, home, deps.config.git.fetchTimeoutMs),
-    )
+    .then((home) => tidyRepo(new PodRecord(deps.config, pod).repoDir, home, deps.config.git.fetchTimeoutMs))
     .catch(() => undefined);
   const work = Promise.all([prune, tidy]).then(() => undefined);
   deps.pending.set(pod, work);

@@ -53,7 +53,11 @@ export class PodServiceWorkflow extends WorkflowEntrypoint<Bindings, PodServiceP
     if (loaded.kind === "skip") return loaded.fail ? fail("conflict", loaded.reason) : ok(null);
     const { job } = loaded;
     // Outside any step: the plaintext is never a step's output, so the engine never stores it.
-    const password = await openPassword(this.env, { podId: job.podId, serviceType: job.type }, job.passwordEncrypted);
+    const password = await openPassword(
+      this.env,
+      { podId: job.podId, serviceType: job.type },
+      job.passwordEncrypted,
+    );
     if (!password.ok) return password;
     const installed = await runOnHost(step, this.env, ref, {
       name: "install on host",
