@@ -173,7 +173,12 @@ export class Ingress {
       this.flushQueued = false;
       const batch = this.pending;
       this.pending = new Map();
-      await this.apply(batch);
+      await this.apply(batch).catch((err: unknown) => {
+        // e.g. a full disk while putting files back: every caller hears it (a settled one ignores it)
+        // instead of waiting forever with its pod's lock held
+        this.log.error("vhost changes not applied", { error: String(err) });
+        for (const p of batch.values()) settle(p, err);
+      });
     }).catch((err: unknown) => this.log.error("vhost changes not applied", { error: String(err) }));
   }
 

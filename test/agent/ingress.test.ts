@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -126,6 +126,27 @@ describe("Ingress", () => {
     await ingress.upsert(vhost("bad1"));
     expect((await httpGet(port, "bad1.pods.test")).status).toBe(502);
     await ingress.remove("bad1");
+  });
+
+  it("a batch that cannot even be put back tells its callers instead of leaving them waiting", async () => {
+    // a directory where the vhost file goes: writing fails, and so does putting "no file" back
+    const blocked = ingress.vhostPath("blocked");
+    await mkdir(blocked);
+    try {
+      const outcome = await Promise.race([
+        ingress.upsert(vhost("blocked")).then(
+          () => "resolved",
+          () => "rejected",
+        ),
+        new Promise((resolve) => setTimeout(() => resolve("still waiting"), 5_000)),
+      ]);
+      expect(outcome).toBe("rejected");
+    } finally {
+      await rm(blocked, { recursive: true });
+    }
+    // the queue goes on
+    await ingress.upsert(vhost("blocked"));
+    await ingress.remove("blocked");
   });
 
   it("starts the master again when it is gone", async () => {
