@@ -382,6 +382,19 @@ describe("re-check of verified domains (the cron)", () => {
     ]);
   });
 
+  it("a name verified before re-checks existed (no checked_at) is due at once", async () => {
+    const s = await onlineWithPod();
+    const d = await verified(s, fresh("old"));
+    await env.DB.prepare("UPDATE domains SET checked_at = NULL WHERE id = ?").bind(d.domain.id).run();
+    await setTxt(d.domain.verification.name, []);
+    const now = Date.now();
+    await recheck(now);
+    expect(await row(d.domain.id)).toMatchObject({
+      status: "verified",
+      missing_since: new Date(now).toISOString(),
+    });
+  });
+
   it("a resolver failure proves nothing: the domain stays verified and is not counted as missing", async () => {
     const s = await onlineWithPod();
     const d = await verified(s, fresh("flaky"));

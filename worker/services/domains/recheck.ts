@@ -1,4 +1,4 @@
-import { and, asc, eq, lte } from "drizzle-orm";
+import { and, asc, eq, isNull, lte, or } from "drizzle-orm";
 import { type DomainRow, domains } from "../../db/schema";
 import { HOUR } from "../../lib/time";
 import type { ServiceContext } from "../context";
@@ -38,7 +38,8 @@ export async function recheckVerifiedDomains(ctx: ServiceContext, now: number): 
     .where(
       and(
         eq(domains.status, "verified"),
-        lte(domains.checkedAt, new Date(now - RECHECK_EVERY_MS).toISOString()),
+        // never checked: a name verified before re-checks existed is due at once (NULLs sort first)
+        or(isNull(domains.checkedAt), lte(domains.checkedAt, new Date(now - RECHECK_EVERY_MS).toISOString())),
       ),
     )
     .orderBy(asc(domains.checkedAt))
