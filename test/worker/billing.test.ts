@@ -545,6 +545,23 @@ describe("nothing runs unpaid", () => {
     ).toBe(200);
   });
 
+  it("two parallel deletes of a team's two cards: one goes, the other is the 409, a card remains", async () => {
+    const user = await registerUser();
+    const teamId = user.user.active_team_id;
+    const [first, second] = [await addCard(user, "tok_visa"), await addCard(user, "tok_mastercard")];
+    const pod = await insertPod({ hostId: null, teamId });
+    const answers = await Promise.all(
+      [first, second].map((c) =>
+        call("DELETE", `/api/billing/payment-methods/${c.id}`, undefined, billed(user)),
+      ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    expect(answers.find((a) => a.status === 409)?.body.error).toContain(pod.name);
+    const left = (await call("GET", "/api/billing/payment-methods", undefined, billed(user))).body;
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatchObject({ is_default: true });
+  });
+
   it("a suspended team's running pods are stopped and `suspended` (event), cannot be started (402), and start again on resume", async () => {
     const [user, host] = await Promise.all([registerUser(), insertHost()]);
     const { agent } = await FakeAgent.online(host);

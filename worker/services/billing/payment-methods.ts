@@ -1,7 +1,8 @@
-import { and, desc, eq, inArray, ne } from "drizzle-orm";
+import { and, desc, eq, exists, inArray, ne, notExists, or, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
-import { type PaymentMethodRow, paymentMethods, teamMembers, teams } from "../../db/schema";
+import { type PaymentMethodRow, paymentMethods, pods, teamMembers, teams } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { type BillingCall, requireBillingOwner, requireProcessor } from "./access";
@@ -150,8 +151,10 @@ export async function setDefaultPaymentMethod({
 }
 
 /**
- * Detached at Stripe, then forgotten; when it was the default, the newest other card takes over.
- * The last card of a team with pods is refused (409, `lastCardInUse`).
+ * Forgotten, then detached at Stripe; when it was the default, the newest other card takes over.
+ * The last card of a team with pods is refused (409, `lastCardInUse`). The check is the delete's own
+ * condition (one statement, `deleteUnlessNeeded`): two parallel deletes of a team's two cards cannot
+ * both pass it, so one of them is the 409.
  */
 export async function removePaymentMethod({
   ctx,
@@ -164,16 +167,60 @@ export async function removePaymentMethod({
   if (!found.ok) return found;
   const stripe = requireProcessor(ctx);
   if (!stripe.ok) return stripe;
-  const lastCard = await lastCardInUse(ctx, caller.teamId, found.value.id);
-  if (!lastCard.ok) return lastCard;
+  const row = found.value;
+  const covered = await creditsCoverPeriod(ctx.db, caller.teamId, 0);
+  if (!(await deleteUnlessNeeded(ctx, row, covered))) {
+    // Gone meanwhile (a parallel delete of the same card, the webhook): as if it had never been.
+    const still = await teamMethod(ctx, caller.teamId, row.id);
+    if (!still.ok) return still;
+    return lastCardInUse(ctx, caller.teamId);
+  }
   try {
-    await stripe.value.paymentMethods.detach(found.value.processorPaymentMethodId);
+    await stripe.value.paymentMethods.detach(row.processorPaymentMethodId);
   } catch (error) {
     // Already detached at Stripe (a card removed there first): forgetting it here is what is left.
-    if (!isProcessorAnswer(error)) throw error;
+    if (!isProcessorAnswer(error)) {
+      // Stripe not reached: the card is still attached there, so it stays here too.
+      const hasDefault = (await defaultPaymentMethod(ctx, row.teamId)) !== null;
+      await ctx.db
+        .insert(paymentMethods)
+        .values({ ...row, isDefault: row.isDefault && !hasDefault })
+        .onConflictDoNothing();
+      throw error;
+    }
   }
-  await forgetPaymentMethod(ctx, found.value);
+  await promoteNextDefault(ctx, row);
   return ok({ status: "deleted" });
+}
+
+/**
+ * Deletes the card in one statement, on the condition that the team does not need it: another card
+ * of the team exists, or the team has no live pods, or (`covered`) its credits cover the period.
+ * Whether a row was deleted.
+ */
+async function deleteUnlessNeeded(ctx: ServiceContext, row: PaymentMethodRow, covered: boolean) {
+  const other = alias(paymentMethods, "other_pm");
+  const notNeeded = covered
+    ? undefined
+    : or(
+        exists(
+          ctx.db
+            .select({ one: sql`1` })
+            .from(other)
+            .where(and(eq(other.teamId, row.teamId), ne(other.id, row.id))),
+        ),
+        notExists(
+          ctx.db
+            .select({ one: sql`1` })
+            .from(pods)
+            .where(and(eq(pods.teamId, row.teamId), ne(pods.status, "deleted"))),
+        ),
+      );
+  const deleted = await ctx.db
+    .delete(paymentMethods)
+    .where(and(eq(paymentMethods.id, row.id), eq(paymentMethods.teamId, row.teamId), notNeeded))
+    .returning({ id: paymentMethods.id });
+  return deleted.length > 0;
 }
 
 /**
@@ -181,15 +228,8 @@ export async function removePaymentMethod({
  * the team's credits cover its current period's estimate (services/billing/estimate.ts): 409 naming
  * the pods. Removing one of several cards, or the last of a team without pods, is fine.
  */
-async function lastCardInUse(ctx: ServiceContext, teamId: string, removing: string): Promise<Result<null>> {
-  const [other] = await ctx.db
-    .select({ id: paymentMethods.id })
-    .from(paymentMethods)
-    .where(and(eq(paymentMethods.teamId, teamId), ne(paymentMethods.id, removing)))
-    .limit(1);
-  if (other) return ok(null);
+async function lastCardInUse(ctx: ServiceContext, teamId: string): Promise<Result<never>> {
   const live = await liveTeamPods(ctx.db, teamId);
-  if (live.length === 0 || (await creditsCoverPeriod(ctx.db, teamId, 0))) return ok(null);
   const shown = live.slice(0, 50).map((p) => p.name);
   const more = live.length > shown.length ? ` and ${live.length - shown.length} more` : "";
   return fail(
@@ -200,6 +240,11 @@ async function lastCardInUse(ctx: ServiceContext, teamId: string, removing: stri
 
 export async function forgetPaymentMethod(ctx: ServiceContext, row: PaymentMethodRow) {
   await ctx.db.delete(paymentMethods).where(eq(paymentMethods.id, row.id));
+  await promoteNextDefault(ctx, row);
+}
+
+/** When the forgotten card was the default, the newest other card of the team takes over. */
+async function promoteNextDefault(ctx: ServiceContext, row: PaymentMethodRow) {
   if (!row.isDefault) return;
   const [next] = await teamMethods(ctx, row.teamId).limit(1);
   if (next)
