@@ -3,6 +3,7 @@ import { sign } from "@octokit/webhooks-methods";
 import { afterEach, describe, expect, it } from "vitest";
 import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
 import { REPO_LOOKUP_LIMITS } from "../../worker/http/repo-lookup-limit";
+import { sha256Hex } from "../../worker/lib/crypto";
 import type { RecordedRequest } from "../support/repohost";
 import { type ControlCall, FakeAgent, insertHost, podEventRecords, until } from "./support/agent";
 import { call, freshIp, registerUser } from "./support/client";
@@ -659,6 +660,44 @@ describe("the git host's push webhook", () => {
     await settled(s.as, s.pod.name, res.body.id);
   });
 
+  it("the delivery id is not signed: the same signed body under a fresh delivery id is a replay (409) and deploys nothing", async () => {
+    const s = await connected();
+    const body = pushPayload(s.repo, { after: sha(7), message: "seven" });
+    const res = await push(s.git.webhook_secret, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const c = await nextCall(s.agent, "pod.deploy");
+    s.agent.ok(c, okOutcome(c, 7));
+    await settled(s.as, s.pod.name, res.body.id);
+    // an attacker holding the signed body sends it again under an id of their own, twice
+    for (const _ of [1, 2]) {
+      const delivery = crypto.randomUUID();
+      const replay = await push(s.git.webhook_secret, body, { "x-github-delivery": delivery });
+      expect(replay.status, JSON.stringify(replay.body)).toBe(409);
+      expect(replay.body.error).toContain("replay");
+      const recorded = await env.DB.prepare("SELECT id FROM git_webhook_deliveries WHERE id = ?")
+        .bind(delivery)
+        .first();
+      expect(recorded).toBeNull();
+    }
+    await s.agent.expectNone("control:call", 200);
+    const list = await call("GET", `/api/pods/${s.pod.name}/git/deployments`, undefined, s.as);
+    expect(list.body.deployments.map((d: { id: string }) => d.id)).toEqual([res.body.id]);
+  });
+
+  it("a pushed_at beyond what a date holds is a 400, not a 500", async () => {
+    const s = await connected();
+    for (const pushedAt of [1e20, -1e20]) {
+      const body = JSON.stringify({
+        ...JSON.parse(pushPayload(s.repo)),
+        repository: { ...JSON.parse(pushPayload(s.repo)).repository, pushed_at: pushedAt },
+      });
+      const res = await push(s.git.webhook_secret, body);
+      expect(res.status, `${pushedAt}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body.error).toContain("pushed_at");
+    }
+    await s.agent.expectNone("control:call", 200);
+  });
+
   it(`pushes during a deploy coalesce into one queued deployment (the newest commit wins); at most ${FAIR_SHARE_LIMITS.push.perPod} per pod in 10 minutes (429)`, async () => {
     const s = await connected();
     const first = await push(s.git.webhook_secret, pushPayload(s.repo, { after: sha(1), message: "one" }));
@@ -688,14 +727,13 @@ describe("the git host's push webhook", () => {
     for (let n = 7; n <= perPod; n++)
       expect((await push(s.git.webhook_secret, pushPayload(s.repo, { after: sha(n) }))).status).toBe(202);
     const delivery = crypto.randomUUID();
-    const over = await push(s.git.webhook_secret, pushPayload(s.repo, { after: sha(99) }), {
-      "x-github-delivery": delivery,
-    });
+    const overBody = pushPayload(s.repo, { after: sha(99) });
+    const over = await push(s.git.webhook_secret, overBody, { "x-github-delivery": delivery });
     expect(over.status).toBe(429);
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(over.body.error).toMatch(/too many pushes: at most 30 per 10 minutes per pod/);
-    const recorded = await env.DB.prepare("SELECT id FROM git_webhook_deliveries WHERE id = ?")
-      .bind(delivery)
+    const recorded = await env.DB.prepare("SELECT id FROM git_webhook_deliveries WHERE id IN (?, ?)")
+      .bind(delivery, `body#${await sha256Hex(overBody)}`)
       .first();
     expect(recorded).toBeNull();
 

@@ -88,7 +88,10 @@ export const deploymentLogChunks = sqliteTable(
   (t) => [primaryKey({ columns: [t.deploymentId, t.seq] })],
 );
 
-/** Push deliveries already taken (`X-GitHub-Delivery`), so a replayed one is ignored; pruned after a day. */
+/**
+ * Push deliveries already taken, so a replayed one is refused: by id (`X-GitHub-Delivery`) and by
+ * body (`body#<sha256 hex>`, the part the signature covers), one row each; pruned after 7 days.
+ */
 export const gitWebhookDeliveries = sqliteTable(
   "git_webhook_deliveries",
   {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { fail, ok, type Result, rateLimited } from "../../../shared/errors";
 import { type GitConfigRow, gitConfigs, gitWebhookDeliveries, pods } from "../../db/schema";
 import { FAIR_SHARE_LIMITS } from "../../http/rate-limit";
+import { sha256Hex } from "../../lib/crypto";
 import { DAY, nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { enqueuePush } from "./queue";
@@ -79,6 +80,9 @@ async function spendPushBudget(ctx: ServiceContext, podId: string, teamId: strin
   return ok(true);
 }
 
+/** The last second a JavaScript Date holds (8.64e15 ms after the epoch). */
+const MAX_DATE_S = 8_640_000_000_000;
+
 /** The fields of the git host's `push` event this service reads. */
 const PushEvent = z.object({
   ref: z.string().max(1024),
@@ -87,9 +91,12 @@ const PushEvent = z.object({
   repository: z.object({
     clone_url: z.string().max(2048).optional(),
     html_url: z.string().max(2048).optional(),
-    /** when the push happened: GitHub's push events carry Unix seconds (an ISO string elsewhere) */
+    /**
+     * when the push happened: GitHub's push events carry Unix seconds (an ISO string elsewhere),
+     * bounded to what a Date holds (a number beyond is a 400, not a RangeError)
+     */
     pushed_at: z
-      .union([z.number(), z.string().max(64)])
+      .union([z.number().min(0).max(MAX_DATE_S), z.string().max(64)])
       .nullable()
       .optional(),
   }),
@@ -109,9 +116,15 @@ const SIGNATURE = /^sha256=[0-9a-f]{64}$/;
 /** GitHub's delivery ids are GUIDs; any short id of these characters is taken */
 const DELIVERY = /^[A-Za-z0-9._:-]{1,200}$/;
 /**
- * How long a delivery id is kept: a replay within it is refused by its id, and a push whose signed
- * `repository.pushed_at` is older than it is refused as stale, so a captured delivery can never be
- * replayed (say, to deploy an old commit again) once its id is forgotten.
+ * The key a push's body is recorded under beside its delivery id: `#` is no delivery id's character,
+ * so the two kinds of row never meet in the table.
+ */
+const BODY_KEY = "body#";
+/**
+ * How long a delivery id (and its body's hash) is kept: a replay within it is refused by its id or
+ * its body, and a push whose signed `repository.pushed_at` is older than it is refused as stale, so
+ * a captured delivery can never be replayed (say, to deploy an old commit again) once they are
+ * forgotten.
  */
 export const DELIVERY_RETENTION_MS = 7 * DAY;
 
@@ -120,7 +133,9 @@ export const DELIVERY_RETENTION_MS = 7 * DAY;
  * signature (`X-Hub-Signature-256`, HMAC-SHA256 of the body with the repository's secret) selects
  * the configuration among those of the repository, checked in constant time. Its delivery id
  * (`X-GitHub-Delivery`) is required (400 without) and recorded: the same id again is a replay,
- * refused with 409, as is a push older than DELIVERY_RETENTION_MS by its signed `pushed_at`.
+ * refused with 409, as is a push older than DELIVERY_RETENTION_MS by its signed `pushed_at`. The
+ * delivery id is not signed, so the body's SHA-256 (which the signature covers) is recorded too:
+ * the same body under a fresh id is a replay as well (409).
  */
 export async function receiveRepohostPush(
   ctx: ServiceContext,
@@ -135,7 +150,10 @@ export async function receiveRepohostPush(
   let parsed: z.infer<typeof PushEvent>;
   try {
     const result = PushEvent.safeParse(JSON.parse(request.body));
-    if (!result.success) return fail("bad_request", "body: not a push event (ref, after, repository)");
+    if (!result.success) {
+      const path = result.error.issues[0]?.path.join(".");
+      return fail("bad_request", `body: not a push event (ref, after, repository)${path ? `: ${path}` : ""}`);
+    }
     parsed = result.data;
   } catch {
     return fail("bad_request", "body: must be JSON");
@@ -168,10 +186,18 @@ export async function receiveRepohostPush(
       "conflict",
       `the push is from ${new Date(pushedAt).toISOString()}, older than the ${DELIVERY_RETENTION_MS / DAY} days a delivery is remembered: a replay is refused`,
     );
-  if (!(await firstDelivery(ctx, delivery)))
+  const bodyKey = `${BODY_KEY}${await sha256Hex(request.body)}`;
+  const seen = await recordDelivery(ctx, delivery, bodyKey);
+  if (seen === "delivery")
     return fail("conflict", `delivery ${delivery} was already received: a replay is refused`);
+  if (seen === "body")
+    return fail(
+      "conflict",
+      "this push (the same signed body) was already received under another delivery id: a replay is refused",
+    );
   // nothing queued (refused, or failed): the git host's redelivery of this id is not a replay
-  const forget = () => ctx.db.delete(gitWebhookDeliveries).where(eq(gitWebhookDeliveries.id, delivery));
+  const forget = () =>
+    ctx.db.delete(gitWebhookDeliveries).where(inArray(gitWebhookDeliveries.id, [delivery, bodyKey]));
   let answer: Result<PushAnswer>;
   try {
     answer = await decidePush(ctx, config, {
@@ -187,20 +213,34 @@ export async function receiveRepohostPush(
   return answer;
 }
 
-/** Records a delivery id; false when it was seen within DELIVERY_RETENTION_MS. Older ids go on the way. */
-async function firstDelivery(ctx: ServiceContext, delivery: string): Promise<boolean> {
+/**
+ * Records a delivery's id and its body's key: "first" when neither was seen within
+ * DELIVERY_RETENTION_MS, else which one was (the id first). A refused delivery leaves no row of its
+ * own behind. Older rows go on the way.
+ */
+async function recordDelivery(
+  ctx: ServiceContext,
+  delivery: string,
+  bodyKey: string,
+): Promise<"first" | "delivery" | "body"> {
   const now = nowIso();
-  const [inserted] = await ctx.db.batch([
-    ctx.db
-      .insert(gitWebhookDeliveries)
-      .values({ id: delivery, receivedAt: now })
-      .onConflictDoNothing()
-      .returning({ id: gitWebhookDeliveries.id }),
+  const [, inserted] = await ctx.db.batch([
     ctx.db
       .delete(gitWebhookDeliveries)
       .where(lt(gitWebhookDeliveries.receivedAt, new Date(Date.now() - DELIVERY_RETENTION_MS).toISOString())),
+    ctx.db
+      .insert(gitWebhookDeliveries)
+      .values([
+        { id: delivery, receivedAt: now },
+        { id: bodyKey, receivedAt: now },
+      ])
+      .onConflictDoNothing()
+      .returning({ id: gitWebhookDeliveries.id }),
   ]);
-  return inserted.length > 0;
+  const ids = inserted.map((r) => r.id);
+  if (ids.includes(delivery) && ids.includes(bodyKey)) return "first";
+  if (ids.length > 0) await ctx.db.delete(gitWebhookDeliveries).where(inArray(gitWebhookDeliveries.id, ids));
+  return ids.includes(delivery) ? "body" : "delivery";
 }
 
 const GenericPush = z
