@@ -139,6 +139,7 @@ describe("reconciliation with the agent's inventory on every (re)connect", () =>
     const broken = await insertPod({ hostId: host.id, status: "error" });
     const deleted = await insertPod({ hostId: host.id, status: "deleted" });
     const elsewhere = await insertPod({ hostId: other.id, status: "stopped" });
+    const suspended = await insertPod({ hostId: host.id, status: "suspended" });
     const stray = uniquePodName();
 
     const { welcome } = await FakeAgent.online(host, [
@@ -147,6 +148,7 @@ describe("reconciliation with the agent's inventory on every (re)connect", () =>
       running(deleted.name), // its pod was deleted, the container was not
       running(elsewhere.name), // a same-named pod exists, but on another host
       running(stray),
+      stopped(suspended.name), // a paying customer's files: never an orphan
     ]);
 
     expect([...welcome.orphans].sort()).toEqual([deleted.name, elsewhere.name, stray].sort());
@@ -166,6 +168,9 @@ describe("reconciliation with the agent's inventory on every (re)connect", () =>
     // Orphans are reported, never adopted: neither pod row moves.
     expect(await podRecord(deleted.id)).toMatchObject({ status: "deleted" });
     expect(await podRecord(elsewhere.id)).toMatchObject({ status: "stopped" });
+    // A suspended pod's stopped container is its own, and the pod stays suspended.
+    expect(await podRecord(suspended.id)).toMatchObject({ status: "suspended" });
+    expect(await podEventRecords(suspended.id)).toEqual([]);
   });
 
   it("runs again on every reconnect, without repeating events", async () => {

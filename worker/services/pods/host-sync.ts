@@ -1,4 +1,4 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, ne } from "drizzle-orm";
 import type { PodState } from "../../../shared/protocol";
 import type { Db } from "../../db/client";
 import { type PodStatus, pods } from "../../db/schema";
@@ -45,17 +45,20 @@ export async function applyPodState(
 /**
  * On every (re)connect: the agent's inventory is the truth about containers. Pods whose container
  * vanished become `error` with an event; containers with no live pod are returned as orphans for the
- * agent to report (never silently kept, never silently deleted).
+ * agent to report (never silently kept, never silently deleted). Live is every pod placed on the
+ * host but `deleted`: a `suspended` pod's stopped container is its customer's, never an orphan, and
+ * its status stays the control plane's (not host-driven, so not moved here).
  */
 export async function reconcileInventory(db: Db, hostId: string, inventory: PodState[]): Promise<string[]> {
   const seen = new Map(inventory.map((p) => [p.name, p]));
   const live = await db
     .select({ id: pods.id, name: pods.name, status: pods.status, ip: pods.ip })
     .from(pods)
-    .where(and(eq(pods.hostId, hostId), inArray(pods.status, HOST_DRIVEN)));
+    .where(and(eq(pods.hostId, hostId), ne(pods.status, "deleted")));
   const now = nowIso();
   const statements = [];
   for (const pod of live) {
+    if (!HOST_DRIVEN.includes(pod.status)) continue;
     const state = seen.get(pod.name);
     if (!state) {
       if (pod.status === "error") continue;
