@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile 
 import path from "node:path";
 import { isExactAgentVersion } from "../../shared/coding-agents";
 import type { CodingAgentsConfig } from "../config";
+import { type MakeRoom, withRoom } from "../disk/host-cache";
 import { CappedBytes } from "../docker/capped";
 import { AgentError } from "../errors";
 import { KeyedLock } from "../handlers/keyed-lock";
@@ -21,7 +22,7 @@ import { KeyedLock } from "../handlers/keyed-lock";
  *
  * Bounds: one fetch takes at most `fetchTimeoutMs` (npm is killed), a tree over `maxTreeBytes` is
  * refused, and past `maxCacheBytes` the least recently used trees go (never one being fetched or
- * copied). npm argv only: the package name comes from the catalog, the version passed the
+ * copied); a fetch that finds the host cache full makes room there and tries once more. npm argv only: the package name comes from the catalog, the version passed the
  * protocol's exact-or-dist-tag check.
  */
 
@@ -57,6 +58,8 @@ export class CodingAgentCache {
   constructor(
     stateDir: string,
     private readonly config: CodingAgentsConfig,
+    /** room in a full host cache: pods' deploy caches removed (agent/disk/host-cache.ts) */
+    private readonly makeRoom?: MakeRoom,
   ) {
     this.root = path.join(stateDir, "coding-agents");
   }
@@ -93,7 +96,11 @@ export class CodingAgentCache {
         this.retain(dir);
         return { dir, ...ready };
       }
-      const marker = await this.fetches.run(() => this.fetch(pkg, resolved, dir, signal));
+      // a full host cache: deploy caches make room, and the fetch runs once more
+      const room = this.makeRoom;
+      const marker = await this.fetches.run(() =>
+        withRoom(() => this.fetch(pkg, resolved, dir, signal), hostCacheFull, room && (() => room())),
+      );
       fetched = true;
       this.retain(dir);
       return { dir, ...marker };
@@ -254,6 +261,16 @@ export class CodingAgentCache {
       if (gone) total -= e.bytes;
     }
   }
+}
+
+/** A fetch failed because the host cache is full (npm's ENOSPC/EDQUOT, or the agent's own write). */
+function hostCacheFull(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === "EDQUOT" || code === "ENOSPC") return true;
+  return (
+    err instanceof AgentError &&
+    /\b(EDQUOT|ENOSPC)\b|Disk quota exceeded|No space left on device/.test(err.message)
+  );
 }
 
 /** At most `max` at once; the rest wait their turn. */

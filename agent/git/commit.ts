@@ -3,8 +3,10 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { DetectedCommands, RepoSource } from "../../shared/protocol/git";
 import type { AgentConfig } from "../config";
+import { type MakeRoom, withRoom } from "../disk/host-cache";
 import { DEPENDENCY_FILES, DETECT_FILES, type DetectFile, detectCommands } from "./detect";
-import { fetchBranch, type GitLimits } from "./fetch";
+import { DeployFailure } from "./failure";
+import { fetchBranch, type GitLimits, HOST_CACHE_FULL } from "./fetch";
 import { treeReader } from "./tree";
 
 /**
@@ -52,13 +54,29 @@ export async function detectIn(
   return { detected, tree, text };
 }
 
-/** `repo.inspect`: a shallow fetch into a temporary repository, detection, the repository removed. */
-export async function inspectRepo(config: AgentConfig, source: RepoSource, signal?: AbortSignal) {
+/** A fetch failed because the host cache is full (not because the repository passed the per-fetch cap). */
+export const hostCacheFull = (err: unknown) =>
+  err instanceof DeployFailure && err.cls === "repo_too_large" && err.message === HOST_CACHE_FULL;
+
+/**
+ * `repo.inspect`: a shallow fetch into a temporary repository, detection, the repository removed.
+ * A full host cache: room made (`room`, agent/disk/host-cache.ts) and the fetch tried once more.
+ */
+export async function inspectRepo(
+  config: AgentConfig,
+  source: RepoSource,
+  signal?: AbortSignal,
+  room?: MakeRoom,
+) {
   const home = await gitHome(config);
   await mkdir(join(config.cacheDir, "git"), { recursive: true, mode: 0o700 });
   const tmp = await mkdtemp(join(config.cacheDir, "git", "inspect-"));
   try {
-    const commit = await fetchBranch(source, join(tmp, "repo.git"), limitsOf(config), home, signal);
+    const commit = await withRoom(
+      () => fetchBranch(source, join(tmp, "repo.git"), limitsOf(config), home, signal),
+      hostCacheFull,
+      room && (() => room()),
+    );
     return (await detectIn(join(tmp, "repo.git"), commit.sha, home)).detected;
   } finally {
     await rm(tmp, { recursive: true, force: true });

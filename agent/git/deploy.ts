@@ -1,6 +1,8 @@
+import { utimes } from "node:fs/promises";
 import type { ContainerInspectInfo } from "dockerode";
 import type { DeployOutcome, DetectedCommands, RepoSource } from "../../shared/protocol/git";
 import type { AgentConfig } from "../config";
+import { capDeployCache, deployCacheCap, type MakeRoom, withRoom } from "../disk/host-cache";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { podNames } from "../docker/naming";
@@ -9,7 +11,7 @@ import { AgentError } from "../errors";
 import type { Ingress } from "../ingress/nginx";
 import type { Logger } from "../logger";
 import { type BuildBox, buildContainerOptions, buildLimitsFor, startBuildBox } from "./build";
-import { dependencyKey, detectIn, gitHome, limitsOf } from "./commit";
+import { dependencyKey, detectIn, gitHome, hostCacheFull, limitsOf } from "./commit";
 import { DEPENDENCY_DIR, npmStartOf } from "./detect";
 import { DeployFailure } from "./failure";
 import { type FetchedCommit, fetchBranch, tidyRepo } from "./fetch";
@@ -40,6 +42,8 @@ export interface GitDeps {
   log: Logger;
   exec: StreamExecutor;
   podLock<T>(pod: string, fn: () => Promise<T>): Promise<T>;
+  /** room in a full host cache: other pods' deploy caches removed (agent/disk/host-cache.ts) */
+  makeRoom?: MakeRoom;
   send?: (m: DeployLogMessage) => void;
   /** per pod: the last deploy's clean-up still running (the next deploy of the pod waits for it) */
   pending: Map<string, Promise<void>>;
@@ -86,6 +90,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
   let outcome: DeployOutcome;
   try {
     const home = await gitHome(deps.config);
+    const room = deps.makeRoom;
     // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
     boxStart = startBox(deps, p.name, image, main, signal, p.timeoutMs);
     boxStart.catch(() => undefined);
@@ -99,7 +104,15 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     // checked before it is logged: a URL with credentials in it is refused, never written
     const url = checkSourceUrl(p.source.url, deps.config.git.allowHttpLoopback);
     log.note(`fetching branch ${p.source.branch} of ${url.href}`);
-    commit = await fetchBranch(p.source, record.repoDir, limitsOf(deps.config), home, signal);
+    // a full host cache: other pods' deploy caches make room, and the fetch runs once more
+    commit = await withRoom(
+      () => fetchBranch(p.source, record.repoDir, limitsOf(deps.config), home, signal),
+      hostCacheFull,
+      room && (() => room(p.name)),
+    );
+    // the cache's last use, for the least-recently-used order of `makeRoom`
+    const now = new Date();
+    await utimes(record.repoDir, now, now).catch(() => undefined);
     log.note(`commit ${commit.sha.slice(0, 12)} ${commit.message.split("\n")[0]?.slice(0, 200) ?? ""}`);
     const { detected, tree, text } = await detectIn(
       record.repoDir,
@@ -208,6 +221,11 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     await route
       ?.restore()
       .catch((e: unknown) => deps.log.warn("restoring the vhost failed", { error: String(e) }));
+    // no pod keeps more than its share of the host cache: a larger cache goes, the next deploy fetches afresh
+    await capDeployCache(record.repoDir, deployCacheCap(deps.config)).then(
+      (dropped) => dropped && log.note("the repository cache is over this host's share for one pod: dropped"),
+      (e: unknown) => deps.log.warn("dropping a large deploy cache failed", { error: String(e) }),
+    );
     await cleanup(deps, p.name, box, id, switched, log, kept);
   }
   await record.saveOutcome(id, outcome);

@@ -8,6 +8,7 @@ import {
   podNodeFacts,
   removeFromPod,
 } from "../coding-agents/pod-install";
+import { roomMaker } from "../disk/host-cache";
 import { AgentError } from "../errors";
 import { type HandlerDeps, podStreams } from "./deps";
 import { guard } from "./guard";
@@ -23,7 +24,7 @@ type CodingAgentOps = "pod.coding-agents.install" | "pod.coding-agents.remove";
  */
 export function codingAgentHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTable, CodingAgentOps> {
   const { docker, config } = deps;
-  const cache = new CodingAgentCache(config.cacheDir, config.codingAgents);
+  const cache = new CodingAgentCache(config.cacheDir, config.codingAgents, roomMaker(config, locks));
   const streams = podStreams(deps);
 
   const container = async (pod: string) => {

@@ -1,4 +1,5 @@
 import type { DeployOutcome } from "../../shared/protocol/git";
+import { roomMaker } from "../disk/host-cache";
 import { LABEL_DOMAIN, LABEL_POD_ID, LABEL_PORT, LABEL_PREFIX, podNames } from "../docker/naming";
 import { LABEL_HELPER } from "../docker/pod-user";
 import { containerIp, inspectContainer, removeContainer } from "../docker/resources";
@@ -29,6 +30,7 @@ export function gitHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
     log: deps.log,
     exec: podStreams(deps),
     podLock: (pod, fn) => locks.run(pod, fn),
+    makeRoom: roomMaker(deps.config, locks),
     send: deps.deployLog,
     pending: new Map(),
   };
@@ -57,7 +59,7 @@ export function gitHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<HandlerTa
     ),
 
     "repo.inspect": guard("repo.inspect", ({ source }, ctx) =>
-      lookups.run(() => inspectRepo(deps.config, source, ctx.signal)).catch(asError),
+      lookups.run(() => inspectRepo(deps.config, source, ctx.signal, git.makeRoom)).catch(asError),
     ),
 
     "pod.deploy": guard("pod.deploy", (p, ctx) =>

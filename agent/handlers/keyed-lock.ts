@@ -24,6 +24,11 @@ export class KeyedLock {
     return next;
   }
 
+  /** `run` when nothing holds or awaits the key; else null at once (the caller never waits). */
+  tryRun<T>(key: string, fn: () => Promise<T>): Promise<T> | null {
+    return this.tails.has(key) ? null : this.run(key, fn);
+  }
+
   /** `run`, unless the key's holder left a note (`hold`): then `conflict` at once, with the note. */
   runOrRefuse<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const note = this.notes.get(key);
