@@ -98,12 +98,6 @@ export function renderVhost(listen: string, v: VhostSpec): string {
 upstream podhost_${v.podId} {
   server ${v.ip}:${v.standbyFirst ? STANDBY_PORT : v.port} max_fails=0;
   server ${v.ip}:${v.standbyFirst ? v.port : STANDBY_PORT} max_fails=0 backup;
-  # Connections to the pod are kept and reused (the Connection header is "" unless upgrading): one
-  # new connection per request left tens of thousands in TIME_WAIT on a busy host, and every
-  # connect() to any pod then searched the host's ephemeral ports (a busy pod slowed its
-  # neighbours 4x, hostile-tenant.test.ts). Idle ones go after 4 s, before Node's own 5 s close.
-  keepalive 16;
-  keepalive_timeout 4s;
 }
 server {
   listen ${listen};

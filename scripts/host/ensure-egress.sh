@@ -18,6 +18,13 @@
 # same jumps. Safe to run concurrently (flock).
 set -euo pipefail
 
+# The ingress opens a connection to a pod per request: on a busy host tens of thousands of them sit
+# in TIME_WAIT, and every connect() to any pod then searches the ephemeral ports in the kernel (a
+# busy pod slowed its neighbours 4x, test/e2e/hostile-tenant.test.ts). Reusing a TIME_WAIT port for
+# a new outgoing connection (timestamps keep it safe) ends that search; Linux's default (2) does it
+# for loopback only.
+sysctl -qw net.ipv4.tcp_tw_reuse=1
+
 for bridge in "$@"; do
   [[ "$bridge" =~ ^br-[0-9a-f]{12}$ ]] || { echo "ensure-egress: not a bridge name: $bridge" >&2; exit 2; }
 done
