@@ -1,5 +1,29 @@
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
-import { defineConfig } from "vitest/config";
+import { defineConfig, type Plugin } from "vitest/config";
+
+/**
+ * wrangler.toml's Text rule for the dashboard's own browser files (worker/dashboard/assets/), in
+ * the test runner: the pool applies wrangler's module rules only to files it externalizes (those in
+ * node_modules), and Vite would run our browser script in workerd or treat the stylesheet as CSS.
+ * Both become the string module wrangler makes of them.
+ */
+const TEXT_PREFIX = "\0podhost-text:";
+const dashboardAssetsAsText = (): Plugin => ({
+  name: "podhost-dashboard-assets-as-text",
+  enforce: "pre",
+  resolveId(source, importer) {
+    if (!importer || !/\.(js|css)$/.test(source)) return null;
+    const file = resolve(importer, "..", source);
+    return /\/worker\/dashboard\/assets\/[^/]+$/.test(file) ? `${TEXT_PREFIX}${file}.mjs` : null;
+  },
+  async load(id) {
+    if (!id.startsWith(TEXT_PREFIX)) return null;
+    const file = id.slice(TEXT_PREFIX.length, -".mjs".length);
+    return `export default ${JSON.stringify(await readFile(file, "utf8"))};`;
+  },
+});
 
 export default defineConfig({
   test: {
@@ -9,6 +33,7 @@ export default defineConfig({
       {
         // The Worker inside workerd with real local D1, R2 and Durable Objects.
         plugins: [
+          dashboardAssetsAsText(),
           cloudflareTest(async () => ({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
@@ -31,6 +56,11 @@ export default defineConfig({
                 STRIPE_API_BASE: process.env.STRIPE_DOUBLE_URL ?? "http://127.0.0.1:9",
                 // Custom domains: the DNS-over-HTTPS double (test/worker/global-setup.ts) verifies them.
                 DNS_RESOLVER_URL: process.env.DNS_DOUBLE_URL ?? "http://127.0.0.1:9/dns-query",
+                // Mail: every mail goes through Resend's double (test/worker/global-setup.ts) by the
+                // mail-send Workflow, and is recorded in mail_outbox as in production.
+                MAIL_API_BASE: process.env.MAIL_API_DOUBLE_URL ?? "http://127.0.0.1:9",
+                MAIL_API_KEY: "re_double_test_key",
+                MAIL_FROM: "podhost <noreply@podhost.test>",
               },
             },
           })),

@@ -1,3 +1,4 @@
+import { dashboardRouter } from "./dashboard";
 import type { AppEnv } from "./http/app-env";
 import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
@@ -78,6 +79,10 @@ export function createApp() {
   app.route("/agent", agentConnectRouter);
 
   // A route that does no work: the floor the API benchmark compares against, and a liveness probe.
+  // The dashboard (worker/dashboard/, docs/dashboard.md): pages under /app; the root sends a browser there.
+  app.route("/app", dashboardRouter);
+  app.get("/", (c) => c.redirect("/app", 302));
+
   app.get("/health", (c) => c.json({ status: "ok" }));
 
   let doc: ReturnType<typeof openApiDocument> | undefined;

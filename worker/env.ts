@@ -1,6 +1,7 @@
 import type { HostAgent } from "./durable-objects/host-agent/object";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
+import type { MailSendParams } from "./workflows/mail-send";
 import type { PodBackupParams } from "./workflows/pod-backup";
 import type { PodCodingAgentParams } from "./workflows/pod-coding-agent";
 import type { PodCreateParams } from "./workflows/pod-create";
@@ -30,10 +31,14 @@ export interface Bindings {
   POD_SERVICE: Workflow<PodServiceParams>;
   /** one instance per coding agent install; instance id = the install's row id */
   POD_CODING_AGENT: Workflow<PodCodingAgentParams>;
+  /** one instance per mail sent through the provider, retried with backoff; instance id = the mail's id (docs/mail.md) */
+  MAIL_SEND: Workflow<MailSendParams>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */
   POD_DOMAIN: string;
+  /** the port pods are served on where it is not the scheme's own (locally the ingress's, e.g. 8080): the dashboard's pod links */
+  POD_PUBLIC_PORT?: string;
   STRIPE_SECRET_KEY?: string;
   STRIPE_WEBHOOK_SECRET?: string;
   STRIPE_API_BASE?: string;
@@ -56,6 +61,12 @@ export interface Bindings {
   DNS_RESOLVER_URL?: string;
   /** "true": URL imports may fetch 127.0.0.0/8 (local development, tests); every other private address stays refused */
   ALLOW_IMPORT_LOOPBACK?: string;
+  /** secret: the mail provider's API key (Resend); unset, mail stays in the outbox (docs/mail.md) */
+  MAIL_API_KEY?: string;
+  /** the provider's API base; default https://api.resend.com (tests point it at a local double) */
+  MAIL_API_BASE?: string;
+  /** the sender, e.g. `podhost <noreply@example.com>`; default noreply@ the host of PUBLIC_URL */
+  MAIL_FROM?: string;
 }
 
 /** The Workflow bindings: a host outcome is delivered to an instance of one of these by name. */

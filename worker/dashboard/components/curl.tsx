@@ -1,0 +1,47 @@
+/** A shell word in single quotes: what a person pastes runs exactly this, whatever the value holds. */
+const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * The `curl` line that does what a page shows or a form does (docs/dashboard.md: every page shows
+ * the API call beside it). `$PODHOST_TOKEN` stands for an API token (`ipk_…`), never the session.
+ */
+export function curlLine(base: string, method: string, path: string, body?: unknown): string {
+  const parts = ["curl"];
+  if (method !== "GET") parts.push("-X", method);
+  parts.push(shellQuote(base + path), "-H", '"Authorization: Bearer $PODHOST_TOKEN"');
+  if (body !== undefined) {
+    parts.push("-H", "'content-type: application/json'", "-d", shellQuote(JSON.stringify(body)));
+  }
+  return parts.join(" ");
+}
+
+export interface CurlCall {
+  method: string;
+  path: string;
+  body?: unknown;
+  /** what the call does, shown above it */
+  note?: string;
+}
+
+/** The API calls behind a page, folded under "API" with a copy button each. */
+export function Curl({ base, calls }: { base: string; calls: CurlCall[] }) {
+  return (
+    <details class="curl">
+      <summary>API</summary>
+      {calls.map((call) => {
+        const line = curlLine(base, call.method, call.path, call.body);
+        return (
+          <div class="curl-call">
+            {call.note ? <p class="muted">{call.note}</p> : null}
+            <pre>
+              <code>{line}</code>
+            </pre>
+            <button type="button" class="small" data-copy={line}>
+              Copy
+            </button>
+          </div>
+        );
+      })}
+    </details>
+  );
+}

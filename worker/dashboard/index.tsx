@@ -1,0 +1,75 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../http/app-env";
+import { serviceContext } from "../http/router";
+import { listPods } from "../services/pods/list";
+import { assetFile } from "./assets";
+import { pageContext } from "./layout";
+import { PAGE_SIZE, PodRows, PodsListPage } from "./pages/pods-list";
+import {
+  ForgotPasswordPage,
+  RegisterPage,
+  ResetPasswordPage,
+  SignInPage,
+  VerifyEmailPage,
+} from "./pages/sign-in";
+import { dashboardHeaders, noStore, ownHostOnly } from "./security";
+import { requireSignedIn, safeNext, signedInCaller } from "./session";
+
+/**
+ * The dashboard (docs/dashboard.md): server-rendered pages under /app, on the API's own origin.
+ * A page is rendered with the data it shows, read through the same service verbs the API's routes
+ * call; every change a page makes is a call of the public API from the page (components/api-form).
+ */
+export const dashboardRouter = new Hono<AppEnv>();
+
+dashboardRouter.use("*", ownHostOnly);
+
+/** Our scripts and styles and the vendored libraries, by content-hashed URL (./assets.ts). */
+dashboardRouter.get("/assets/:name", (c) => {
+  const file = assetFile(c.req.param("name"));
+  if (!file) return c.json({ error: "asset not found" }, 404);
+  c.header("Content-Type", `${file.type}; charset=utf-8`);
+  c.header("Cache-Control", c.req.query("v") ? "public, max-age=31536000, immutable" : "no-cache");
+  c.header("X-Content-Type-Options", "nosniff");
+  return c.body(file.text);
+});
+
+dashboardRouter.use("*", dashboardHeaders, noStore);
+
+// Signed-out pages. Signed in, sign-in and register go straight on.
+dashboardRouter.get("/sign-in", async (c) => {
+  const next = safeNext(c.req.query("next"));
+  if (await signedInCaller(c)) return c.redirect(next, 302);
+  return c.html(<SignInPage next={next} />);
+});
+dashboardRouter.get("/register", async (c) => {
+  const next = safeNext(c.req.query("next"));
+  if (await signedInCaller(c)) return c.redirect(next, 302);
+  return c.html(<RegisterPage next={next} />);
+});
+dashboardRouter.get("/forgot-password", (c) => c.html(<ForgotPasswordPage />));
+dashboardRouter.get("/reset-password", (c) =>
+  c.html(<ResetPasswordPage token={c.req.query("token") ?? ""} />),
+);
+dashboardRouter.get("/verify-email", (c) => c.html(<VerifyEmailPage token={c.req.query("token") ?? ""} />));
+
+const pageQuery = (c: { req: { query(k: string): string | undefined } }) => {
+  const offset = Number.parseInt(c.req.query("offset") ?? "0", 10);
+  const limit = Number.parseInt(c.req.query("limit") ?? String(PAGE_SIZE), 10);
+  return {
+    offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
+    limit: Number.isFinite(limit) && limit > 0 && limit <= 100 ? limit : PAGE_SIZE,
+  };
+};
+
+dashboardRouter.get("/", requireSignedIn, async (c) => {
+  const page = await pageContext(c);
+  const list = await listPods({ ctx: page.ctx, teamId: page.caller.teamId, input: pageQuery(c) });
+  return c.html(<PodsListPage page={page} list={list} />);
+});
+
+dashboardRouter.get("/pods/rows", requireSignedIn, async (c) => {
+  const page = { ctx: serviceContext(c), caller: c.get("caller"), base: c.env.PUBLIC_URL, teams: [] };
+  const list = await listPods({ ctx: page.ctx, teamId: page.caller.teamId, input: pageQuery(c) });
+  return c.html(<PodRows page={page} list={list} />);
+});
