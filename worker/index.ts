@@ -5,6 +5,7 @@ import { runScheduledJobs } from "./scheduled";
 export { HostAgent } from "./durable-objects/host-agent/object";
 export { RateLimiter } from "./durable-objects/rate-limiter";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
+export { MailSendWorkflow } from "./workflows/mail-send";
 export { PodBackupWorkflow } from "./workflows/pod-backup";
 export { PodCodingAgentWorkflow } from "./workflows/pod-coding-agent";
 export { PodCreateWorkflow } from "./workflows/pod-create";

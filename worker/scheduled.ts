@@ -11,6 +11,7 @@ import { sweepStagedBlobs } from "./services/blobs/staging";
 import { failStuckAgentInstalls } from "./services/coding-agents/stuck";
 import { sweepExpiredGrants } from "./services/connectors/grants";
 import { recheckVerifiedDomains } from "./services/domains/recheck";
+import { redispatchQueuedMail } from "./services/mail/delivery";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
@@ -33,7 +34,7 @@ export const scheduledJobs: ScheduledJob[] = [
   {
     // Keys of members who left a team, still in pods whose host was unreachable when they left.
     name: "departed-member-keys",
-    run: ({ env, db }) => finishKeyRemovals({ db, env, mailer: createMailer(db) }).then(() => undefined),
+    run: ({ env, db }) => finishKeyRemovals({ db, env, mailer: createMailer(db, env) }).then(() => undefined),
   },
   // Daily pod charges, invoicing of ended periods, suspension after the grace period, then the
   // suspended teams' pods stopped and those of resumed teams started (docs/billing.md).
@@ -70,7 +71,12 @@ export const scheduledJobs: ScheduledJob[] = [
   {
     name: "domain-recheck",
     run: ({ env, db, now }) =>
-      recheckVerifiedDomains({ db, env, mailer: createMailer(db) }, now).then(() => undefined),
+      recheckVerifiedDomains({ db, env, mailer: createMailer(db, env) }, now).then(() => undefined),
+  },
+  // Queued mails whose mail-send Workflow never started (docs/mail.md).
+  {
+    name: "mail-redispatch",
+    run: ({ env, db, now }) => redispatchQueuedMail(env, db, now).then(() => undefined),
   },
   {
     name: "stuck-agent-installs",

@@ -395,7 +395,7 @@ describe("commissions and tiers", () => {
     );
 
     // replays: the hook again for both invoices, and Stripe's invoice.paid webhook again
-    const ctx = { db: createDb(env.DB), env, mailer: createMailer(createDb(env.DB)) };
+    const ctx = { db: createDb(env.DB), env, mailer: createMailer(createDb(env.DB), env) };
     await earnOnInvoicePaid(ctx, { id: second, teamId, amountPaid: 20_007 });
     await earnOnInvoicePaid(ctx, { id: first, teamId, amountPaid: 30_000 });
     expect((await get("/api/affiliates/earnings", user)).body.total).toBe(3);

@@ -13,7 +13,7 @@ export type Router = ReturnType<typeof createRouter>;
 
 export const serviceContext = (c: Context<AppEnv>): ServiceContext => {
   const db = c.get("db");
-  return { db, env: c.env, mailer: createMailer(db) };
+  return { db, env: c.env, mailer: createMailer(db, c.env) };
 };
 
 export const ErrorBody = z.object({ error: z.string() }).openapi("Error");

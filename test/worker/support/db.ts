@@ -27,17 +27,22 @@ export async function mailsTo(to: string): Promise<OutboxMail[]> {
   return results;
 }
 
-/** The token in the newest mail to `to` whose body has a `<label>: <token>` line. */
-export async function tokenFromMail(
-  to: string,
-  label: "Reset token" | "Verification token",
-): Promise<string> {
+const TOKEN_LINKS = {
+  "Reset token": "/app/reset-password?token=",
+  "Verification token": "/app/verify-email?token=",
+} as const;
+
+/** The token in the newest mail to `to` whose text links to the dashboard page that takes it. */
+export async function tokenFromMail(to: string, label: keyof typeof TOKEN_LINKS): Promise<string> {
   const mails = await mailsTo(to);
+  const link = TOKEN_LINKS[label];
   for (const mail of mails.reverse()) {
-    const match = new RegExp(`${label}: (\\S+)`).exec(mail.body);
-    if (match?.[1]) return match[1];
+    const at = mail.body.indexOf(link);
+    if (at === -1) continue;
+    const token = /^[^\s&]+/.exec(mail.body.slice(at + link.length))?.[0];
+    if (token) return decodeURIComponent(token);
   }
-  throw new Error(`no mail to ${to} with a "${label}" line`);
+  throw new Error(`no mail to ${to} with a link to ${link}`);
 }
 
 /** Moves every one-time token of the account (reset, verification) into the past. */

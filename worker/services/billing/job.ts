@@ -45,7 +45,7 @@ export async function runBilling({ db, env, now }: { db: Db; env: Bindings; now:
   const accrued = await accrueDay(db, accrualDayAt(now));
   const stripe = stripeClient(env);
   if (!stripe) return;
-  const ctx = { db, env, mailer: createMailer(db) };
+  const ctx = { db, env, mailer: createMailer(db, env) };
   if (accrued) await invoiceEndedPeriods(ctx, stripe, now);
   await suspendOverdue(ctx, now);
 }
