@@ -1,8 +1,13 @@
 import { Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "../http/app-env";
+import { ApiError } from "../http/errors";
 import { serviceContext } from "../http/router";
 import { listPods } from "../services/pods/list";
 import { assetFile } from "./assets";
+import { ErrorPage } from "./components/error-page";
+import { StatusBadge } from "./components/pod-bits";
+import { podForPage } from "./components/pod-page";
 import { pageContext } from "./layout";
 import { PAGE_SIZE, PodRows, PodsListPage } from "./pages/pods-list";
 import {
@@ -12,6 +17,7 @@ import {
   SignInPage,
   VerifyEmailPage,
 } from "./pages/sign-in";
+import { dashboardAreas } from "./routes";
 import { dashboardHeaders, noStore, ownHostOnly } from "./security";
 import { requireSignedIn, safeNext, signedInCaller } from "./session";
 
@@ -72,4 +78,23 @@ dashboardRouter.get("/pods/rows", requireSignedIn, async (c) => {
   const page = { ctx: serviceContext(c), caller: c.get("caller"), base: c.env.PUBLIC_URL, teams: [] };
   const list = await listPods({ ctx: page.ctx, teamId: page.caller.teamId, input: pageQuery(c) });
   return c.html(<PodRows page={page} list={list} />);
+});
+
+/** The live status badge of a pod's page (its 2 s poll). */
+dashboardRouter.get("/pods/:name/status", requireSignedIn, async (c) => {
+  const page = { ctx: serviceContext(c), caller: c.get("caller"), base: c.env.PUBLIC_URL, teams: [] };
+  const pod = await podForPage(page, c.req.param("name"));
+  if (!pod) return c.html(<ErrorPage status={404} message="pod not found" />, 404);
+  return c.html(<StatusBadge status={pod.status} />);
+});
+
+// Each area of the dashboard is a router of its own (./routes/), mounted here.
+for (const area of dashboardAreas) dashboardRouter.route("/", area);
+
+dashboardRouter.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." />, 404));
+dashboardRouter.onError((err, c) => {
+  const status = (err instanceof ApiError ? err.status : 500) as ContentfulStatusCode;
+  if (status >= 500) console.error(JSON.stringify({ requestId: c.get("requestId"), error: String(err) }));
+  const message = status >= 500 ? `Our side failed (request ${c.get("requestId")}); try again.` : err.message;
+  return c.html(<ErrorPage status={status} message={message} />, status);
 });

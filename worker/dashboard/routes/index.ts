@@ -1,0 +1,9 @@
+import type { Hono } from "hono";
+import type { AppEnv } from "../../http/app-env";
+
+/**
+ * The dashboard's areas, one router each (a file per area in this folder: the pod's tabs, the new
+ * pod page, team, account, billing …), mounted at /app by ../index.tsx. Each page of an area goes
+ * behind `requireSignedIn` and renders from `pageContext(c)`.
+ */
+export const dashboardAreas: Hono<AppEnv>[] = [];
