@@ -1,4 +1,5 @@
 export * from "./affiliates";
+export * from "./alerts";
 export * from "./api-tokens";
 export * from "./backups";
 export * from "./billing";
