@@ -32,11 +32,11 @@ die() {
 
 say "waiting for npm start to say Ready (up to ${READY_TIMEOUT_S} s)"
 for ((i = 0; i < READY_TIMEOUT_S; i++)); do
-  grep -q '^Ready\. The API is at' "$log" && break
+  grep -q '^Ready\.' "$log" && break
   kill -0 "$group" 2>/dev/null || { started=0; die "npm start exited before Ready"; }
   sleep 1
 done
-grep -q '^Ready\. The API is at' "$log" || die "no Ready within ${READY_TIMEOUT_S} s"
+grep -q '^Ready\.' "$log" || die "no Ready within ${READY_TIMEOUT_S} s"
 say "Ready after ${i} s"
 
 # the README's curl session, step by step
@@ -58,6 +58,12 @@ for ((i = 0; i < 120; i++)); do
 done
 [ "$status" = running ] || die "the pod is '$status' after 120 s, not running"
 say "pod $pod running"
+
+# the dashboard, as the Ready line says: sign-in signed out, then the pods list with the pod in it
+grep -q "Open the dashboard: $API/app" "$log" || die "the Ready lines do not name the dashboard"
+curl -fsS "$API/app/sign-in" | grep -q 'data-api="/api/auth/login"' || die "the dashboard's sign-in page did not answer"
+curl -fsS "$API/app" -H "cookie: pod_session=$TOKEN" | grep -q ">$pod</a>" || die "the dashboard's pods list does not show $pod"
+say "the dashboard lists the pod"
 
 # through the ingress by its name, as the README says (curl resolves *.localhost to loopback)
 page=$(curl -fsS "http://$pod.pods.localhost:$INGRESS_PORT/") || die "the pod's page did not answer through the ingress"

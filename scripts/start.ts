@@ -196,6 +196,8 @@ const workerArgs = [
   "--var",
   "ALLOW_HTTP_GIT_LOOPBACK:true",
   "ALLOW_IMPORT_LOOPBACK:true",
+  // the dashboard's links to pods: locally they answer on the ingress's port
+  `POD_PUBLIC_PORT:${INGRESS_PORT}`,
 ];
 supervise(
   spawnGroup("the Worker (wrangler dev)", path.join(ROOT, "node_modules", ".bin", "wrangler"), workerArgs, {
@@ -234,6 +236,7 @@ supervise(
 await waitForPlaceable(API_URL, host.token);
 
 console.log(`
-Ready. The API is at http://localhost:${API_PORT} (reference: http://localhost:${API_PORT}/docs).
+Ready. Open the dashboard: http://localhost:${API_PORT}/app
+The API is at http://localhost:${API_PORT} (reference: http://localhost:${API_PORT}/docs).
 Pods answer at http://<name>.pods.localhost:${INGRESS_PORT} — see README "Your first pod".
 `);

@@ -105,11 +105,14 @@ async function submitApiForm(form, submitter) {
     else if (then.startsWith("refresh:")) {
       const target = document.querySelector(then.slice(8));
       if (target && window.htmx) window.htmx.trigger(target, "refresh");
-    } else if (then === "show") {
+    } else if (then === "show" || then.startsWith("show:")) {
+      // the answer (or one field of it, e.g. a new token shown once) in the form's [data-result]
+      const field = then.slice(5);
       const out = form.querySelector("[data-result]");
       if (out) {
-        out.textContent = JSON.stringify(data, null, 2);
+        out.textContent = field ? String(data?.[field] ?? "") : JSON.stringify(data, null, 2);
         out.hidden = false;
+        out.closest("[data-result-box]")?.removeAttribute("hidden");
       }
     }
   } catch (err) {

@@ -6,8 +6,8 @@ export interface ApiFormProps {
   method?: "POST" | "PUT" | "PATCH" | "DELETE";
   /**
    * what follows a success: `reload` (the page again), `go:/app/…` (`{field}` filled from the
-   * answer's JSON), `refresh:#id` (an htmx element fetches itself again), or `show` (the answer's
-   * JSON goes into the form's `[data-result]`)
+   * answer's JSON), `refresh:#id` (an htmx element fetches itself again), `show` (the answer's
+   * JSON goes into the form's `[data-result]`) or `show:field` (one field of it: a token shown once)
    */
   then?: string;
   /** shown on success */

@@ -1,9 +1,15 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "../../http/app-env";
+import { invitationsArea } from "./invitations";
+import { podAgentsArea } from "./pod-agents";
+import { podDomainsArea } from "./pod-domains";
+import { podEventsArea } from "./pod-events";
+import { podFeedbackArea } from "./pod-feedback";
+import { teamPages } from "./team";
 
 /**
  * The dashboard's areas, one router each (a file per area in this folder: the pod's tabs, the new
  * pod page, team, account, billing …), mounted at /app by ../index.tsx. Each page of an area goes
  * behind `requireSignedIn` and renders from `pageContext(c)`.
  */
-export const dashboardAreas: Hono<AppEnv>[] = [];
+export const dashboardAreas: Hono<AppEnv>[] = [teamPages, podDomainsArea, podFeedbackArea, podAgentsArea, podEventsArea, invitationsArea];
