@@ -30,6 +30,8 @@ export const pods = sqliteTable(
   },
   (t) => [
     index("pods_team_status_idx").on(t.teamId, t.status),
+    // the pods list's order (newest first): a page is read off the index, not sorted from all the team's pods
+    index("pods_team_created_idx").on(t.teamId, t.createdAt, t.id),
     index("pods_host_idx").on(t.hostId),
     uniqueIndex("pods_host_ssh_port_idx").on(t.hostId, t.sshPort),
   ],

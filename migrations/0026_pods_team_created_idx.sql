@@ -1,0 +1,1 @@
+CREATE INDEX `pods_team_created_idx` ON `pods` (`team_id`,`created_at`,`id`);
