@@ -6,6 +6,8 @@ import uplotJs from "../../node_modules/uplot/dist/uPlot.iife.min.js";
 import uplotCss from "../../node_modules/uplot/dist/uPlot.min.css";
 import dashJs from "./assets/dash.client.js";
 import styles from "./assets/dashboard.css";
+import envJs from "./assets/env.client.js";
+import filesJs from "./assets/files.client.js";
 
 /**
  * Every file the dashboard's pages load, served from the API's own origin (no CDN: nothing a third
@@ -23,6 +25,8 @@ const FILES = {
   "xterm.css": { text: xtermCss, type: "text/css" },
   "uplot.js": { text: uplotJs, type: "text/javascript" },
   "uplot.css": { text: uplotCss, type: "text/css" },
+  "files.js": { text: filesJs, type: "text/javascript" },
+  "env.js": { text: envJs, type: "text/javascript" },
 } as const;
 
 export type AssetName = keyof typeof FILES;

@@ -3,8 +3,11 @@ import type { AppEnv } from "../../http/app-env";
 import { invitationsArea } from "./invitations";
 import { podAgentsArea } from "./pod-agents";
 import { podDomainsArea } from "./pod-domains";
+import { podEnvRouter } from "./pod-env";
 import { podEventsArea } from "./pod-events";
 import { podFeedbackArea } from "./pod-feedback";
+import { podFilesRouter } from "./pod-files";
+import { podOverviewRouter } from "./pod-overview";
 import { teamPages } from "./team";
 
 /**
@@ -12,4 +15,14 @@ import { teamPages } from "./team";
  * pod page, team, account, billing …), mounted at /app by ../index.tsx. Each page of an area goes
  * behind `requireSignedIn` and renders from `pageContext(c)`.
  */
-export const dashboardAreas: Hono<AppEnv>[] = [teamPages, podDomainsArea, podFeedbackArea, podAgentsArea, podEventsArea, invitationsArea];
+export const dashboardAreas: Hono<AppEnv>[] = [
+  teamPages,
+  podDomainsArea,
+  podFeedbackArea,
+  podAgentsArea,
+  podEventsArea,
+  invitationsArea,
+  podOverviewRouter,
+  podFilesRouter,
+  podEnvRouter,
+];
