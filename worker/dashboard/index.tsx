@@ -3,13 +3,12 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "../http/app-env";
 import { ApiError } from "../http/errors";
 import { serviceContext } from "../http/router";
-import { listPods } from "../services/pods/list";
 import { assetFile } from "./assets";
 import { ErrorPage } from "./components/error-page";
 import { StatusBadge } from "./components/pod-bits";
 import { podForPage } from "./components/pod-page";
 import { pageContext } from "./layout";
-import { PAGE_SIZE, PodRows, PodsListPage } from "./pages/pods-list";
+import { loadPodsPage, PAGE_SIZE, PodRows, PodsListPage } from "./pages/pods-list";
 import {
   ForgotPasswordPage,
   RegisterPage,
@@ -70,13 +69,13 @@ const pageQuery = (c: { req: { query(k: string): string | undefined } }) => {
 
 dashboardRouter.get("/", requireSignedIn, async (c) => {
   const page = await pageContext(c);
-  const list = await listPods({ ctx: page.ctx, teamId: page.caller.teamId, input: pageQuery(c) });
+  const list = await loadPodsPage(page.ctx, page.caller.teamId, pageQuery(c));
   return c.html(<PodsListPage page={page} list={list} />);
 });
 
 dashboardRouter.get("/pods/rows", requireSignedIn, async (c) => {
   const page = { ctx: serviceContext(c), caller: c.get("caller"), base: c.env.PUBLIC_URL, teams: [] };
-  const list = await listPods({ ctx: page.ctx, teamId: page.caller.teamId, input: pageQuery(c) });
+  const list = await loadPodsPage(page.ctx, page.caller.teamId, pageQuery(c));
   return c.html(<PodRows page={page} list={list} />);
 });
 
