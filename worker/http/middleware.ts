@@ -15,6 +15,8 @@ import { sessionCookie } from "./session-cookie";
  */
 const SECRET_PATHS: RegExp[] = [
   /^(\/api\/invitations\/)(?!accept$)[^/]+$/,
+  // the dashboard's page of an invitation (the mail links there)
+  /^(\/app\/invitations\/)[^/]+$/,
   // a pod's feedback token (docs/feedback.md): `POST /api/feedback/{token}` and its `/mine`
   /^(\/api\/feedback\/)[^/]+(?=\/mine$|$)/,
 ];

@@ -5,10 +5,11 @@ const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
  * The `curl` line that does what a page shows or a form does (docs/dashboard.md: every page shows
  * the API call beside it). `$PODHOST_TOKEN` stands for an API token (`ipk_…`), never the session.
  */
-export function curlLine(base: string, method: string, path: string, body?: unknown): string {
+export function curlLine(base: string, method: string, path: string, body?: unknown, auth = true): string {
   const parts = ["curl"];
   if (method !== "GET") parts.push("-X", method);
-  parts.push(shellQuote(base + path), "-H", '"Authorization: Bearer $PODHOST_TOKEN"');
+  parts.push(shellQuote(base + path));
+  if (auth) parts.push("-H", '"Authorization: Bearer $PODHOST_TOKEN"');
   if (body !== undefined) {
     parts.push("-H", "'content-type: application/json'", "-d", shellQuote(JSON.stringify(body)));
   }
@@ -21,6 +22,8 @@ export interface CurlCall {
   body?: unknown;
   /** what the call does, shown above it */
   note?: string;
+  /** false for a public call (an invitation's): no Authorization header */
+  auth?: boolean;
 }
 
 /** The API calls behind a page, folded under "API" with a copy button each. */
@@ -29,7 +32,7 @@ export function Curl({ base, calls }: { base: string; calls: CurlCall[] }) {
     <details class="curl">
       <summary>API</summary>
       {calls.map((call) => {
-        const line = curlLine(base, call.method, call.path, call.body);
+        const line = curlLine(base, call.method, call.path, call.body, call.auth ?? true);
         return (
           <div class="curl-call">
             {call.note ? <p class="muted">{call.note}</p> : null}

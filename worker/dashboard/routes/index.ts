@@ -2,6 +2,9 @@ import type { Hono } from "hono";
 import type { AppEnv } from "../../http/app-env";
 import { invitationsArea } from "./invitations";
 import { podAgentsArea } from "./pod-agents";
+import { podBackupsArea } from "./pod-backups";
+import { podDatabasesArea } from "./pod-databases";
+import { podDeploysArea } from "./pod-deploys";
 import { podDomainsArea } from "./pod-domains";
 import { podEnvRouter } from "./pod-env";
 import { podEventsArea } from "./pod-events";
@@ -16,6 +19,9 @@ import { teamPages } from "./team";
  * behind `requireSignedIn` and renders from `pageContext(c)`.
  */
 export const dashboardAreas: Hono<AppEnv>[] = [
+  podDeploysArea,
+  podDatabasesArea,
+  podBackupsArea,
   teamPages,
   podDomainsArea,
   podFeedbackArea,

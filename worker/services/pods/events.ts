@@ -7,45 +7,49 @@ import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
 import { findTeamPod } from "./lookup";
 
-export type PodEventType =
-  | "created"
-  | "started"
-  | "stopped"
-  | "restarted"
-  | "resized"
-  | "suspended"
-  | "reloaded"
-  | "deleted"
-  | "error"
-  | "progress"
-  | "ssh_key_added"
-  | "ssh_key_removed"
-  | "env_updated"
-  | "zip_uploaded"
-  | "imported"
-  | "health_diagnosis"
-  | "health_recovered"
-  | "health_fixed"
-  | "git_connected"
-  | "git_disconnected"
-  | "deployment"
-  | "deploy_failed"
-  | "restore_started"
-  | "restore_completed"
-  | "restore_failed"
-  | "service_install"
-  | "service_running"
-  | "service_removed"
-  | "domain_added"
-  | "domain_verified"
-  | "domain_removed"
-  | "domain_claim_dropped"
-  | "domain_released"
-  | "feedback_updated"
-  | "agent_install"
-  | "agent_installed"
-  | "agent_install_failed"
-  | "agent_removed";
+/** Every event type a pod records, in the order they were introduced (the events tab filters by them). */
+export const POD_EVENT_TYPES = [
+  "created",
+  "started",
+  "stopped",
+  "restarted",
+  "resized",
+  "suspended",
+  "reloaded",
+  "deleted",
+  "error",
+  "progress",
+  "ssh_key_added",
+  "ssh_key_removed",
+  "env_updated",
+  "zip_uploaded",
+  "imported",
+  "health_diagnosis",
+  "health_recovered",
+  "health_fixed",
+  "git_connected",
+  "git_disconnected",
+  "deployment",
+  "deploy_failed",
+  "restore_started",
+  "restore_completed",
+  "restore_failed",
+  "service_install",
+  "service_running",
+  "service_removed",
+  "domain_added",
+  "domain_verified",
+  "domain_removed",
+  "domain_claim_dropped",
+  "domain_released",
+  "feedback_updated",
+  "agent_install",
+  "agent_installed",
+  "agent_install_failed",
+  "agent_removed",
+] as const;
+
+export type PodEventType = (typeof POD_EVENT_TYPES)[number];
 
 export const recordEventStatement = (
   db: Db,

@@ -1,0 +1,118 @@
+import { type EventsPage, POD_EVENT_TYPES } from "../../services/pods/events";
+import type { PodView } from "../../services/pods/view";
+import { Curl } from "../components/curl";
+import { Time } from "../components/pod-bits";
+import { PodPage, podPath } from "../components/pod-page";
+import type { PageContext } from "../layout";
+
+export const EVENTS_PAGE_SIZE = 50;
+
+/** A pod's event history (`GET /api/pods/{name}/events`): newest first, filtered by type, paged. */
+export function EventsTab({
+  page,
+  pod,
+  list,
+  type,
+}: {
+  page: PageContext;
+  pod: PodView;
+  list: EventsPage;
+  type: string | undefined;
+}) {
+  const here = podPath(pod.name, "events");
+  const typed = type ? `type=${encodeURIComponent(type)}&` : "";
+  const types: readonly string[] = POD_EVENT_TYPES;
+  return (
+    <PodPage page={page} pod={pod} tab="events">
+      <h2>Events</h2>
+      <form method="get" action={here} class="filter-form">
+        <label>
+          Type
+          <select name="type">
+            <option value="" selected={!type}>
+              All types
+            </option>
+            {type && !types.includes(type) ? (
+              <option value={type} selected>
+                {type}
+              </option>
+            ) : null}
+            {types.map((t) => (
+              <option value={t} selected={t === type}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Filter</button>
+      </form>
+      <div class="table-wrap">
+        <table class="events">
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Type</th>
+              <th scope="col">What happened</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.events.length === 0 ? (
+              <tr>
+                <td colspan={3} class="empty">
+                  {type ? `No ${type} events.` : "No events yet."}
+                </td>
+              </tr>
+            ) : (
+              list.events.map((e) => (
+                <tr>
+                  <td>
+                    <Time iso={e.created_at} />
+                  </td>
+                  <td>
+                    <code>{e.type}</code>
+                  </td>
+                  <td class="event-message">
+                    {e.message}
+                    {e.metadata ? (
+                      <div>
+                        <code class="muted">{e.metadata}</code>
+                      </div>
+                    ) : null}
+                  </td>
+                </tr>
+              ))
+            )}
+          </tbody>
+        </table>
+      </div>
+      {list.total > list.limit || list.offset > 0 ? (
+        <nav class="pager" aria-label="Pages">
+          {list.offset > 0 ? (
+            <a href={`${here}?${typed}offset=${Math.max(0, list.offset - list.limit)}`}>← Newer</a>
+          ) : (
+            <span />
+          )}
+          <span class="muted">
+            {list.total === 0 ? 0 : Math.min(list.offset + 1, list.total)}–
+            {Math.min(list.offset + list.limit, list.total)} of {list.total}
+          </span>
+          {list.offset + list.limit < list.total ? (
+            <a href={`${here}?${typed}offset=${list.offset + list.limit}`}>Older →</a>
+          ) : (
+            <span />
+          )}
+        </nav>
+      ) : null}
+      <Curl
+        base={page.base}
+        calls={[
+          {
+            method: "GET",
+            path: `/api/pods/${encodeURIComponent(pod.name)}/events?${typed}limit=${list.limit}&offset=${list.offset}`,
+            note: "These events",
+          },
+        ]}
+      />
+    </PodPage>
+  );
+}

@@ -1,0 +1,25 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../../http/app-env";
+import { unwrap } from "../../http/errors";
+import { listPodEvents } from "../../services/pods/events";
+import { ErrorPage } from "../components/error-page";
+import { offsetParam, podTab } from "../components/pod-tab";
+import { EVENTS_PAGE_SIZE, EventsTab } from "../pages/pod-events";
+import { requireSignedIn } from "../session";
+
+/** A pod's Events tab (docs/dashboard.md), read as `GET /api/pods/{name}/events?type=…` does. */
+export const podEventsArea = new Hono<AppEnv>();
+
+podEventsArea.get("/pods/:name/events", requireSignedIn, async (c) => {
+  const type = c.req.query("type") || undefined;
+  // the API's own bound on `type` (worker/routes/pods/events.ts)
+  if (type && type.length > 40) {
+    return c.html(<ErrorPage status={400} message="type: must be at most 40 characters" />, 400);
+  }
+  const tab = await podTab(c);
+  if ("notFound" in tab) return tab.notFound;
+  const { page, pod } = tab;
+  const input = { name: pod.name, type, limit: EVENTS_PAGE_SIZE, offset: offsetParam(c.req.query("offset")) };
+  const list = unwrap(await listPodEvents({ ctx: page.ctx, teamId: page.caller.teamId, input }));
+  return c.html(<EventsTab page={page} pod={pod} list={list} type={type} />);
+});
