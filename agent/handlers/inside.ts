@@ -6,10 +6,11 @@ import { AgentError } from "../errors";
 import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
 import { readEnvFile, writeEnvFile } from "../inside/env-file";
+import { LogFollows } from "../inside/follow";
 import { readLog } from "../inside/logs";
 import { reloadApp } from "../inside/reload";
 import { diskUsage, probePreset, restartAppService, switchNodeVersion } from "../inside/runtime";
-import type { HandlerDeps } from "./deps";
+import { type HandlerDeps, podStreams } from "./deps";
 import { guard } from "./guard";
 import type { KeyedLock } from "./keyed-lock";
 import type { HandlerTable } from "./types";
@@ -20,6 +21,7 @@ type InsideOps =
   | "pod.env.set"
   | "pod.env.unset"
   | "pod.logs"
+  | "pod.logs.follow"
   | "pod.preset"
   | "pod.disk"
   | "pod.node-version"
@@ -36,6 +38,7 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   const disk = podDiskOf(deps.config.podDiskRoot);
   // commands through `runc exec` where the host has runc's state of the engine's containers
   const runc = deps.config.runcRoot ? new RuncContainers(docker, deps.config.runcRoot) : null;
+  const follows = new LogFollows(podStreams(deps), prefix, deps.relay, log);
 
   const checkNames = (what: string, keys: string[]) => {
     for (const key of keys) {
@@ -79,6 +82,9 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
     }),
 
     "pod.logs": guard("pod.logs", ({ name, ...q }) => readLog(docker, prefix, name, q)),
+
+    // answered once the stream started; it goes on beside the control socket (../inside/follow.ts)
+    "pod.logs.follow": guard("pod.logs.follow", ({ name, ...q }) => follows.start(name, q)),
 
     "pod.preset": guard("pod.preset", ({ name, preset }) => probePreset(docker, prefix, name, preset)),
 

@@ -16,6 +16,9 @@ export const ENV_FILE = "/home/pod_user/app/.env";
 export const LOG_SOURCES = ["app", "web", "error", "build"] as const;
 export type LogSource = (typeof LOG_SOURCES)[number];
 
+/** the longest a followed log stays open (`GET …/logs?follow=true`); the caller reconnects after */
+export const LOG_FOLLOW_MAX_SECONDS = 30 * 60;
+
 export const EXEC_MAX_ARG_BYTES = 8 * 1024;
 export const EXEC_MAX_TIMEOUT_S = 300;
 /** per stream; the rest is dropped and counted in the truncation marker */
@@ -84,6 +87,24 @@ export const insideOps = {
       grep: z.string().optional(),
     }),
     result: z.object({ lines: z.array(z.string()), exists: z.boolean() }),
+  },
+  /**
+   * Follow a log of a running pod (`GET …/logs?follow=true`): the host PUTs a live stream of
+   * server-sent events into the relay `relay` (`/agent/relay/live/{id}`: first the last `lines`
+   * lines or matches, then each new line as it is written, `: keepalive` comments, and an `end`
+   * event) for at most `maxSeconds`, and answers as soon as that stream started (a bad pattern or a
+   * host at its follow limit is an error before). See agent/inside/follow.ts.
+   */
+  "pod.logs.follow": {
+    params: z.object({
+      name: PodName,
+      source: z.enum(LOG_SOURCES),
+      lines: z.number().int().min(0).max(1000),
+      grep: z.string().optional(),
+      relay: z.string().min(1).max(200),
+      maxSeconds: z.number().int().min(1).max(LOG_FOLLOW_MAX_SECONDS),
+    }),
+    result: z.object({ exists: z.boolean() }),
   },
   /** the runtime's version and the start command the app service would run, as the pod sees them */
   "pod.preset": {

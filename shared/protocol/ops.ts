@@ -9,6 +9,7 @@ import { healthOps } from "./health";
 import { insideOps, ReloadResult } from "./inside";
 import { servicesOps } from "./services";
 import { sshOps } from "./ssh";
+import { terminalOps } from "./terminal";
 import { ZipSeed, zipOps } from "./zip";
 
 /**
@@ -104,6 +105,7 @@ export const ops = {
   ...domainsOps,
   ...feedbackOps,
   ...codingAgentsOps,
+  ...terminalOps,
 } as const;
 
 export type Op = keyof typeof ops;
@@ -124,6 +126,8 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
   "pod.files.list",
   // writes only a staged blob the caller named: safe to run again
   "pod.files.download",
+  // streams into a relay the caller named, which takes one producer: a second run is refused there
+  "pod.logs.follow",
   // fetch into a temporary directory that is removed again
   "repo.branches",
   "repo.inspect",

@@ -12,9 +12,20 @@ import { type HostEnv, requireHostToken } from "../http/host-auth";
  *   the upload breaks off).
  * - `PUT /agent/relay/{id}`: a file the agent reads on the host (Content-Length required), handed to
  *   the caller waiting for it. Answered once every byte went through.
+ * - `PUT /agent/relay/live/{id}`: a live stream of unknown length (chunked: a followed log, bounded
+ *   in time by the host, ../../agent/inside/follow.ts), handed to the caller as it comes. Answered
+ *   when it ended, or at once when the caller went away.
  */
 export const agentRelayRouter = new Hono<HostEnv>()
   .use("*", requireHostToken)
+  .put("/live/:id{.+}", async (c) => {
+    const id = ownedRelay(c.get("host").id, c.req.param("id"));
+    const body = c.req.raw.body;
+    if (!body) throw new ApiError("bad_request", "a live stream needs a body");
+    const sent = await relayStub(c.env, id).produce(body);
+    if (!sent.ok) throw new ApiError(sent.code, sent.message);
+    return c.json({ id }, 201);
+  })
   .get("/:id{.+}", async (c) => {
     const id = ownedRelay(c.get("host").id, c.req.param("id"));
     const bytes = await relayStub(c.env, id).consume();

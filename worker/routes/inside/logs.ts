@@ -3,7 +3,8 @@ import { LOG_SOURCES } from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
-import { authenticated, errors, jsonResponse, type Router, serviceContext } from "../../http/router";
+import { authenticated, errors, type Router, serviceContext } from "../../http/router";
+import { followPodLogs } from "../../services/inside/follow";
 import { readPodLogs } from "../../services/inside/logs";
 import { PodParams } from "../pods/schemas";
 
@@ -13,6 +14,14 @@ export const LogsQuery = z.object({
   grep: z.string().max(1000).optional().openapi({
     description:
       "PCRE2 (grep -P) pattern; all-lowercase matches case-insensitively, any uppercase letter case-sensitively. Filtered reads return the last matching lines, newest first",
+  }),
+});
+
+/** The route's query: the read's, and `follow` (an extension to the spec: docs/inside.md). */
+const LogsRouteQuery = LogsQuery.extend({
+  follow: z.enum(["true", "false"]).default("false").openapi({
+    description:
+      "true: answer text/event-stream, the last `lines` lines (or matches, oldest first) then each new line as the app writes it, for at most 30 minutes (an extension: see docs/inside.md). Running pod only",
   }),
 });
 
@@ -32,16 +41,43 @@ const route = createRoute({
   method: "get",
   path: "/{name}/logs",
   summary: "The tail of a pod log, or its last lines matching a PCRE2 pattern",
-  request: { params: PodParams, query: LogsQuery },
+  request: { params: PodParams, query: LogsRouteQuery },
   responses: {
-    200: jsonResponse(LogsView, 'Lines; a filtered read with no match carries message "no entries"'),
+    200: {
+      description:
+        'Lines; a filtered read with no match carries message "no entries". With `follow=true`, server-sent events: `data: {"source","lines":[…]}` batches, `: keepalive` comments every 15 s, and a last `event: end` with `{"reason"}`',
+      content: {
+        "application/json": { schema: LogsView },
+        "text/event-stream": {
+          schema: z.string().openapi({
+            example: 'data: {"source":"app","lines":["listening on 8080"]}\n\n: keepalive\n\n',
+          }),
+        },
+      },
+    },
     ...errors(400, 401, 404, 409, 429, 503),
   },
 });
 
 export function registerGetPodLogs(app: Router) {
   app.openapi(route, async (c) => {
-    const input = { ...c.req.valid("param"), ...c.req.valid("query") };
+    const { follow, ...query } = c.req.valid("query");
+    const input = { ...c.req.valid("param"), ...query };
+    if (follow === "true") {
+      const stream = unwrap(
+        await followPodLogs({
+          ctx: serviceContext(c),
+          teamId: c.get("caller").teamId,
+          input,
+          background: (work) => c.executionCtx.waitUntil(work),
+        }),
+      );
+      return c.body(stream.body, 200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        "x-accel-buffering": "no",
+      });
+    }
     return c.json(
       unwrap(await readPodLogs({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input })),
       200,
