@@ -131,6 +131,25 @@ describe("connect, update, disconnect", () => {
     expect(JSON.stringify(events)).not.toContain(TOKEN);
   });
 
+  it("reveals the webhook secret only when asked for it, to the pod's team, while connected", async () => {
+    const { pod, as, git } = await connected();
+    const read = await call("GET", `/api/pods/${pod.name}/git`, undefined, as);
+    expect(JSON.stringify(read.body)).not.toContain(git.webhook_secret);
+    const reveal = await call("GET", `/api/pods/${pod.name}/git/webhook-secret`, undefined, as);
+    expect(reveal.status).toBe(200);
+    expect(reveal.body).toEqual({ webhook_url: git.webhook_url, webhook_secret: git.webhook_secret });
+    const eve = await registerUser("Eve");
+    const foreign = await call("GET", `/api/pods/${pod.name}/git/webhook-secret`, undefined, {
+      token: eve.token,
+    });
+    expect(foreign.status).toBe(404);
+    expect(JSON.stringify(foreign.body)).not.toContain(git.webhook_secret);
+    expect((await call("DELETE", `/api/pods/${pod.name}/git`, undefined, as)).status).toBe(200);
+    const gone = await call("GET", `/api/pods/${pod.name}/git/webhook-secret`, undefined, as);
+    expect(gone.status).toBe(404);
+    expect(gone.body.error).toMatch(/no repository is connected/);
+  });
+
   it("409 when a repository is already connected; a repository without token gets no hook and says why", async () => {
     const { pod, as } = await onlineWithPod();
     const repo = newRepo();

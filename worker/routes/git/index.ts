@@ -11,6 +11,7 @@ import { registerInspectRepo } from "./inspect";
 import { registerListPodDeployments } from "./list-deployments";
 import { registerRollbackPodGit } from "./rollback";
 import { registerUpdatePodGit } from "./update";
+import { registerGetPodGitWebhookSecret } from "./webhook-secret";
 import { registerWebhooks } from "./webhooks";
 
 /**
@@ -26,6 +27,7 @@ registerGetPodGit(gitRouter);
 registerConnectPodGit(gitRouter);
 registerUpdatePodGit(gitRouter);
 registerDisconnectPodGit(gitRouter);
+registerGetPodGitWebhookSecret(gitRouter);
 registerDeployPodGit(gitRouter);
 registerListPodDeployments(gitRouter);
 registerGetPodDeployment(gitRouter);

@@ -9,8 +9,15 @@ import { NOT_RUNNING } from "../pods/target";
 import { cancelQueued } from "./queue";
 import { checkBranch, checkBuildCommand, checkRepoUrl, hostedRepo, repoKey } from "./repo-url";
 import { createPushHook, deletePushHook } from "./repohost";
-import { newWebhookSecret, openToken, sealToken, sealWebhookSecret, secretsUsable } from "./secrets";
-import { type GitConfigView, repohostWebhookUrl, toGitConfigView } from "./views";
+import {
+  newWebhookSecret,
+  openToken,
+  openWebhookSecret,
+  sealToken,
+  sealWebhookSecret,
+  secretsUsable,
+} from "./secrets";
+import { type GitConfigView, genericWebhookUrl, repohostWebhookUrl, toGitConfigView } from "./views";
 
 export interface ConnectInput {
   repo_url: string;
@@ -169,6 +176,27 @@ export async function getRepository({
 }
 
 const notConnected = (name: string) => fail("not_found", `no repository is connected to pod ${name}`);
+
+/**
+ * `GET /api/pods/{name}/git/webhook-secret`: the generic webhook's secret, for the pod's team, when
+ * asked (the dashboard's Reveal button; a CI job being set up after the connect answer was lost).
+ * Anyone of the team could disconnect and connect again for a new one, so reading it gives nothing
+ * more; it is never part of `GET /git`, so it is in no page or log until someone asks for it.
+ */
+export async function revealWebhookSecret({
+  ctx,
+  teamId,
+  input,
+}: TeamCall<{ name: string }>): Promise<Result<{ webhook_url: string; webhook_secret: string }>> {
+  const found = await findTeamPod(ctx.db, teamId, input.name);
+  if (!found.ok) return found;
+  const { pod } = found.value;
+  const config = await configOf(ctx, pod.id);
+  if (!config) return notConnected(pod.name);
+  const secret = await openWebhookSecret(ctx.env, pod.id, config.webhookSecretEncrypted);
+  if (!secret.ok) return secret;
+  return ok({ webhook_url: genericWebhookUrl(ctx.env, pod.name), webhook_secret: secret.value });
+}
 
 /** `PUT /api/pods/{name}/git`: only the given fields change. */
 export async function updateRepository({
