@@ -8,6 +8,7 @@ import dashJs from "./assets/dash.client.js";
 import styles from "./assets/dashboard.css";
 import envJs from "./assets/env.client.js";
 import filesJs from "./assets/files.client.js";
+import podDataJs from "./assets/pod-data.client.js";
 
 /**
  * Every file the dashboard's pages load, served from the API's own origin (no CDN: nothing a third
@@ -18,6 +19,7 @@ import filesJs from "./assets/files.client.js";
  */
 const FILES = {
   "dash.js": { text: dashJs, type: "text/javascript" },
+  "pod-data.js": { text: podDataJs, type: "text/javascript" },
   "dashboard.css": { text: styles, type: "text/css" },
   "htmx.js": { text: htmxJs, type: "text/javascript" },
   "xterm.js": { text: xtermJs, type: "text/javascript" },
