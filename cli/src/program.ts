@@ -1,0 +1,226 @@
+import { Command, CommanderError, Option } from "commander";
+import type { Ctx, GlobalOptions } from "./lib/context";
+import { CliError, EXIT } from "./lib/errors";
+
+/**
+ * The command table. Each command names the module that does its work, loaded only when it runs
+ * (`podhost pods ls` never parses the deploy code): a command's start costs commander and its own
+ * module. A handler gets the context (output, API client), its positional arguments and options;
+ * it may return an exit status (exec passes the remote command's through).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: commander's options are untyped; each handler names the ones it takes
+type Handler = (ctx: Ctx, args: string[], opts: any) => Promise<unknown>;
+type Loader = () => Promise<Handler>;
+
+let exitCode: number = EXIT.ok;
+
+function act(load: Loader) {
+  return async (...received: unknown[]) => {
+    const command = received[received.length - 1] as Command;
+    const opts = command.optsWithGlobals() as GlobalOptions & Record<string, unknown>;
+    const args = command.args;
+    const [{ createContext }, handler] = await Promise.all([import("./lib/context"), load()]);
+    const ctx = await createContext(opts);
+    const code = await handler(ctx, args, opts);
+    if (typeof code === "number") exitCode = code;
+  };
+}
+
+function build(version: string): Command {
+  const program = new Command("podhost")
+    .description("The podhost command line: deploy the folder you are in, follow logs, run commands.")
+    .version(version, "-V, --version")
+    .option("--json", "print one JSON document (newline-delimited JSON for streams) on stdout")
+    .option("--token <token>", "use this credential (precedence: --token, PODHOST_TOKEN, the stored login)")
+    .option(
+      "--api <url>",
+      "the API's address (default: PODHOST_API, the stored login's, http://localhost:8787)",
+    )
+    .showSuggestionAfterError()
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  // account
+  program
+    .command("login")
+    .description("sign in through the browser (or --device on a machine without one) and store the login")
+    .option("--device", "show a code to confirm in any signed-in browser (OAuth device authorization)")
+    .option("--no-browser", "print the address but do not try to open a browser")
+    .action(act(async () => (await import("./commands/auth")).login));
+  program
+    .command("logout")
+    .description("revoke the stored login on the server and delete it")
+    .action(act(async () => (await import("./commands/auth")).logout));
+  program
+    .command("whoami")
+    .description("the user, the team and where the credential comes from")
+    .action(act(async () => (await import("./commands/auth")).whoami));
+
+  // the folder you are in
+  program
+    .command("link [pod]")
+    .description("remember the pod for this directory (.podhost.json); without a name, show the link")
+    .action(act(async () => (await import("./commands/link")).link));
+  program
+    .command("unlink")
+    .description("forget this directory's pod")
+    .action(act(async () => (await import("./commands/link")).unlink));
+  program
+    .command("deploy [dir]")
+    .description(
+      "upload the directory (respecting .gitignore and .podhostignore) to the linked pod and wait until it serves it; a pod with a connected repository deploys its branch",
+    )
+    .option("--pod <name>", "the pod (default: the linked one)")
+    .option("--create <name>", "create a new pod from the directory (and link it)")
+    .option("--preset <preset>", "with --create: static, php, nodejs or python (default: detected)")
+    .option("--plan <slug>", "with --create: the plan")
+    .option("--zip", "upload the directory even when a repository is connected")
+    .action(act(async () => (await import("./commands/deploy")).deploy));
+  program
+    .command("status [pod]")
+    .description("the pod's status, address and resources")
+    .action(act(async () => (await import("./commands/pods")).info));
+  program
+    .command("open [pod]")
+    .description("open the pod's address in the browser")
+    .action(act(async () => (await import("./commands/pods")).open));
+
+  const pods = program.command("pods").description("list, create and manage pods");
+  pods
+    .command("ls")
+    .description("the team's pods")
+    .option("--all", "every page (default: the first 100)")
+    .action(act(async () => (await import("./commands/pods")).ls));
+  pods
+    .command("create <name>")
+    .description("create a pod (202: it runs a few seconds later)")
+    .addOption(
+      new Option("--preset <preset>", "the runtime")
+        .choices(["static", "php", "nodejs", "python"])
+        .default("static"),
+    )
+    .option("--plan <slug>", "the plan (default: launch)")
+    .option("--region <region>", "the region")
+    .option("--wait", "wait until it runs")
+    .action(act(async () => (await import("./commands/pods")).create));
+  pods
+    .command("info [pod]")
+    .description("one pod")
+    .action(act(async () => (await import("./commands/pods")).info));
+  for (const verb of ["start", "stop", "restart", "reload"] as const)
+    pods
+      .command(`${verb} [pod]`)
+      .description(verb === "reload" ? "reinstall the app's dependencies and restart it" : `${verb} the pod`)
+      .action(act(async () => (await import("./commands/pods")).lifecycle(verb)));
+  pods
+    .command("resize <plan> [pod]")
+    .description("move the pod to another plan")
+    .action(act(async () => (await import("./commands/pods")).resize));
+  pods
+    .command("clone <new-name> [pod]")
+    .description("a copy of the pod under a new name")
+    .action(act(async () => (await import("./commands/pods")).clone));
+  pods
+    .command("rm [pod]")
+    .description("delete the pod and everything in it (asks first unless --yes)")
+    .option("-y, --yes", "do not ask")
+    .action(act(async () => (await import("./commands/pods")).rm));
+
+  program
+    .command("exec")
+    .description("run a command in the pod: podhost exec [--pod NAME] -- CMD ARGS…; exits with its status")
+    .option("--pod <name>", "the pod (default: the linked one)")
+    .option("--timeout <seconds>", "end it after this many seconds")
+    .argument("<command...>")
+    .action(act(async () => (await import("./commands/exec")).exec));
+
+  program
+    .command("logs [pod]")
+    .description("the pod's logs")
+    .option("-n, --lines <n>", "the last N lines")
+    .option("--source <source>", "one source only (app, nginx, …)")
+    .option("--grep <re>", "only lines matching this regular expression (applied here, on your machine)")
+    .option("-f, --follow", "keep printing new lines")
+    .action(act(async () => (await import("./commands/logs")).logs));
+
+  const env = program.command("env").description("the app's environment variables");
+  const podOpt = () => new Option("--pod <name>", "the pod (default: the linked one)");
+  env
+    .command("ls")
+    .addOption(podOpt())
+    .description("every variable")
+    .action(act(async () => (await import("./commands/env")).ls));
+  env
+    .command("get <key>")
+    .addOption(podOpt())
+    .description("one value")
+    .action(act(async () => (await import("./commands/env")).get));
+  env
+    .command("set <pairs...>")
+    .addOption(podOpt())
+    .description("set KEY=VALUE… (the app reloads)")
+    .action(act(async () => (await import("./commands/env")).set));
+  env
+    .command("unset <keys...>")
+    .addOption(podOpt())
+    .description("remove KEY…")
+    .action(act(async () => (await import("./commands/env")).unset));
+  env
+    .command("pull [file]")
+    .addOption(podOpt())
+    .description("write the variables to a dotenv file (default .env; - for stdout)")
+    .action(act(async () => (await import("./commands/env")).pull));
+  env
+    .command("push [file]")
+    .addOption(podOpt())
+    .option("--replace", "remove the variables the file does not have")
+    .description("set the variables of a dotenv file (default .env; - for stdin)")
+    .action(act(async () => (await import("./commands/env")).push));
+
+  const deploys = program.command("deploys").description("git deployments");
+  deploys
+    .command("ls [pod]")
+    .description("the pod's deployments, newest first")
+    .action(act(async () => (await import("./commands/deploys")).ls));
+  deploys
+    .command("log <id> [pod]")
+    .description("a deployment's build log (-f: until it ends)")
+    .option("-f, --follow", "stream it while it runs")
+    .action(act(async () => (await import("./commands/deploys")).log));
+  deploys
+    .command("rollback [id]")
+    .addOption(podOpt())
+    .description("back to the previous successful deployment (or the one named)")
+    .action(act(async () => (await import("./commands/deploys")).rollback));
+
+  return program;
+}
+
+/** Runs one command line; answers the exit status (docs/cli.md#exit-codes). */
+export async function run(argv: string[], version: string): Promise<number> {
+  exitCode = EXIT.ok;
+  const program = build(version);
+  const json = argv.includes("--json");
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // help and version exit 0; anything commander refused is a usage error
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof CliError) {
+      const status = error.status ? ` (HTTP ${error.status})` : "";
+      if (json)
+        process.stdout.write(
+          `${JSON.stringify({ error: error.message, status: error.status ?? null, exit_code: error.exitCode })}\n`,
+        );
+      const pc = (await import("picocolors")).default;
+      process.stderr.write(`${pc.red("error:")} ${error.message}${status}\n`);
+      return error.exitCode;
+    }
+    const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    process.stderr.write(`podhost: unexpected failure: ${message}\n`);
+    return EXIT.error;
+  }
+}
