@@ -213,7 +213,10 @@ function Listing({ pod, dir, files }: { pod: string; dir: string; files: FileEnt
                   <code>{f.permissions}</code>
                 </td>
                 <td>
-                  <a href={filesHref(pod, dir, f.name)} aria-label={`Manage ${f.name}`}>
+                  <a
+                    href={filesHref(pod, dir, f.name)}
+                    aria-label={`${f.is_dir ? "Manage" : "Open"} ${f.name}`}
+                  >
                     {f.is_dir ? "Manage" : "Open"}
                   </a>
                   {f.is_dir ? null : (
