@@ -5,6 +5,7 @@ export * from "./backups";
 export * from "./billing";
 export * from "./coding-agents";
 export * from "./connector-grants";
+export * from "./device-authorizations";
 export * from "./domains";
 export * from "./feedback";
 export * from "./git";
