@@ -149,3 +149,146 @@ describe("the pods list", () => {
     console.log(`rows fragment, page 20 of 1,000 pods: ${elapsed.toFixed(0)} ms`);
   });
 });
+
+async function insertEvent(podId: string, type: string, message: string, at: string) {
+  await env.DB.prepare(
+    "INSERT INTO pod_events (id, pod_id, type, message, created_at) VALUES (?, ?, ?, ?, ?)",
+  )
+    .bind(newId("evt"), podId, type, message, at)
+    .run();
+}
+
+describe("the new pod page", () => {
+  it("offers every plan with its price, the presets, the regions and four sources, with their curl lines", async () => {
+    const user = await signedIn();
+    const res = await page("/app/new", { session: user.session });
+    expect(res.status).toBe(200);
+    for (const [plan, price] of [
+      ["Launch", "$5/mo"],
+      ["Build", "$12/mo"],
+      ["Grow", "$24/mo"],
+      ["Scale", "$48/mo"],
+      ["Turbo", "$96/mo"],
+    ]) {
+      expect(res.text).toMatch(new RegExp(`<strong>${plan}</strong> <span class="price">\\${price}</span>`));
+    }
+    expect(res.text).toContain('<input type="radio" name="plan_slug" value="launch" checked=""');
+    for (const preset of ["static", "php", "nodejs", "python"])
+      expect(res.text).toContain(`value="${preset}"`);
+    expect(res.text).toContain('<option value="">Nearest to you</option>');
+    // no host is connected in this test: every region is there, none can take a pod now
+    expect(res.text).toMatch(/<option value="[a-z-]+" disabled="">[^<]+\(no capacity now\)<\/option>/);
+    for (const source of ["empty", "zip", "repo", "import"]) {
+      expect(res.text).toContain(`name="source" value="${source}"`);
+    }
+    expect(res.text).toMatch(/<section class="source-panel" data-source-panel="zip" hidden="">/);
+    expect(res.text).toMatch(/<script src="\/app\/assets\/new-pod\.js\?v=\w+" defer=""><\/script>/);
+    // the API behind each source
+    expect(res.text).toContain("curl -X POST &#39;http://localhost:8787/api/pods&#39;");
+    expect(res.text).toContain("-F &#39;zip=@site.zip&#39; -F &#39;plan_slug=launch&#39;");
+    expect(res.text).toContain("/api/repos/branches?repo_url=");
+    expect(res.text).toContain("/api/pods/from-repo");
+    expect(res.text).toContain("&quot;dry_run&quot;:true");
+  });
+
+  it("opens on the source the link names", async () => {
+    const user = await signedIn();
+    const res = await page("/app/new?source=import", { session: user.session });
+    expect(res.text).toContain('name="source" value="import" checked=""');
+    expect(res.text).toMatch(/<section class="source-panel" data-source-panel="import">/);
+    const unknown = await page("/app/new?source=<x>", { session: user.session });
+    expect(unknown.text).toContain('name="source" value="empty" checked=""');
+  });
+
+  it("serves its script, small", async () => {
+    const user = await signedIn();
+    const html = (await page("/app/new", { session: user.session })).text;
+    const src = html.match(/src="(\/app\/assets\/new-pod\.js\?v=\w+)"/)?.[1] ?? "";
+    const script = await page(src);
+    expect(script.status).toBe(200);
+    expect(script.text).toContain("/api/pods/from-zip");
+    expect(script.text.length).toBeLessThan(50 * 1024);
+  });
+
+  it("follows a new pod's progress every second, oldest event first, until it runs", async () => {
+    const user = await signedIn();
+    const pod = await insertPod({ hostId: null, teamId: user.user.active_team_id, status: "creating" });
+    await insertEvent(pod.id, "created", "pod created", "2026-01-01T10:00:00.000Z");
+    await insertEvent(pod.id, "progress", "container started", "2026-01-01T10:00:05.000Z");
+    const creating = await page(`/app/new/progress/${pod.name}`, { session: user.session });
+    expect(creating.status).toBe(200);
+    expect(creating.text).toMatch(/^<section id="new-pod-progress"/);
+    expect(creating.text).toContain(`hx-get="/app/new/progress/${pod.name}" hx-trigger="every 1s"`);
+    expect(creating.text).toContain('class="badge status-creating"');
+    expect(creating.text.indexOf("pod created")).toBeLessThan(creating.text.indexOf("container started"));
+
+    await env.DB.prepare("UPDATE pods SET status = 'running' WHERE id = ?").bind(pod.id).run();
+    const running = await page(`/app/new/progress/${pod.name}`, { session: user.session });
+    expect(running.text).not.toContain("hx-trigger");
+    expect(running.text).toContain('class="badge status-running"');
+    expect(running.text).toContain(`<a href="/app/pods/${pod.name}">Open its page</a>`);
+  });
+
+  it("shows why a creation failed, and stops polling", async () => {
+    const user = await signedIn();
+    const pod = await insertPod({ hostId: null, teamId: user.user.active_team_id, status: "error" });
+    await insertEvent(
+      pod.id,
+      "error",
+      "creating the pod failed: no host can take it",
+      "2026-01-01T10:00:00.000Z",
+    );
+    const res = await page(`/app/new/progress/${pod.name}`, { session: user.session });
+    expect(res.text).not.toContain("hx-trigger");
+    expect(res.text).toContain(
+      '<p class="form-error" role="alert">creating the pod failed: no host can take it</p>',
+    );
+  });
+});
+
+describe("the new pod page against an attacker", () => {
+  it("escapes event text that is markup (a remote page's title, a reason)", async () => {
+    const user = await signedIn();
+    const pod = await insertPod({ hostId: null, teamId: user.user.active_team_id, status: "error" });
+    const evil = `<script>alert(document.cookie)</script><img src=x onerror=alert(1)>`;
+    await insertEvent(pod.id, "error", evil, "2026-01-01T10:00:00.000Z");
+    const res = await page(`/app/new/progress/${pod.name}`, { session: user.session });
+    expect(res.text).not.toContain("<script>alert");
+    expect(res.text).not.toContain("<img src=x");
+    expect(res.text).toContain("&lt;script&gt;alert(document.cookie)&lt;/script&gt;");
+    const missing = await page(`/app/new/progress/${encodeURIComponent("<b>x</b>")}`, {
+      session: user.session,
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.text).not.toContain("<b>x</b>");
+  });
+
+  it("answers another team's pod with the same 404 as a missing one, and none of its events", async () => {
+    const owner = await signedIn();
+    const stranger = await signedIn();
+    const pod = await insertPod({ hostId: null, teamId: owner.user.active_team_id, status: "creating" });
+    await insertEvent(pod.id, "progress", "secret-step-name", "2026-01-01T10:00:00.000Z");
+    const theirs = await page(`/app/new/progress/${pod.name}`, { session: stranger.session });
+    const missing = await page("/app/new/progress/no-such-pod-here", { session: stranger.session });
+    expect(theirs.status).toBe(404);
+    expect(missing.status).toBe(404);
+    expect(theirs.text).not.toContain("secret-step-name");
+    expect(theirs.text.replace(pod.name, "NAME")).toBe(missing.text.replace("no-such-pod-here", "NAME"));
+  });
+
+  it("sends a signed-out browser to sign in, for the page and its fragment", async () => {
+    const res = await page("/app/new?source=zip");
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/app/sign-in?next=%2Fapp%2Fnew%3Fsource%3Dzip");
+    expect((await page("/app/new/progress/any-pod")).status).toBe(302);
+  });
+
+  it("carries the strict CSP and no inline script", async () => {
+    const user = await signedIn();
+    const res = await page("/app/new", { session: user.session });
+    expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
+    for (const tag of res.text.match(/<script\b[^>]*>/g) ?? []) expect(tag).toMatch(/ src="\/app\/assets\//);
+    expect(res.text).not.toMatch(/ style="/);
+    expect(res.text).not.toMatch(/ on[a-z]+="/);
+  });
+});

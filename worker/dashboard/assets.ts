@@ -8,6 +8,7 @@ import dashJs from "./assets/dash.client.js";
 import styles from "./assets/dashboard.css";
 import envJs from "./assets/env.client.js";
 import filesJs from "./assets/files.client.js";
+import newPodJs from "./assets/new-pod.client.js";
 import podDataJs from "./assets/pod-data.client.js";
 
 /**
@@ -29,6 +30,7 @@ const FILES = {
   "uplot.css": { text: uplotCss, type: "text/css" },
   "files.js": { text: filesJs, type: "text/javascript" },
   "env.js": { text: envJs, type: "text/javascript" },
+  "new-pod.js": { text: newPodJs, type: "text/javascript" },
 } as const;
 
 export type AssetName = keyof typeof FILES;

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "../../http/app-env";
 import { invitationsArea } from "./invitations";
+import { newPodArea } from "./new-pod";
 import { podAgentsArea } from "./pod-agents";
 import { podBackupsArea } from "./pod-backups";
 import { podDatabasesArea } from "./pod-databases";
@@ -19,6 +20,7 @@ import { teamPages } from "./team";
  * behind `requireSignedIn` and renders from `pageContext(c)`.
  */
 export const dashboardAreas: Hono<AppEnv>[] = [
+  newPodArea,
   podDeploysArea,
   podDatabasesArea,
   podBackupsArea,
