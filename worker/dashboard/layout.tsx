@@ -45,6 +45,7 @@ function Document({ title, children, scripts = [], styles = [] }: DocumentProps)
           <meta charset="utf-8" />
           <meta name="viewport" content="width=device-width, initial-scale=1" />
           <meta name="color-scheme" content="light dark" />
+          <link rel="icon" href="data:," />
           <meta
             name="htmx-config"
             content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true}'
