@@ -9,6 +9,7 @@ import { agentBackupsRouter } from "./routes/agent-backups";
 import { agentBlobsRouter } from "./routes/agent-blobs";
 import { agentConnectRouter } from "./routes/agent-connect";
 import { agentRelayRouter } from "./routes/agent-relay";
+import { agentTerminalRouter } from "./routes/agent-terminal";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
 import { backupsRouter } from "./routes/backups";
@@ -34,6 +35,7 @@ import { servicesRouter } from "./routes/services";
 import { sshRouter } from "./routes/ssh";
 import { sshKeysRouter } from "./routes/ssh-keys";
 import { teamsRouter } from "./routes/teams";
+import { terminalRouter } from "./routes/terminal";
 import { zipRouter } from "./routes/zip";
 
 export function createApp() {
@@ -60,6 +62,7 @@ export function createApp() {
   app.route("/api/pods", healthRouter);
   app.route("/api/pods", servicesRouter);
   app.route("/api/pods", domainsRouter);
+  app.route("/api/pods", terminalRouter);
   // Feedback spans /api/pods/{name}/feedback, the public /api/feedback/{token} and /feedback/widget.js.
   app.route("/", feedbackRouter);
   // Git deployments span /api/pods/{name}/git, /api/pods/from-repo, /api/repos and /api/webhooks.
@@ -76,6 +79,7 @@ export function createApp() {
   app.route("/agent/blobs", agentBlobsRouter);
   app.route("/agent/backups", agentBackupsRouter);
   app.route("/agent/relay", agentRelayRouter);
+  app.route("/agent/terminal", agentTerminalRouter);
   app.route("/agent", agentConnectRouter);
 
   // A route that does no work: the floor the API benchmark compares against, and a liveness probe.

@@ -1,5 +1,6 @@
 import type { HostAgent } from "./durable-objects/host-agent/object";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
+import type { TerminalRelay } from "./durable-objects/terminal-relay/object";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
 import type { MailSendParams } from "./workflows/mail-send";
 import type { PodBackupParams } from "./workflows/pod-backup";
@@ -19,6 +20,8 @@ export interface Bindings {
   HOST_AGENT: DurableObjectNamespace<HostAgent>;
   /** one object per streamed file transfer (durable-objects/transfer-relay/object.ts) */
   TRANSFER_RELAY: DurableObjectNamespace<TransferRelay>;
+  /** one object per web terminal session (durable-objects/terminal-relay/object.ts) */
+  TERMINAL_RELAY: DurableObjectNamespace<TerminalRelay>;
   /** long operations, one Workflow each (worker/workflows/); instance id = the operation's id */
   POD_CREATE: Workflow<PodCreateParams>;
   /** one instance per git deployment (deploy, push, rollback); instance id = the deployment's id */

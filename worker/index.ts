@@ -4,6 +4,7 @@ import { runScheduledJobs } from "./scheduled";
 
 export { HostAgent } from "./durable-objects/host-agent/object";
 export { RateLimiter } from "./durable-objects/rate-limiter";
+export { TerminalRelay } from "./durable-objects/terminal-relay/object";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
 export { MailSendWorkflow } from "./workflows/mail-send";
 export { PodBackupWorkflow } from "./workflows/pod-backup";

@@ -32,6 +32,7 @@ import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
 import { serviceHandlers } from "./services";
 import { sshHandlers } from "./ssh";
+import { terminalHandlers } from "./terminal";
 import type { HandlerContext, HandlerTable } from "./types";
 import { zipHandlers } from "./zip";
 
@@ -185,6 +186,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ),
 
     ...sshHandlers(deps, locks),
+    ...terminalHandlers(deps),
     ...insideHandlers(deps, locks),
     ...fileHandlers(deps),
     ...healthHandlers(deps, locks),
