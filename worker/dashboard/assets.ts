@@ -10,6 +10,7 @@ import envJs from "./assets/env.client.js";
 import filesJs from "./assets/files.client.js";
 import newPodJs from "./assets/new-pod.client.js";
 import podDataJs from "./assets/pod-data.client.js";
+import revealJs from "./assets/reveal.client.js";
 
 /**
  * Every file the dashboard's pages load, served from the API's own origin (no CDN: nothing a third
@@ -28,6 +29,7 @@ const FILES = {
   "xterm.css": { text: xtermCss, type: "text/css" },
   "uplot.js": { text: uplotJs, type: "text/javascript" },
   "uplot.css": { text: uplotCss, type: "text/css" },
+  "reveal.js": { text: revealJs, type: "text/javascript" },
   "files.js": { text: filesJs, type: "text/javascript" },
   "env.js": { text: envJs, type: "text/javascript" },
   "new-pod.js": { text: newPodJs, type: "text/javascript" },
