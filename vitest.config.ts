@@ -61,6 +61,9 @@ export default defineConfig({
                 MAIL_API_BASE: process.env.MAIL_API_DOUBLE_URL ?? "http://127.0.0.1:9",
                 MAIL_API_KEY: "re_double_test_key",
                 MAIL_FROM: "podhost <noreply@podhost.test>",
+                // Alerts: webhooks may reach the receiver double on 127.0.0.1 (every other private address stays refused).
+                ALLOW_ALERT_LOOPBACK: "true",
+                WEBHOOK_RECEIVER_URL: process.env.WEBHOOK_RECEIVER_URL ?? "http://127.0.0.1:9",
               },
             },
           })),

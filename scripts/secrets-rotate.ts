@@ -37,7 +37,8 @@ import { type D1Target, d1Execute, sqlText } from "./lib/d1";
 /**
  * Every sealed column, with the SQL giving each row's owner as the Worker seals it:
  * worker/services/git/secrets.ts (the pod's id), worker/services/services/passwords.ts
- * (`<pod id>/<type>`), worker/services/invitations/invitations.ts (the invitation's id).
+ * (`<pod id>/<type>`), worker/services/invitations/invitations.ts (the invitation's id),
+ * worker/services/alerts/channels.ts (the channel's id).
  */
 const SEALED_COLUMNS: {
   purpose: SecretPurpose;
@@ -62,6 +63,13 @@ const SEALED_COLUMNS: {
     owner: "pod_id || '/' || service_type",
   },
   { purpose: "invitation-token", table: "invitations", id: "id", column: "token_sealed", owner: "id" },
+  {
+    purpose: "alert-webhook-secret",
+    table: "alert_channels",
+    id: "id",
+    column: "secret_sealed",
+    owner: "id",
+  },
 ];
 
 const ROOT = path.resolve(import.meta.dirname, "..");

@@ -10,6 +10,7 @@ import { agentBlobsRouter } from "./routes/agent-blobs";
 import { agentConnectRouter } from "./routes/agent-connect";
 import { agentRelayRouter } from "./routes/agent-relay";
 import { agentTerminalRouter } from "./routes/agent-terminal";
+import { alertsRouter } from "./routes/alerts";
 import { apiTokensRouter } from "./routes/api-tokens";
 import { authRouter } from "./routes/auth";
 import { backupsRouter } from "./routes/backups";
@@ -45,6 +46,7 @@ export function createApp() {
 
   app.route("/api/auth", authRouter);
   app.route("/api/teams", teamsRouter);
+  app.route("/api/teams", alertsRouter);
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
   // Connectors: OAuth grants to AI assistants (the consent page, the provider's endpoints under

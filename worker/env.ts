@@ -2,6 +2,7 @@ import type { HostAgent } from "./durable-objects/host-agent/object";
 import type { RateLimiter } from "./durable-objects/rate-limiter";
 import type { TerminalRelay } from "./durable-objects/terminal-relay/object";
 import type { TransferRelay } from "./durable-objects/transfer-relay/object";
+import type { AlertDeliverParams } from "./workflows/alert-deliver";
 import type { MailSendParams } from "./workflows/mail-send";
 import type { PodBackupParams } from "./workflows/pod-backup";
 import type { PodCodingAgentParams } from "./workflows/pod-coding-agent";
@@ -36,6 +37,8 @@ export interface Bindings {
   POD_CODING_AGENT: Workflow<PodCodingAgentParams>;
   /** one instance per mail sent through the provider, retried with backoff; instance id = the mail's id (docs/mail.md) */
   MAIL_SEND: Workflow<MailSendParams>;
+  /** one instance per alert delivery to a channel, retried with backoff; instance id = the delivery's id (docs/alerts.md) */
+  ALERT_DELIVER: Workflow<AlertDeliverParams>;
   /** {base_url} of the spec, e.g. https://api.example.com */
   PUBLIC_URL: string;
   /** {pod_domain}: pods answer at {name}.{POD_DOMAIN} */
@@ -66,6 +69,8 @@ export interface Bindings {
   ALLOW_IMPORT_LOOPBACK?: string;
   /** secret: the mail provider's API key (Resend); unset, mail stays in the outbox (docs/mail.md) */
   MAIL_API_KEY?: string;
+  /** "true": alert webhooks may be sent to 127.0.0.0/8 (local development, tests); every other private address stays refused */
+  ALLOW_ALERT_LOOPBACK?: string;
   /** the provider's API base; default https://api.resend.com (tests point it at a local double) */
   MAIL_API_BASE?: string;
   /** the sender, e.g. `podhost <noreply@example.com>`; default noreply@ the host of PUBLIC_URL */

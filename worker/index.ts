@@ -6,6 +6,7 @@ export { HostAgent } from "./durable-objects/host-agent/object";
 export { RateLimiter } from "./durable-objects/rate-limiter";
 export { TerminalRelay } from "./durable-objects/terminal-relay/object";
 export { TransferRelay } from "./durable-objects/transfer-relay/object";
+export { AlertDeliverWorkflow } from "./workflows/alert-deliver";
 export { MailSendWorkflow } from "./workflows/mail-send";
 export { PodBackupWorkflow } from "./workflows/pod-backup";
 export { PodCodingAgentWorkflow } from "./workflows/pod-coding-agent";

@@ -7,6 +7,8 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       /** the import double (test/support/import-site.ts) */
       IMPORT_SITE_URL: string;
+      /** the alert webhooks' receiver (test/support/webhook-receiver.ts) */
+      WEBHOOK_RECEIVER_URL: string;
     }
     interface GlobalProps {
       mainModule: typeof import("../../worker");

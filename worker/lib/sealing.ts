@@ -15,7 +15,12 @@
  */
 
 /** What a sealed secret is: part of its associated data. */
-export type SecretPurpose = "git-token" | "git-webhook-secret" | "service-password" | "invitation-token";
+export type SecretPurpose =
+  | "git-token"
+  | "git-webhook-secret"
+  | "service-password"
+  | "invitation-token"
+  | "alert-webhook-secret";
 
 /** The Worker secret each kind of key is held in (`<name>_PREVIOUS` during a rotation). */
 export type SecretKeyName = "GIT_TOKEN_KEY" | "SERVICE_PASSWORD_KEY" | "INVITATION_TOKEN_KEY";
@@ -31,6 +36,7 @@ export const SECRET_PURPOSES: Record<SecretPurpose, { key: SecretKeyName; featur
   "git-webhook-secret": { key: "GIT_TOKEN_KEY", feature: "git deployments" },
   "service-password": { key: "SERVICE_PASSWORD_KEY", feature: "database services" },
   "invitation-token": { key: "INVITATION_TOKEN_KEY", feature: "invitation links in the owner's list" },
+  "alert-webhook-secret": { key: "GIT_TOKEN_KEY", feature: "alert webhooks" },
 };
 
 /** The keys one kind of secret opens with: the current one seals; the previous one only opens. */

@@ -3,6 +3,7 @@ import type { Result } from "../../shared/errors";
 import type { DeployOutcome } from "../../shared/protocol/git";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
+import { alertOnDeployment } from "../services/alerts/hooks";
 import { budgetForDeploy, recordBuildTime } from "../services/git/build-budget";
 import { type DeployJob, loadDeployJob, recordDeployOutcome, tokenOf } from "../services/git/job";
 import { claimTurn, finishDeployment, nextQueued, TURN_EVENT, type Turn, wake } from "../services/git/queue";
@@ -64,6 +65,11 @@ export class PodDeployWorkflow extends WorkflowEntrypoint<Bindings, PodDeployPar
       });
       result = { status: "failed", reason: message };
     }
+    // Alerts (docs/alerts.md): a failed deployment opens the pod's incident, a success closes it.
+    await step.do("alert", async () => {
+      await alertOnDeployment(this.env, createDb(this.env.DB), deploymentId);
+      return true;
+    });
     await step.do("wake the next deployment", async () => {
       const next = await nextQueued(createDb(this.env.DB), podId);
       if (next) await wake(this.env, [next]);

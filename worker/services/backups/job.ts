@@ -5,6 +5,7 @@ import type { Db } from "../../db/client";
 import { type BackupTrigger, backupSchedules, backups, pods } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
+import { alertOnBackupCompleted } from "../alerts/hooks";
 import { backupable, failBackup, notBackupable, planLimit, removeBackups } from "./records";
 
 /** The steps of a backup's workflow (worker/workflows/pod-backup.ts), each a plain function of D1 and R2. */
@@ -138,7 +139,8 @@ export async function recordVerified(
     .update(backups)
     .set({ status: "completed", verifiedAt: now, completedAt: now })
     .where(and(eq(backups.id, backupId), eq(backups.status, "in_progress")))
-    .returning({ id: backups.id });
+    .returning({ id: backups.id, podId: backups.podId });
+  if (done) await alertOnBackupCompleted(env, db, done.podId);
   return done ? { ok: true } : no(`backup ${backupId} is no longer in progress`);
 }
 

@@ -5,6 +5,7 @@ import type { Db } from "../../db/client";
 import { type BackupRow, backupRestores, backups, type HostRow, type PodRow } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
+import { alertOnBackupFailed } from "../alerts/hooks";
 import { findTeamPod } from "../pods/lookup";
 
 /** Backups' rows and objects (docs/backups.md): the one place that knows where bytes live. */
@@ -98,8 +99,11 @@ export async function failBackup(
       ...(opts.verifyError ? { verifyError: opts.verifyError.slice(0, 2000) } : {}),
     })
     .where(and(eq(backups.id, id), inArray(backups.status, opts.from ?? ["in_progress"])))
-    .returning({ objectKey: backups.objectKey });
-  if (row) await env.BLOBS.delete(row.objectKey);
+    .returning({ objectKey: backups.objectKey, podId: backups.podId });
+  if (row) {
+    await env.BLOBS.delete(row.objectKey);
+    await alertOnBackupFailed(env, db, row.podId, reason.slice(0, 300));
+  }
   return Boolean(row);
 }
 

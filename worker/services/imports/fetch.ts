@@ -47,7 +47,7 @@ const isIpLiteral = (host: string) => host.startsWith("[") || parseIpv4(host) !=
  * A host name's DNS answers checked like a literal address (once per name and import): refused when
  * any A or AAAA record is a private, loopback or link-local address.
  */
-async function checkResolved(url: URL, budget: FetchBudget): Promise<string | null> {
+export async function checkResolved(url: URL, budget: FetchBudget): Promise<string | null> {
   const host = url.hostname;
   if (isIpLiteral(host)) return null;
   const known = budget.checkedNames.get(host);

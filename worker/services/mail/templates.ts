@@ -106,3 +106,30 @@ export const invitationMail = (
       `From a script: GET ${baseUrl}/api/invitations/${token} for its details, POST ${baseUrl}/api/invitations/accept with {"token":"${token}"} (plus email, name, password if you have no account yet) to accept.`,
     ],
   });
+
+/** An alert to a team's members (docs/alerts.md): the summary as text, the pod's dashboard page. */
+export const alertMail = (
+  to: string,
+  alert: {
+    state: "firing" | "resolved" | "test";
+    teamName: string;
+    podName: string | null;
+    summary: string;
+    url: string;
+  },
+): MailMessage =>
+  renderMail({
+    to,
+    kind: "alert",
+    subject:
+      alert.state === "test"
+        ? `Test alert for ${alert.teamName}`
+        : `${alert.state === "resolved" ? "Resolved" : "Alert"}: ${alert.podName ?? alert.teamName} (${alert.teamName})`,
+    paragraphs: [
+      alert.summary,
+      alert.state === "resolved"
+        ? `This incident of the team "${alert.teamName}" is over.`
+        : `You get this because you are a member of the team "${alert.teamName}" and its owner chose to alert you by e-mail.`,
+    ],
+    action: { label: alert.podName ? "Open the pod" : "Open the team", url: alert.url },
+  });
