@@ -10,6 +10,7 @@ import envJs from "./assets/env.client.js";
 import filesJs from "./assets/files.client.js";
 import newPodJs from "./assets/new-pod.client.js";
 import podDataJs from "./assets/pod-data.client.js";
+import terminalJs from "./assets/terminal.client.js";
 import revealJs from "./assets/reveal.client.js";
 
 /**
@@ -27,6 +28,7 @@ const FILES = {
   "xterm.js": { text: xtermJs, type: "text/javascript" },
   "xterm-fit.js": { text: fitJs, type: "text/javascript" },
   "xterm.css": { text: xtermCss, type: "text/css" },
+  "terminal.js": { text: terminalJs, type: "text/javascript" },
   "uplot.js": { text: uplotJs, type: "text/javascript" },
   "uplot.css": { text: uplotCss, type: "text/css" },
   "reveal.js": { text: revealJs, type: "text/javascript" },

@@ -3,6 +3,15 @@ import { secureHeaders } from "hono/secure-headers";
 import type { AppEnv } from "../http/app-env";
 
 /**
+ * Pages whose library writes `<style>` elements: xterm.js's DOM renderer (the Terminal tab) sizes its
+ * rows and colours its cells through two `<style>` elements it fills at run time, which a
+ * `style-src 'self'` refuses (the terminal then draws as an unstyled heap of spans), and it has no
+ * nonce option. So that page alone allows inline styles; scripts stay `'self'` only, and the page
+ * shows no tenant text outside the terminal itself, whose output xterm draws as text.
+ */
+const INLINE_STYLE_PAGES = /^\/app\/pods\/[^/]+\/terminal$/;
+
+/**
  * What every dashboard answer carries (docs/dashboard.md "Safe by construction").
  *
  * - A Content-Security-Policy with no inline script at all: every script is a file of this origin
@@ -18,7 +27,7 @@ export const dashboardHeaders: MiddlewareHandler<AppEnv> = secureHeaders({
   contentSecurityPolicy: {
     defaultSrc: ["'self'"],
     scriptSrc: ["'self'"],
-    styleSrc: ["'self'"],
+    styleSrc: ["'self'", (c) => (INLINE_STYLE_PAGES.test(c.req.path) ? "'unsafe-inline'" : "")],
     imgSrc: ["'self'", "data:"],
     connectSrc: ["'self'"],
     fontSrc: ["'self'"],

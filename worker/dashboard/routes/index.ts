@@ -12,6 +12,7 @@ import { podEventsArea } from "./pod-events";
 import { podFeedbackArea } from "./pod-feedback";
 import { podFilesRouter } from "./pod-files";
 import { podOverviewRouter } from "./pod-overview";
+import { podTerminalRouter } from "./pod-terminal";
 import { teamPages } from "./team";
 
 /**
@@ -33,4 +34,5 @@ export const dashboardAreas: Hono<AppEnv>[] = [
   podOverviewRouter,
   podFilesRouter,
   podEnvRouter,
+  podTerminalRouter,
 ];
