@@ -1,0 +1,144 @@
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ApiClient, signUp } from "./support/api";
+import { launchChromium } from "./support/browser";
+import { createRunningPods, waitForHostOnline, waitForPodStatus } from "./support/pods";
+import { type Stack, startStack } from "./support/stack";
+
+/**
+ * A pod's Overview, Files and Environment tabs in Debian's Chromium against the real stack (Worker,
+ * agent, Docker, ingress): what the browser does is the public API's doing, and the pod shows it.
+ * One stack and one static pod for the file's tests; the last one deletes the pod.
+ */
+
+const POD = "dash-pod";
+
+describe("a pod's tabs in a real browser", () => {
+  let stack: Stack;
+  let api: ApiClient;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+
+  const app = (path: string) => `${stack.api}/app${path}`;
+  /** the pod's site through the test's ingress (the pod domain is pods.localhost, loopback) */
+  const site = (path = "/") => `http://${POD}.pods.localhost:${stack.ingressPort}${path}`;
+
+  beforeAll(async () => {
+    [stack, browser] = await Promise.all([startStack("dpod", { publicUrl: true }), launchChromium()]);
+    const owner = await signUp(stack.api, "Dashboard Owner");
+    api = owner.api;
+    await waitForHostOnline(api);
+    await createRunningPods(api, [[POD, "static"]]);
+    context = await browser.newContext();
+    // PUBLIC_URL is the Worker's own address here: the dashboard answers on that host only
+    await context.addCookies([{ name: "pod_session", value: owner.token, url: stack.api }]);
+    page = await context.newPage();
+    // a loaded machine (other suites' stacks beside this one) has taken over 5 minutes to get here
+  }, 600_000);
+
+  afterAll(async () => {
+    await context?.close().catch(() => undefined);
+    await browser?.close();
+    await stack?.stop();
+  }, 120_000);
+
+  it("edits index.html in the file editor, and the pod serves the change", async () => {
+    const res = await page.goto(app(`/pods/${POD}/files`));
+    expect(res?.status()).toBe(200);
+    await page.getByRole("link", { name: "index.html", exact: true }).click();
+    const editor = page.locator("textarea[name=content]");
+    await editor.waitFor();
+    expect(await editor.inputValue()).toContain("<");
+    const marker = `edited in the dashboard ${Date.now()}`;
+    await editor.fill(`<!doctype html>\n<h1>${marker}</h1>\n`);
+    await page.getByRole("button", { name: "Save index.html" }).click();
+    await page.locator(".editor [data-status]", { hasText: "Saved." }).waitFor({ timeout: 20_000 });
+
+    const visitor = await context.newPage();
+    await expect
+      .poll(
+        async () => {
+          const served = await visitor.goto(site("/"));
+          return (await served?.text()) ?? "";
+        },
+        { timeout: 15_000 },
+      )
+      .toContain(marker);
+    await visitor.close();
+  }, 120_000);
+
+  it("uploads a file with a progress bar reaching 100 %, then lists it", async () => {
+    await page.goto(app(`/pods/${POD}/files`));
+    // every value the progress bar takes, recorded in the page as it changes
+    await page.evaluate(() => {
+      const bar = document.querySelector("[data-upload-bar]");
+      const seen: string[] = [];
+      (window as unknown as { seen: string[] }).seen = seen;
+      if (bar) {
+        new MutationObserver(() => seen.push(bar.getAttribute("value") ?? "")).observe(bar, {
+          attributes: true,
+          attributeFilter: ["value"],
+        });
+      }
+    });
+    const size = 3 * 1024 * 1024;
+    const bytes = Buffer.alloc(size, 7);
+    await page.locator("[data-upload-input]").setInputFiles({
+      name: "big-upload.bin",
+      mimeType: "application/octet-stream",
+      buffer: bytes,
+    });
+    await page
+      .locator("[data-upload-status]", { hasText: "big-upload.bin: 100 %, uploaded" })
+      .waitFor({ timeout: 60_000 });
+    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    expect(seen.length).toBeGreaterThan(1);
+    expect(seen.at(-1)).toBe("100");
+    // the page reloads and lists it; the API has every byte
+    await page.getByRole("link", { name: "big-upload.bin", exact: true }).waitFor({ timeout: 15_000 });
+    const listed = await api.get(`/api/pods/${POD}/files?path=/home/pod_user/app`);
+    const entry = listed.body.files.find((f: { name: string }) => f.name === "big-upload.bin");
+    expect(entry?.size).toBe(String(size));
+  }, 120_000);
+
+  it("sets an env var in the table, reviews the diff, saves and restarts; values stay out of the page until revealed", async () => {
+    await page.goto(app(`/pods/${POD}/env`));
+    await page.getByRole("button", { name: "Add variable" }).click();
+    const row = page.locator("[data-env-rows] tr").last();
+    await row.locator("[data-env-key]").fill("GREETING");
+    const value = `hello from the table ${Date.now()}`;
+    await row.locator("[data-env-value]").fill(value);
+    await page.getByRole("button", { name: "Review changes" }).click();
+    await expect(page.locator("[data-env-diff]").textContent()).resolves.toBe("+ GREETING (new)");
+    await page.getByRole("button", { name: "Save and restart the pod" }).click();
+    await page.locator("[data-env-status]", { hasText: "Saved and restarted." }).waitFor({ timeout: 60_000 });
+
+    const env = await api.get(`/api/pods/${POD}/env`);
+    expect(env.status).toBe(200);
+    expect(env.body.vars.GREETING).toBe(value);
+    await waitForPodStatus(api, POD, "running");
+
+    // after the reload: the name is there, its value is not, until Reveal fetches it from the API
+    await page.locator('[data-env-row][data-original="GREETING"]').waitFor({ timeout: 15_000 });
+    expect(await page.content()).not.toContain(value);
+    await page.getByRole("button", { name: "Reveal values" }).click();
+    await expect
+      .poll(() => page.locator('[data-original="GREETING"] [data-env-value]').inputValue())
+      .toBe(value);
+  }, 180_000);
+
+  it("deletes the pod once its name is typed", async () => {
+    await page.goto(app(`/pods/${POD}`));
+    const confirm = page.getByLabel(`Type ${POD} to confirm`);
+    const button = page.getByRole("button", { name: `Delete ${POD}` });
+    await confirm.fill(`${POD}-nope`);
+    expect(await button.isDisabled()).toBe(true);
+    await confirm.fill(POD);
+    expect(await button.isDisabled()).toBe(false);
+    await button.click();
+    await page.waitForURL(app(""), { timeout: 60_000 });
+    const gone = await api.get(`/api/pods/${POD}`);
+    expect(gone.status).toBe(404);
+  }, 120_000);
+});
