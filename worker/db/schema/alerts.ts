@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
  * Alerts (docs/alerts.md): a team's channels, the incidents its events open and close, and every
@@ -80,4 +80,21 @@ export const alertDeliveries = sqliteTable(
     index("alert_deliveries_team_created_idx").on(t.teamId, t.createdAt),
     index("alert_deliveries_channel_idx").on(t.channelId),
   ],
+);
+
+/**
+ * Which events alert (docs/alerts.md): every event is on unless a rule turns it off. A rule with
+ * `scope` '' is the team's; one with a pod's id overrides it for that pod.
+ */
+export const alertRules = sqliteTable(
+  "alert_rules",
+  {
+    teamId: text("team_id").notNull(),
+    /** '' for the whole team, or a pod's id */
+    scope: text("scope").notNull(),
+    event: text("event").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.teamId, t.scope, t.event] })],
 );
