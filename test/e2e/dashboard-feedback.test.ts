@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DnsDouble, startDnsDouble } from "../support/dns";
@@ -14,6 +16,14 @@ import { type Stack, startStack } from "./support/stack";
  */
 
 const POD = "dash-fb";
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
 const HOSTILE = '<img src=x onerror="window.__pwned = 1">Button broken';
 
 describe("a pod's Domains and Feedback tabs in a real browser", () => {
@@ -22,6 +32,7 @@ describe("a pod's Domains and Feedback tabs in a real browser", () => {
   let api: ApiClient;
   let browser: Browser;
   let owner: BrowserContext;
+  let sessionToken: string;
   let page: Page;
   const contexts: BrowserContext[] = [];
   /** what the dashboard's pages logged as errors (a CSP refusal among them) */
@@ -39,6 +50,7 @@ describe("a pod's Domains and Feedback tabs in a real browser", () => {
     ]);
     const signedUp = await signUp(stack.api, "Feedback Owner");
     api = signedUp.api;
+    sessionToken = signedUp.token;
     await waitForHostOnline(api);
     await createRunningPods(api, [[POD, "static"]]);
     owner = await browser.newContext();
@@ -153,5 +165,51 @@ describe("a pod's Domains and Feedback tabs in a real browser", () => {
     await page.getByText("No comments yet.").waitFor({ timeout: 15_000 });
     expect((await api.get(`/api/pods/${POD}/feedback`)).body.total).toBe(0);
     expect(consoleErrors).toEqual([]);
+  }, 180_000);
+  it("with rows in every tab: axe-core finds nothing serious, and 390 px needs no sideways scrolling", async () => {
+    // rows for each tab, made through the API: a pending domain, a comment, the pod's events
+    const domain = await api.post(`/api/pods/${POD}/domains`, { domain: "a-rather-long-name.example.org" });
+    expect(domain.status, JSON.stringify(domain.body)).toBe(201);
+    const { token } = (await api.get(`/api/pods/${POD}/feedback?limit=1`)).body;
+    const sent = await fetch(`${stack.api}/api/feedback/${token}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "cf-connecting-ip": "10.77.0.1" },
+      body: JSON.stringify({
+        comment: `A long comment without spaces ${"x".repeat(300)}`,
+        email: "visitor@example.org",
+        page_path: `/${"deep/".repeat(40)}`,
+        pin_selector: "main > section:nth-of-type(2) > div.card > button.primary",
+      }),
+    });
+    expect(sent.status).toBe(201);
+
+    const tabs = ["domains", "feedback", "agents", "events"].map((t) => `/app/pods/${POD}/${t}`);
+    const findings: string[] = [];
+    for (const width of [390, 1440]) {
+      // axe is injected as a script of the test's own: that context bypasses the page's CSP for it
+      const context = await browser.newContext({ viewport: { width, height: 900 }, bypassCSP: true });
+      contexts.push(context);
+      await context.addCookies([{ name: "pod_session", value: sessionToken, url: stack.api }]);
+      for (const url of tabs) {
+        const tab = await context.newPage();
+        expect((await tab.goto(app(url.slice(4))))?.status(), url).toBe(200);
+        if (await tab.evaluate("document.documentElement.scrollWidth > window.innerWidth + 1")) {
+          findings.push(`${url} scrolls sideways at ${width} px`);
+        }
+        await tab.addScriptTag({ content: axeSource });
+        const violations = (await tab.evaluate(
+          "axe.run(document).then((r) => r.violations)",
+        )) as AxeViolation[];
+        for (const v of violations) {
+          if (v.impact === "serious" || v.impact === "critical") {
+            findings.push(
+              `${url} at ${width} px: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+            );
+          }
+        }
+        await tab.close();
+      }
+    }
+    expect(findings).toEqual([]);
   }, 180_000);
 });

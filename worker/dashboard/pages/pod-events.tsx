@@ -46,7 +46,7 @@ export function EventsTab({
         </label>
         <button type="submit">Filter</button>
       </form>
-      <div class="table-wrap">
+      <div class="table-wrap" role="region" aria-label="Events" tabindex={0}>
         <table class="events">
           <thead>
             <tr>
