@@ -118,7 +118,16 @@
 
   term.onData((data) => sendBytes(encoder.encode(data)));
   term.onBinary((data) => sendBytes(Uint8Array.from(data, (c) => c.charCodeAt(0) & 0xff)));
-  term.onResize(() => sendText({ type: "resize", ...size() }));
+  // the size the pty has, also on the box for whoever looks (`stty size` prints "rows cols")
+  const showSize = () => {
+    const { cols, rows } = size();
+    screen.dataset.size = `${rows} ${cols}`;
+  };
+  showSize();
+  term.onResize(() => {
+    showSize();
+    sendText({ type: "resize", ...size() });
+  });
 
   // The terminal follows its box (the window, a rotated phone): refit once per frame at most.
   let fitQueued = false;
