@@ -20,6 +20,10 @@ export const RATE_LIMITS = {
   affiliateVisit: { limit: 30, windowMs: 600_000 },
   /** OAuth dynamic client registrations (docs/connectors.md): each is a stored client */
   oauthRegister: { limit: 10, windowMs: 3_600_000 },
+  /** device logins started (`POST /oauth/device_authorization`): each stores a row for ten minutes */
+  deviceAuthorization: { limit: 10, windowMs: 3_600_000 },
+  /** codes typed on the device page, per IP and per account: guessing another device's code */
+  deviceVerify: { limit: 10, windowMs: 600_000 },
 } as const;
 
 /**
@@ -30,8 +34,13 @@ export const clientIp = (c: { req: { header(name: string): string | undefined } 
   rateLimitAddress(c.req.header("cf-connecting-ip") ?? "unknown");
 
 /** Counts one request against `route`'s limit for the client's IP; 429 with Retry-After once it is spent. */
-export async function enforceRateLimit(c: Context<AppEnv>, route: keyof typeof RATE_LIMITS): Promise<void> {
-  await hitRateLimit(c.env, route, clientIp(c), "IP");
+export async function enforceRateLimit(
+  c: Context<AppEnv>,
+  route: keyof typeof RATE_LIMITS,
+  /** count on this subject (e.g. `user:{id}`) instead of the client's IP */
+  subject?: string,
+): Promise<void> {
+  await hitRateLimit(c.env, route, subject ?? clientIp(c), subject ? "account" : "IP");
 }
 
 /**

@@ -15,6 +15,7 @@ import { isoIn } from "../../lib/time";
 import { login } from "../../services/auth/accounts";
 import type { Caller } from "../../services/auth/caller";
 import { resolveCredential } from "../../services/auth/credentials";
+import { DEVICE_GRANT_TYPE, DEVICE_PATHS, pollDeviceToken } from "../../services/connectors/device";
 import { recordGrant } from "../../services/connectors/grants";
 import {
   authorizationServer,
@@ -23,19 +24,20 @@ import {
   OAUTH_PATHS,
   resourceOf,
 } from "../../services/connectors/oauth";
+import { deviceRouter } from "./device";
 import { consentPage, errorPage, signInPage } from "./pages";
 
 type Ctx = Context<AppEnv>;
 
 /** The browser's signed-in user: the session cookie only (a page cannot send a Bearer header). */
-async function cookieSession(c: Ctx): Promise<Caller | undefined> {
+export async function cookieSession(c: Ctx): Promise<Caller | undefined> {
   const token = sessionCookie(c);
   if (!token) return undefined;
   const resolved = await resolveCredential(c.get("db"), c.env, token);
   return resolved?.caller.via === "session" ? resolved.caller : undefined;
 }
 
-async function page(
+export async function page(
   c: Ctx,
   body: ReturnType<typeof errorPage>,
   status: 200 | 400 | 401 | 403 | 429,
@@ -46,6 +48,11 @@ async function page(
     res.headers.append(key, value);
   });
   res.headers.set("Cache-Control", "no-store");
+  // Never framed (clickjacking an Allow button): the consent page gets this from the library, the
+  // sign-in and device pages from here.
+  if (!res.headers.has("X-Frame-Options")) res.headers.set("X-Frame-Options", "DENY");
+  if (!res.headers.has("Content-Security-Policy"))
+    res.headers.set("Content-Security-Policy", "frame-ancestors 'none'");
   return res;
 }
 
@@ -112,24 +119,33 @@ async function submitAuthorize(c: Ctx) {
   return page(c, errorPage('intent: must be "sign_in" or "consent"'), 400);
 }
 
-async function signIn(c: Ctx, query: string, email: string, password: string) {
-  // Back to GET /authorize on our own origin, with the query as given: the path is fixed, so the
-  // query cannot send the browser anywhere else, and GET /authorize validates it again.
-  const back = new URL(OAUTH_PATHS.authorize, c.env.PUBLIC_URL);
+/**
+ * The sign-in form of the authorization page (and of the device page, `backPath` /device): back to
+ * that path on our own origin, with the query as given. The path is fixed, so the query cannot send
+ * the browser anywhere else, and the page validates it again.
+ */
+export async function signIn(
+  c: Ctx,
+  query: string,
+  email: string,
+  password: string,
+  backPath: string = OAUTH_PATHS.authorize,
+) {
+  const back = new URL(backPath, c.env.PUBLIC_URL);
   back.search = query.slice(0, 4096);
-  if (!email || !password)
-    return page(c, signInPage(back.search.slice(1), "email and password are required"), 400);
+  const form = (error: string) => signInPage(back.search.slice(1), error, backPath);
+  if (!email || !password) return page(c, form("email and password are required"), 400);
   // The login route's limits: per IP, and per account (the password backoff).
   try {
     await enforceRateLimit(c, "login");
     const attempt = await beginPasswordAttempt(c, email);
     const result = await login(serviceContext(c), { email, password });
-    if (!result.ok) return page(c, signInPage(back.search.slice(1), result.message), 401);
+    if (!result.ok) return page(c, form(result.message), 401);
     await attempt.succeeded();
     setSessionCookie(c, result.value.token);
   } catch (error) {
     if (error instanceof ApiError && error.status === 429) {
-      return page(c, signInPage(back.search.slice(1), error.message), 429);
+      return page(c, form(error.message), 429);
     }
     throw error;
   }
@@ -212,6 +228,78 @@ async function provider(c: Ctx) {
   return authorizationServer(c.env).fetch(c.req.raw, c.env, c.executionCtx as ExecutionContext);
 }
 
+/**
+ * Token answers (200 with an access token) name the grant they belong to and the team it acts on,
+ * `connector_id` and `team_id` (extension parameters, RFC 6749 §5.1): the CLI revokes its own grant
+ * at logout with `DELETE /api/connectors/{connector_id}` and says which team it acts on.
+ */
+async function withGrantFacts(c: Ctx, res: Response): Promise<Response> {
+  if (res.status !== 200 || !res.headers.get("content-type")?.includes("json")) return res;
+  const body = (await res
+    .clone()
+    .json()
+    .catch(() => undefined)) as Record<string, unknown> | undefined;
+  if (typeof body?.access_token !== "string") return res;
+  const summary = await authorizationServer(c.env)
+    .getOAuthApi(c.env)
+    .unwrapToken<ConnectorProps>(body.access_token)
+    .catch(() => null);
+  const props = summary?.grant.props;
+  if (!props?.connectorId) return res;
+  const headers = new Headers(res.headers);
+  headers.delete("content-length");
+  return new Response(JSON.stringify({ ...body, connector_id: props.connectorId, team_id: props.teamId }), {
+    status: 200,
+    headers,
+  });
+}
+
+/**
+ * `POST /oauth/token`: the device grant (RFC 8628 §3.4) is answered here (services/connectors/device.ts),
+ * every other grant and revocation by the library.
+ */
+async function token(c: Ctx) {
+  if (c.req.method === "POST" && new URL(c.req.url).origin === resourceOf(c.env)) {
+    const form = await c.req.raw
+      .clone()
+      .formData()
+      .catch(() => undefined);
+    if (form?.get("grant_type") === DEVICE_GRANT_TYPE) {
+      const field = (name: string) => {
+        const v = form.get(name);
+        return typeof v === "string" ? v : "";
+      };
+      const answer = await pollDeviceToken(c.env, c.get("db"), c.executionCtx as ExecutionContext, {
+        device_code: field("device_code"),
+        client_id: field("client_id"),
+      });
+      if (answer instanceof Response) return withGrantFacts(c, answer);
+      return c.json({ error: answer.error, error_description: answer.error_description }, answer.status, {
+        "Cache-Control": "no-store",
+      });
+    }
+  }
+  return withGrantFacts(c, await provider(c));
+}
+
+/** RFC 8414 metadata: the library's, with the device endpoint and grant added (RFC 8628 §4). */
+async function metadata(c: Ctx) {
+  const res = await provider(c);
+  if (res.status !== 200) return res;
+  const body = (await res.json()) as Record<string, unknown>;
+  const grants = Array.isArray(body.grant_types_supported) ? body.grant_types_supported : [];
+  const headers = new Headers(res.headers);
+  headers.delete("content-length");
+  return new Response(
+    JSON.stringify({
+      ...body,
+      device_authorization_endpoint: new URL(DEVICE_PATHS.authorization, resourceOf(c.env)).toString(),
+      grant_types_supported: [...grants, DEVICE_GRANT_TYPE],
+    }),
+    { status: 200, headers },
+  );
+}
+
 /** Caps on what dynamic registration stores (besides the body's 8 KiB), RFC 7591's field names. */
 const REGISTRATION_CAPS = { redirectUris: 5, uri: 512, clientName: 100, contacts: 5 } as const;
 const URI_FIELDS = ["client_uri", "logo_uri", "policy_uri", "tos_uri", "jwks_uri"] as const;
@@ -266,13 +354,15 @@ async function register(c: Ctx) {
 }
 
 /**
- * OAuth 2.1 for connectors (docs/connectors.md): the authorization endpoint and its pages are ours;
- * metadata, token, revocation and dynamic registration are the provider's.
+ * OAuth 2.1 for connectors (docs/connectors.md): the authorization endpoint and its pages are ours,
+ * and so is the device login (device.ts); metadata, token, revocation and dynamic registration are
+ * the provider's.
  */
 export const oauthRouter = new Hono<AppEnv>()
   .get(OAUTH_PATHS.authorize, showAuthorize)
   .post(OAUTH_PATHS.authorize, jsonBodyLimit, submitAuthorize)
   .get("/.well-known/oauth-protected-resource", protectedResourceMetadata)
-  .all("/.well-known/oauth-authorization-server", provider)
-  .all(OAUTH_PATHS.token, jsonBodyLimit, provider)
-  .all(OAUTH_PATHS.register, oauthRegistrationBodyLimit, register);
+  .all("/.well-known/oauth-authorization-server", metadata)
+  .all(OAUTH_PATHS.token, jsonBodyLimit, token)
+  .all(OAUTH_PATHS.register, oauthRegistrationBodyLimit, register)
+  .route("/", deviceRouter);
