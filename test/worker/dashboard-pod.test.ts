@@ -1,5 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
 import { FakeAgent, insertHost, insertPod, type TestHost } from "./support/agent";
 import { page, signedIn } from "./support/dashboard";
 
@@ -197,6 +198,20 @@ describe("the Files tab", () => {
     const outside = await page(`/app/pods/${pod.name}/files?path=/etc`, { session: user.session });
     expect(outside.status).toBe(400);
     expect(outside.text).toContain("path: must be inside /home/pod_user, /var/www, /tmp");
+  });
+
+  it("counts against the pod's files fair share like the API: over it, a 429 page and no host call", async () => {
+    const { user, host, pod } = await setup();
+    const { agent } = await online(host, pod.name);
+    const { perPod, windowMs } = FAIR_SHARE_LIMITS.files;
+    const limiter = env.RATE_LIMITER.get(
+      env.RATE_LIMITER.idFromName(`files:pod:${user.user.active_team_id}:${pod.name}`),
+    );
+    for (let i = 0; i < perPod; i++) await limiter.hit(perPod, windowMs);
+    const res = await page(`/app/pods/${pod.name}/files`, { session: user.session });
+    expect(res.status).toBe(429);
+    expect(res.text).toContain("too many files operations");
+    await agent.expectNone("control:call");
   });
 
   it("says the pod must run when it is stopped", async () => {

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { checkPodPath } from "../../../shared/pod-paths";
 import { FILE_CONTENT_MAX_BYTES } from "../../../shared/protocol/files";
 import type { AppEnv } from "../../http/app-env";
+import { enforceFairShare } from "../../http/rate-limit";
 import { listPodFiles } from "../../services/files/list";
 import { readPodFile } from "../../services/files/transfer";
 import { ErrorPage } from "../components/error-page";
@@ -17,6 +18,8 @@ const MiB = 1024 * 1024;
  * entries (a file opened in the editor, or a folder's actions). Both are read through the Files
  * API's own service verbs, so a path the API refuses is refused here with the API's words. The
  * entry must be a name the listing returned: the page never reads a path the user did not see.
+ * Each host operation counts against the pod's and team's `files` fair share as the API's would
+ * (a page load is no way around the limit): over it, the page is the API's 429 in words.
  */
 export const podFilesRouter = new Hono<AppEnv>();
 
@@ -37,6 +40,7 @@ podFilesRouter.get("/pods/:name/files", requireSignedIn, async (c) => {
     return c.html(<FilesPage page={page} data={data} />, 400);
   }
   const dir = checked.path;
+  await enforceFairShare(c.env, "files", page.caller.teamId, pod.name);
   const listed = await listPodFiles({ ...call, input: { name: pod.name, path: dir } });
   const listing = listed.ok
     ? ({ ok: true, files: listed.value.files } as const)
@@ -55,6 +59,7 @@ podFilesRouter.get("/pods/:name/files", requireSignedIn, async (c) => {
       };
     } else {
       const path = dir === "/" ? `/${entry.name}` : `${dir}/${entry.name}`;
+      await enforceFairShare(c.env, "files", page.caller.teamId, pod.name);
       const read = await readPodFile({ ...call, input: { name: pod.name, path } });
       open = read.ok
         ? { kind: "text", entry, content: read.value.content }
