@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { strToU8, zipSync } from "fflate";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGitServer } from "../support/git-server";
 import { type ApiClient, signUp } from "./support/api";
 import { launchChromium } from "./support/browser";
 import { waitForHostOnline, waitForPodStatus } from "./support/pods";
@@ -122,6 +123,51 @@ describe("the new pod page in a real browser", () => {
     await waitForPodStatus(api, name, "running");
     await expect.poll(() => served(name), { timeout: 30_000 }).toContain(marker);
   }, 180_000);
+
+  it("picks a branch a repository's branches fill, makes the pod from it, and the list shows its deploy", async () => {
+    const name = `dnew-repo-${suffix}`;
+    const server = await startGitServer();
+    try {
+      await server.createRepo("site", { "index.html": "<!doctype html><h1>from main</h1>" });
+      await server.commit(
+        "site",
+        { "index.html": `<!doctype html><h1>from preview ${suffix}</h1>` },
+        {
+          branch: "preview",
+        },
+      );
+      await page.goto(app("/new?source=repo"));
+      const create = page.getByRole("button", { name: "Create pod" });
+      await expect(create.isDisabled()).resolves.toBe(true);
+      await page.getByLabel("Repository URL").fill(server.url("site"));
+      await page.getByRole("button", { name: "Load branches" }).click();
+      const branch = page.locator("select[name=branch]");
+      await expect
+        .poll(() => branch.locator("option").allTextContents(), { timeout: 30_000 })
+        .toEqual(expect.arrayContaining(["main (default)", "preview"]));
+      await expect(branch.inputValue()).resolves.toBe("main");
+      await branch.selectOption("preview");
+      await page.getByLabel("Name").fill(name);
+      await create.click();
+      await page.locator("#new-pod-progress h2", { hasText: name }).waitFor({ timeout: 15_000 });
+      const git = await api.get(`/api/pods/${name}/git`);
+      expect(git.body).toMatchObject({ repo_url: server.url("site"), branch: "preview" });
+
+      // the list: the pod's first deploy shows up in its row and ends in success, without a reload
+      await page.goto(app(""));
+      await page
+        .locator(`tr[data-pod="${name}"] .badge.status-success`)
+        .first()
+        .waitFor({ timeout: 150_000 })
+        .catch(async (err) => {
+          console.log(JSON.stringify((await api.get(`/api/pods/${name}/git/deployments`)).body));
+          throw err;
+        });
+      await expect.poll(() => served(name), { timeout: 30_000 }).toContain(`from preview ${suffix}`);
+    } finally {
+      await server.close();
+    }
+  }, 240_000);
 
   it("shows an import's dry-run files before anything is made, then imports", async () => {
     const name = `dnew-imp-${suffix}`;
