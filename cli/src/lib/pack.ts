@@ -7,11 +7,11 @@ import { CliError, EXIT } from "./errors";
 /**
  * The directory as a ZIP archive for the ZIP APIs (docs/zip.md): its files at the archive's top level,
  * without what `.gitignore` files (each applying to its own directory and below, as git reads them)
- * and a `.podhostignore` at the top exclude. `.git/` and `.podhost.json` are never packed; symbolic
+ * and a `.podhostignore` at the top exclude. `.git/`, `.podhost.json` and `.podhostignore` are never packed; symbolic
  * links are skipped (the API refuses them). Already-compressed files are stored, others deflated.
  */
 
-const ALWAYS_SKIPPED = [".git/", ".podhost.json"];
+const ALWAYS_SKIPPED = [".git/", ".podhost.json", ".podhostignore"];
 const STORED = /\.(png|jpe?g|gif|webp|avif|ico|woff2?|gz|zip|br|mp4|webm|mp3|pdf)$/i;
 
 interface Level {

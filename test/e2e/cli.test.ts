@@ -1,0 +1,254 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli } from "../../scripts/build-cli";
+import { httpGet } from "../support/http";
+import { signUp } from "./support/api";
+import { waitForHostOnline } from "./support/pods";
+import { type Stack, startStack, waitFor } from "./support/stack";
+
+/**
+ * The `podhost` CLI (docs/cli.md) as a user runs it: the built bundle, in a child process without a
+ * terminal, against the real Worker + agent + Docker. One stack for the whole file.
+ */
+
+type User = Awaited<ReturnType<typeof signUp>>;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+describe("podhost CLI", () => {
+  let stack: Stack;
+  let alice: User;
+  let bundle: string;
+  let home: string;
+  let configHome: string;
+
+  /** Runs the CLI with no terminal (stdin closed) and a config directory of this test file's. */
+  const spawnCli = (
+    args: string[],
+    opts: { cwd?: string; env?: Record<string, string | undefined> } = {},
+  ) => {
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      XDG_CONFIG_HOME: configHome,
+      HOME: home,
+      PODHOST_API: stack.api,
+      PODHOST_TOKEN: undefined,
+      NO_COLOR: "1",
+      ...opts.env,
+    };
+    for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+    return spawn(process.execPath, [bundle, ...args], {
+      cwd: opts.cwd ?? home,
+      env: env as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+  };
+  const collect = (child: ChildProcess): Promise<Run> =>
+    new Promise((resolve) => {
+      let stdout = "";
+      let stderr = "";
+      child.stdout?.on("data", (d: Buffer) => {
+        stdout += d.toString();
+      });
+      child.stderr?.on("data", (d: Buffer) => {
+        stderr += d.toString();
+      });
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+  const cli = (args: string[], opts: { cwd?: string; env?: Record<string, string | undefined> } = {}) =>
+    collect(spawnCli(args, opts));
+  /** As alice, through PODHOST_TOKEN (what CI does). */
+  const asAlice = (args: string[], cwd?: string) => cli(args, { cwd, env: { PODHOST_TOKEN: alice.token } });
+  const json = (run: Run) => {
+    expect(run.code, run.stderr).toBe(0);
+    return JSON.parse(run.stdout);
+  };
+  const page = (pod: string) =>
+    httpGet(stack.ingressPort, `${pod}.pods.localhost`, "/").catch(() => ({ status: 0, body: "" }));
+
+  beforeAll(async () => {
+    bundle = await buildCli();
+    // OAuth's issuer is PUBLIC_URL: the CLI must talk to that very address
+    stack = await startStack("cli", { publicUrl: true });
+    alice = await signUp(stack.api, "Alice");
+    home = await mkdtemp(path.join(tmpdir(), "podhost-cli-home-"));
+    configHome = path.join(home, "config");
+    await waitForHostOnline(alice.api);
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  it("prints its version, refuses bad usage with 2 and never waits on a prompt without a terminal", async () => {
+    const version = await cli(["--version"]);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect((await cli(["no-such-command"])).code).toBe(2);
+    const started = Date.now();
+    const rm = await asAlice(["pods", "rm", "some-pod"]);
+    expect(rm.code).toBe(2);
+    expect(rm.stderr).toContain("--yes");
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const signedOut = await cli(["pods", "ls", "--json"]);
+    expect(signedOut.code).toBe(4);
+    expect(JSON.parse(signedOut.stdout)).toMatchObject({ exit_code: 4 });
+  });
+
+  it("logs in with a device code confirmed in a signed-in browser, stores it 0600, and logout revokes it", {
+    timeout: 90_000,
+  }, async () => {
+    const child = spawnCli(["login", "--device", "--json"]);
+    const done = collect(child);
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const code = await waitFor(
+      "the device code on stderr",
+      async () => /enter the code\s+([A-Z]{4}-[A-Z]{4})/.exec(stderr)?.[1],
+      30_000,
+    );
+    // the browser: alice's session cookie, a form posted from the API's own page
+    const confirm = await fetch(`${stack.api}/device`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        cookie: `pod_session=${alice.token}`,
+        origin: stack.api,
+      },
+      body: new URLSearchParams({ intent: "decide", user_code: code, decision: "approve" }).toString(),
+    });
+    expect(confirm.status).toBe(200);
+    const login = await done;
+    expect(login.code, login.stderr).toBe(0);
+    const result = JSON.parse(login.stdout);
+    expect(result.user.email).toBe(alice.user.email);
+    expect(result.credential.source).toBe("login");
+    const file = path.join(configHome, "podhost", "credentials.json");
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(await readFile(file, "utf8"));
+    expect(stored.connector_id).toMatch(/^cng_/);
+
+    // the stored login works without PODHOST_TOKEN
+    const me = json(await cli(["whoami", "--json"]));
+    expect(me).toMatchObject({
+      user: { email: alice.user.email },
+      credential: { source: "login", kind: "connector" },
+    });
+    expect(me.team.id).toBe(alice.user.active_team_id);
+
+    // precedence: PODHOST_TOKEN over the stored login, --token over both
+    const bob = await signUp(stack.api, "Bob");
+    const viaEnv = json(await cli(["whoami", "--json"], { env: { PODHOST_TOKEN: bob.token } }));
+    expect(viaEnv).toMatchObject({ user: { email: bob.user.email }, credential: { source: "env" } });
+    const viaFlag = json(
+      await cli(["whoami", "--json", "--token", alice.token], { env: { PODHOST_TOKEN: bob.token } }),
+    );
+    expect(viaFlag).toMatchObject({ user: { email: alice.user.email }, credential: { source: "flag" } });
+    // a stale PODHOST_TOKEN is not silently replaced by the login: 4, naming where it came from
+    const stale = await cli(["whoami"], { env: { PODHOST_TOKEN: "not-a-valid-token" } });
+    expect(stale.code).toBe(4);
+    expect(stale.stderr).toContain("PODHOST_TOKEN");
+    expect(stale.stderr).toContain("HTTP 401");
+
+    const logout = json(await cli(["logout", "--json"]));
+    expect(logout).toMatchObject({ status: "logged_out", revoked: true });
+    await expect(stat(file)).rejects.toThrow();
+    const old = await fetch(`${stack.api}/api/auth/user`, {
+      headers: { authorization: `Bearer ${stored.access_token}` },
+    });
+    expect(old.status).toBe(401);
+  });
+
+  it("links a folder, deploys it (ignore files respected), serves it, and deploys an edit", {
+    timeout: 240_000,
+  }, async () => {
+    const dir = path.join(home, "site");
+    await mkdir(path.join(dir, "css"), { recursive: true });
+    await writeFile(path.join(dir, "index.html"), "<h1>First version</h1>\n");
+    await writeFile(path.join(dir, "css", "site.css"), "body { color: teal }\n");
+    await writeFile(path.join(dir, ".gitignore"), "secret.txt\n");
+    await writeFile(path.join(dir, "secret.txt"), "do not upload\n");
+    await writeFile(path.join(dir, ".podhostignore"), "notes.md\n");
+    await writeFile(path.join(dir, "notes.md"), "private notes\n");
+    const pod = `cli-${stack.prefix.slice(-4)}`;
+
+    const created = json(await asAlice(["deploy", "--create", pod, "--preset", "static", "--json"], dir));
+    expect(created).toMatchObject({ pod, status: "running", files: 3, linked: true });
+    expect(JSON.parse(await readFile(path.join(dir, ".podhost.json"), "utf8"))).toEqual({ pod });
+    expect((await page(pod)).body).toContain("First version");
+    const listing = await asAlice(["exec", "--", "sh", "-c", "ls -A ~/app"], dir);
+    expect(listing.code).toBe(0);
+    expect(listing.stdout).toContain("index.html");
+    expect(listing.stdout).not.toContain("secret.txt");
+    expect(listing.stdout).not.toContain("notes.md");
+
+    await writeFile(path.join(dir, "index.html"), "<h1>Second version</h1>\n");
+    const again = json(await asAlice(["deploy", "--json"], dir));
+    expect(again).toMatchObject({ pod, status: "uploaded", files: 3 });
+    expect((await page(pod)).body).toContain("Second version");
+
+    // the linked pod is every command's default
+    const status = json(await asAlice(["status", "--json"], dir));
+    expect(status).toMatchObject({ name: pod, status: "running" });
+    const list = json(await asAlice(["pods", "ls", "--json"]));
+    expect(list.pods.map((p: { name: string }) => p.name)).toContain(pod);
+  });
+
+  it("exec passes the command's exit status through; a missing pod is 3", async () => {
+    const dir = path.join(home, "site");
+    const ok = await asAlice(["exec", "--", "sh", "-c", "echo out; echo err >&2"], dir);
+    expect(ok).toMatchObject({ code: 0, stdout: "out\n" });
+    expect(ok.stderr).toContain("err");
+    expect((await asAlice(["exec", "--", "sh", "-c", "exit 7"], dir)).code).toBe(7);
+    const asJson = json(await asAlice(["exec", "--json", "--", "true"], dir));
+    expect(asJson).toMatchObject({ exit_code: 0, timed_out: false });
+    const missing = await asAlice(["exec", "--pod", "no-such-pod", "--", "true"]);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain("HTTP 404");
+  });
+
+  it("env push then pull round-trips values with spaces, quotes and #", { timeout: 60_000 }, async () => {
+    const dir = path.join(home, "site");
+    const vars = {
+      GREETING: "hello world",
+      QUOTED: `she said "hi" and 'bye'`,
+      HASH: "value # not a comment",
+      BACKSLASH: "C:\\path\\n",
+      MULTI: "line one\nline two",
+    };
+    await writeFile(
+      path.join(dir, "in.env"),
+      [
+        "# a comment",
+        'GREETING="hello world"',
+        `QUOTED="she said \\"hi\\" and 'bye'"`,
+        "HASH='value # not a comment'",
+        'BACKSLASH="C:\\\\path\\\\n"',
+        'MULTI="line one\\nline two"',
+        "",
+      ].join("\n"),
+    );
+    json(await asAlice(["env", "push", "in.env", "--json"], dir));
+    const listed = json(await asAlice(["env", "ls", "--json"], dir));
+    expect(listed.vars).toMatchObject(vars);
+    expect((await asAlice(["env", "pull", "out.env"], dir)).code).toBe(0);
+    // pushing what was pulled changes nothing
+    json(await asAlice(["env", "push", "out.env", "--json"], dir));
+    expect(json(await asAlice(["env", "ls", "--json"], dir)).vars).toEqual(listed.vars);
+    expect(json(await asAlice(["env", "get", "HASH", "--json"], dir))).toEqual({
+      key: "HASH",
+      value: vars.HASH,
+    });
+    expect((await asAlice(["env", "get", "NOPE"], dir)).code).toBe(3);
+  });
+});
