@@ -23,7 +23,6 @@ export const CLI_BUNDLE = path.join(CLI_DIR, "dist", "podhost.js");
 const SOURCES = [
   "cli/src",
   "cli/package.json",
-  "cli/package-lock.json",
   "agent/inside/dotenv.ts",
   "agent/docker/spec-files.ts",
   "scripts/build-cli.ts",
