@@ -130,6 +130,13 @@ describe("the dashboard against an attacker", () => {
     expect(res.status).toBe(302);
   });
 
+  it("answers an unknown page with its own 404 page, not the API's JSON", async () => {
+    const res = await page("/app/no-such-page");
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(res.text).toContain("There is no such page.");
+  });
+
   it("keeps the rows fragment behind sign-in too", async () => {
     const res = await page("/app/pods/rows");
     expect(res.status).toBe(302);

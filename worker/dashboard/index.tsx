@@ -90,7 +90,9 @@ dashboardRouter.get("/pods/:name/status", requireSignedIn, async (c) => {
 // Each area of the dashboard is a router of its own (./routes/), mounted here.
 for (const area of dashboardAreas) dashboardRouter.route("/", area);
 
-dashboardRouter.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." />, 404));
+// Last: any other path under /app is the dashboard's own 404 page (a sub-app's notFound is not
+// consulted once it is mounted; the API's JSON 404 would reach a browser).
+dashboardRouter.all("*", (c) => c.html(<ErrorPage status={404} message="There is no such page." />, 404));
 dashboardRouter.onError((err, c) => {
   const status = (err instanceof ApiError ? err.status : 500) as ContentfulStatusCode;
   if (status >= 500) console.error(JSON.stringify({ requestId: c.get("requestId"), error: String(err) }));
