@@ -1,9 +1,10 @@
 import { introspectWorkflow } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { newId, randomToken } from "../../shared/ids";
 import { createDb } from "../../worker/db/client";
-import { backups, deployments } from "../../worker/db/schema";
+import { backups, deployments, pods } from "../../worker/db/schema";
 import { alertOnDeployment } from "../../worker/services/alerts/hooks";
 import { recordVerified } from "../../worker/services/backups/job";
 import { failBackup } from "../../worker/services/backups/records";
@@ -429,6 +430,51 @@ describe("events", () => {
     >[3]);
     const hits = await receivedAt(path, 2);
     expect(hits.map((h) => JSON.parse(h.body).type)).toEqual(["alert.firing", "alert.resolved"]);
+  });
+
+  it("an event switched off for the team does not alert; a pod's own rule wins over the team's", async () => {
+    const { owner, team, path, podId } = await watchedPod();
+    const [pod] = await db.select({ name: pods.name }).from(pods).where(eq(pods.id, podId));
+    const events = `/api/teams/${team.id}/alerts/events`;
+    const initial = await call("GET", events, undefined, { token: owner.token });
+    expect(initial.body).toEqual({
+      events: [
+        { event: "deploy_failed", enabled: true },
+        { event: "backup_failed", enabled: true },
+      ],
+      pods: [],
+    });
+    const off = await call("PUT", events, { event: "deploy_failed", enabled: false }, { token: owner.token });
+    expect(off.status).toBe(200);
+    expect(off.body.events[0]).toEqual({ event: "deploy_failed", enabled: false });
+    await deployment(podId, false);
+    // the pod turns it back on for itself: its next failure alerts (the first opened no incident)
+    const podOn = await call(
+      "PUT",
+      events,
+      { event: "deploy_failed", enabled: true, pod: pod?.name },
+      { token: owner.token },
+    );
+    expect(podOn.body.pods).toEqual([{ pod: pod?.name, event: "deploy_failed", enabled: true }]);
+    expect(await deliveries(owner, team.id)).toEqual([]);
+    await deployment(podId, false);
+    expect((await receivedAt(path)).map((h) => JSON.parse(h.body).type)).toEqual(["alert.firing"]);
+    // another team's pod, an unknown event and a member are refused
+    const stranger = await ownerWithTeam();
+    const foreignPod = await insertPod(stranger.team.id);
+    const [foreign] = await db.select({ name: pods.name }).from(pods).where(eq(pods.id, foreignPod));
+    const bad = await call(
+      "PUT",
+      events,
+      { event: "deploy_failed", enabled: false, pod: foreign?.name },
+      { token: owner.token },
+    );
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toContain("pod");
+    expect(
+      (await call("PUT", events, { event: "coffee", enabled: false }, { token: owner.token })).status,
+    ).toBe(400);
+    expect((await call("GET", events, undefined, { token: stranger.owner.token })).status).toBe(404);
   });
 
   it("one team's alerts never reach another team's channels", async () => {

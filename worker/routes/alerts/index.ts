@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { ALERT_EVENTS } from "../../db/schema";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { boundTeamOnly, requireAuth } from "../../http/middleware";
@@ -20,6 +21,7 @@ import {
   testChannel,
   updateChannel,
 } from "../../services/alerts/channels";
+import { listAlertEvents, setAlertEvent } from "../../services/alerts/rules";
 import { TeamIdParam } from "../teams/schemas";
 
 /**
@@ -102,6 +104,27 @@ const DeliveriesQuery = z.object({
   channel_id: z.string().max(64).optional(),
   limit: z.coerce.number().int().min(1).max(DELIVERY_PAGE_MAX).default(50),
 });
+
+const AlertEventName = z.enum(ALERT_EVENTS);
+
+const AlertEvents = z
+  .object({
+    events: z.array(z.object({ event: AlertEventName, enabled: z.boolean() })),
+    pods: z.array(z.object({ pod: z.string(), event: AlertEventName, enabled: z.boolean() })),
+  })
+  .openapi("AlertEvents");
+
+const SetAlertEvent = z
+  .object({
+    event: AlertEventName,
+    enabled: z.boolean(),
+    pod: z
+      .string()
+      .max(63)
+      .optional()
+      .openapi({ description: "a pod of the team: the rule is this pod's only" }),
+  })
+  .openapi({ example: { event: "deploy_failed", enabled: false } });
 
 const userOf = (c: { get(key: "caller"): { user: { id: string } } }) => c.get("caller").user.id;
 
@@ -212,4 +235,36 @@ export const alertsRouter = createRouter()
         200,
       );
     },
+  )
+  .openapi(
+    createRoute({
+      ...onTeam,
+      operationId: "listAlertEvents",
+      method: "get",
+      path: "/{id}/alerts/events",
+      summary:
+        "Which events alert, for the team and the pods that differ (owner only; every event is on by default)",
+      request: { params: TeamIdParam },
+      responses: { 200: jsonResponse(AlertEvents, "Event switches"), ...errors(401, 403, 404) },
+    }),
+    async (c) =>
+      c.json(unwrap(await listAlertEvents(serviceContext(c), userOf(c), c.req.valid("param").id)), 200),
+  )
+  .openapi(
+    createRoute({
+      ...onTeam,
+      operationId: "setAlertEvent",
+      method: "put",
+      path: "/{id}/alerts/events",
+      summary: "Switch an event on or off for the team, or with `pod` for one pod (owner only)",
+      request: { params: TeamIdParam, body: jsonBody(SetAlertEvent) },
+      responses: { 200: jsonResponse(AlertEvents, "Event switches"), ...errors(400, 401, 403, 404) },
+    }),
+    async (c) =>
+      c.json(
+        unwrap(
+          await setAlertEvent(serviceContext(c), userOf(c), c.req.valid("param").id, c.req.valid("json")),
+        ),
+        200,
+      ),
   );

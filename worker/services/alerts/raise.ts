@@ -11,6 +11,7 @@ import {
 } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
+import { eventEnabled } from "./rules";
 
 /**
  * Raising and clearing alerts (docs/alerts.md). An event opens an incident keyed by (event, pod): the
@@ -143,6 +144,7 @@ export async function raiseAlert(
   try {
     const facts = await podFacts(db, input.podId);
     if (!facts) return;
+    if (!(await eventEnabled(db, facts.team.id, facts.pod.id, input.event))) return;
     const summary = bounded(input.summary(facts.pod.name));
     const [incident] = await db
       .insert(alertIncidents)
