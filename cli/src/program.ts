@@ -193,6 +193,111 @@ function build(version: string): Command {
     .description("back to the previous successful deployment (or the one named)")
     .action(act(async () => (await import("./commands/deploys")).rollback));
 
+  program
+    .command("ssh")
+    .description(
+      "SSH into the pod (adds your public key to it first when missing); arguments after -- go to ssh",
+    )
+    .addOption(podOpt())
+    .option(
+      "-i, --identity <file>",
+      "the public key to use (default: ~/.ssh/id_ed25519.pub, id_ecdsa.pub, id_rsa.pub)",
+    )
+    .argument("[ssh-args...]")
+    .action(act(async () => (await import("./commands/ssh")).ssh));
+
+  const db = program.command("db").description("database servers beside the app (postgresql, mysql, redis)");
+  db.command("ls")
+    .addOption(podOpt())
+    .description("the pod's databases")
+    .action(act(async () => (await import("./commands/db")).ls));
+  db.command("add <type>")
+    .addOption(podOpt())
+    .description("install one (202: installing)")
+    .action(act(async () => (await import("./commands/db")).add));
+  db.command("creds <type>")
+    .addOption(podOpt())
+    .description("host, port, user, password")
+    .action(act(async () => (await import("./commands/db")).creds));
+  db.command("url <type>")
+    .addOption(podOpt())
+    .description("the connection URL the app uses")
+    .action(act(async () => (await import("./commands/db")).url));
+  db.command("rm <type>")
+    .addOption(podOpt())
+    .option("-y, --yes", "do not ask")
+    .description("remove it and its data")
+    .action(act(async () => (await import("./commands/db")).rm));
+
+  const domains = program.command("domains").description("custom domains");
+  domains
+    .command("ls")
+    .addOption(podOpt())
+    .description("the pod's domains")
+    .action(act(async () => (await import("./commands/domains")).ls));
+  domains
+    .command("add <domain>")
+    .addOption(podOpt())
+    .description("add one (then prove it with a TXT record)")
+    .action(act(async () => (await import("./commands/domains")).add));
+  domains
+    .command("verify <id>")
+    .addOption(podOpt())
+    .description("check its TXT record now")
+    .action(act(async () => (await import("./commands/domains")).verify));
+  domains
+    .command("rm <id>")
+    .addOption(podOpt())
+    .description("remove it")
+    .action(act(async () => (await import("./commands/domains")).rm));
+
+  const teams = program.command("teams").description("your teams");
+  teams
+    .command("ls")
+    .description("every team of yours (* the active one)")
+    .action(act(async () => (await import("./commands/account")).teamsLs));
+  teams
+    .command("switch <team>")
+    .description("make a team active (id, slug or name)")
+    .action(act(async () => (await import("./commands/account")).teamsSwitch));
+
+  const tokens = program.command("tokens").description("API tokens (ipk_…) for CI and scripts");
+  tokens
+    .command("ls")
+    .description("the tokens")
+    .action(act(async () => (await import("./commands/account")).tokensLs));
+  tokens
+    .command("create <name>")
+    .option("--expires <days>", "days until it expires (0: never)")
+    .description("a new token on the active team, printed once")
+    .action(act(async () => (await import("./commands/account")).tokensCreate));
+  tokens
+    .command("revoke <id>")
+    .option("-y, --yes", "do not ask")
+    .description("revoke one")
+    .action(act(async () => (await import("./commands/account")).tokensRevoke));
+
+  const keys = program.command("keys").description("your account's SSH keys");
+  keys
+    .command("ls")
+    .description("the keys")
+    .action(act(async () => (await import("./commands/account")).keysLs));
+  keys
+    .command("add [public-key-file]")
+    .option("--name <name>", "its name")
+    .option("--auto", "add it to every new pod")
+    .description("add a public key (default: the first of ~/.ssh)")
+    .action(act(async () => (await import("./commands/account")).keysAdd));
+  keys
+    .command("rm <id>")
+    .description("remove one")
+    .action(act(async () => (await import("./commands/account")).keysRm));
+
+  program
+    .command("completion <shell>")
+    .description("a completion script for bash, zsh or fish")
+    .action(act(async () => (await import("./commands/completion")).completion));
+
   return program;
 }
 
