@@ -170,7 +170,9 @@ describe("a pod's Domains and Feedback tabs in a real browser", () => {
     // rows for each tab, made through the API: a pending domain, a comment, the pod's events
     const domain = await api.post(`/api/pods/${POD}/domains`, { domain: "a-rather-long-name.example.org" });
     expect(domain.status, JSON.stringify(domain.body)).toBe(201);
-    const { token } = (await api.get(`/api/pods/${POD}/feedback?limit=1`)).body;
+    const enabled = await api.post(`/api/pods/${POD}/feedback/settings`, { enabled: true });
+    expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
+    const { token } = enabled.body;
     const sent = await fetch(`${stack.api}/api/feedback/${token}`, {
       method: "POST",
       headers: { "content-type": "application/json", "cf-connecting-ip": "10.77.0.1" },
