@@ -279,6 +279,94 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/teams/{id}/alerts/channels": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The team's alert channels (owner only) */
+    get: operations["listAlertChannels"];
+    put?: never;
+    /** Add a channel (owner only): `email` to the members with `roles`, a signed `webhook` (the answer carries its secret, once), or a `chat` incoming webhook (Slack, Discord). Webhook URLs to loopback, private or metadata addresses are refused (400). */
+    post: operations["createAlertChannel"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/teams/{id}/alerts/channels/{channelId}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Remove a channel (owner only); its pending deliveries are dropped */
+    delete: operations["deleteAlertChannel"];
+    options?: never;
+    head?: never;
+    /** Rename, re-aim, change the roles of, or turn a channel on or off (owner only) */
+    patch: operations["updateAlertChannel"];
+    trace?: never;
+  };
+  "/api/teams/{id}/alerts/channels/{channelId}/test": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Send a test alert to the channel (owner only): answered 202 with the delivery, whose outcome the history shows */
+    post: operations["testAlertChannel"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/teams/{id}/alerts/deliveries": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Alert deliveries, newest first, with each receiver's status code (owner only) */
+    get: operations["listAlertDeliveries"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/teams/{id}/alerts/events": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Which events alert, for the team and the pods that differ (owner only; every event is on by default) */
+    get: operations["listAlertEvents"];
+    /** Switch an event on or off for the team, or with `pod` for one pod (owner only) */
+    put: operations["setAlertEvent"];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/invitations/{token}": {
     parameters: {
       query?: never;
@@ -1002,6 +1090,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/pods/{name}/terminal": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * An interactive shell in the pod as pod_user, over a WebSocket (an extension)
+     * @description Upgrade to a WebSocket (`Upgrade: websocket`); the shell is `bash -l` as pod_user with a real pty of `cols`×`rows`. Binary frames are terminal bytes both ways. Text frames are JSON: from the client `{type:"resize",cols,rows}` and `{type:"ack",bytes}` (output bytes drawn: the host sends at most 256 KiB not yet acknowledged); from the server `{type:"exit",code}` and `{type:"error",status,error}`. A refusal after the credential and pod checks (pod not running 400, too many sessions 429, host unavailable 503) is an `error` message and close code 4000 + status; an idle session (nothing either way for 30 min) is closed with 4408. An `Origin` other than the API's own is refused (403). Without `Upgrade: websocket` the answer is 426.
+     */
+    get: operations["openPodTerminal"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/pods/{name}/feedback": {
     parameters: {
       query?: never;
@@ -1120,6 +1228,23 @@ export interface paths {
     post: operations["connectPodGit"];
     /** Disconnect the repository: its push hook and the configuration go, the deployed code stays */
     delete: operations["disconnectPodGit"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/pods/{name}/git/webhook-secret": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The generic push webhook's URL and secret, when asked (never part of GET /git: the dashboard's Reveal button calls this) */
+    get: operations["getPodGitWebhookSecret"];
+    put?: never;
+    post?: never;
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
@@ -2096,6 +2221,49 @@ export interface components {
       expires_at: string;
       created_at: string;
     };
+    AlertChannel: {
+      id: string;
+      /** @enum {string} */
+      kind: "email" | "webhook" | "chat";
+      name: string;
+      url: string | null;
+      roles: ("owner" | "member")[] | null;
+      enabled: boolean;
+      created_at: string;
+      updated_at: string;
+    };
+    AlertChannelCreated: components["schemas"]["AlertChannel"] & {
+      /** @description webhook only, shown this once: the HMAC-SHA256 key of `Podhost-Signature` */
+      secret?: string;
+    };
+    AlertDelivery: {
+      id: string;
+      channel_id: string;
+      incident_id: string | null;
+      event: string;
+      /** @enum {string} */
+      state: "firing" | "resolved" | "test";
+      /** @enum {string} */
+      status: "pending" | "delivered" | "failed";
+      status_code: number | null;
+      attempts: number;
+      last_error: string | null;
+      created_at: string;
+      delivered_at: string | null;
+    };
+    AlertEvents: {
+      events: {
+        /** @enum {string} */
+        event: "deploy_failed" | "backup_failed";
+        enabled: boolean;
+      }[];
+      pods: {
+        pod: string;
+        /** @enum {string} */
+        event: "deploy_failed" | "backup_failed";
+        enabled: boolean;
+      }[];
+    };
     InvitationSummary: {
       team_name: string;
       inviter_name: string;
@@ -2515,6 +2683,11 @@ export interface components {
       };
       /** @description this pod's generic push webhook */
       webhook_url: string;
+    };
+    GitWebhookSecret: {
+      webhook_url: string;
+      /** @description send it as X-Webhook-Secret */
+      webhook_secret: string;
     };
     Deployment: {
       id: string;
@@ -4014,6 +4187,496 @@ export interface operations {
             /** @enum {string} */
             status: "deleted";
           };
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listAlertChannels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Channels */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AlertChannel"][];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  createAlertChannel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @enum {string} */
+          kind: "email" | "webhook" | "chat";
+          name: string;
+          /**
+           * @description webhook and chat: where alerts are POSTed
+           * @example https://hooks.example.com/podhost
+           */
+          url?: string;
+          /** @description email: whose members get the mail (default `[owner]`) */
+          roles?: ("owner" | "member")[];
+        };
+      };
+    };
+    responses: {
+      /** @description The channel */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AlertChannelCreated"];
+        };
+      };
+      /** @description Invalid input; `error` names the field */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflict with the current state */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Service unavailable */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  deleteAlertChannel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            /** @enum {string} */
+            status: "deleted";
+          };
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  updateAlertChannel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          name?: string;
+          /** @example https://hooks.example.com/podhost */
+          url?: string;
+          roles?: ("owner" | "member")[];
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The channel */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AlertChannel"];
+        };
+      };
+      /** @description Invalid input; `error` names the field */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  testAlertChannel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        channelId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The delivery, pending */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AlertDelivery"];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listAlertDeliveries: {
+    parameters: {
+      query?: {
+        channel_id?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deliveries */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AlertDelivery"][];
+        };
+      };
+      /** @description Invalid input; `error` names the field */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listAlertEvents: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Event switches */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AlertEvents"];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  setAlertEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @enum {string} */
+          event: "deploy_failed" | "backup_failed";
+          enabled: boolean;
+          /** @description a pod of the team: the rule is this pod's only */
+          pod?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Event switches */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AlertEvents"];
+        };
+      };
+      /** @description Invalid input; `error` names the field */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Missing or invalid credentials */
@@ -5769,6 +6432,8 @@ export interface operations {
         lines?: number;
         /** @description PCRE2 (grep -P) pattern; all-lowercase matches case-insensitively, any uppercase letter case-sensitively. Filtered reads return the last matching lines, newest first */
         grep?: string;
+        /** @description true: answer text/event-stream, the last `lines` lines (or matches, oldest first) then each new line as the app writes it, for at most 30 minutes (an extension: see docs/inside.md). Running pod only */
+        follow?: "true" | "false";
       };
       header?: never;
       path: {
@@ -5778,13 +6443,14 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Lines; a filtered read with no match carries message "no entries" */
+      /** @description Lines; a filtered read with no match carries message "no entries". With `follow=true`, server-sent events: `data: {"source","lines":[…]}` batches, `: keepalive` comments every 15 s, and a last `event: end` with `{"reason"}` */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           "application/json": components["schemas"]["PodLogs"];
+          "text/event-stream": string;
         };
       };
       /** @description Invalid input; `error` names the field */
@@ -7960,6 +8626,76 @@ export interface operations {
       };
     };
   };
+  openPodTerminal: {
+    parameters: {
+      query?: {
+        /** @description the terminal's width in character cells */
+        cols?: number;
+        /** @description the terminal's height in character cells */
+        rows?: number;
+      };
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Switching Protocols: the terminal's WebSocket */
+      101: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid input; `error` names the field */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not allowed */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Error */
+      426: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   listPodFeedback: {
     parameters: {
       query?: {
@@ -8660,6 +9396,55 @@ export interface operations {
       };
       /** @description Not found (also hides resources of other teams) */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getPodGitWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The webhook's URL and secret */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["GitWebhookSecret"];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found (also hides resources of other teams) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Service unavailable */
+      503: {
         headers: {
           [name: string]: unknown;
         };

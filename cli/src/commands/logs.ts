@@ -33,26 +33,33 @@ export async function logs(ctx: Ctx, args: string[], opts: Opts) {
   }
   const res = await ctx.api.fetch("get", "/api/pods/{name}/logs", {
     params: { name },
-    query: { ...query, follow: true } as typeof query,
+    query: { ...query, follow: "true" },
   });
   if (!res.headers.get("content-type")?.startsWith("text/event-stream")) {
     await res.body?.cancel();
     throw new CliError("this server's logs API has no live stream (follow): run podhost logs without -f");
   }
-  const emit = (data: string) => {
-    let line = data;
-    let record: unknown = { line: data };
+  // Server-sent events (docs/inside.md): `data: {"source","lines":[…]}` batches, `: keepalive`
+  // comments, and a last `event: end` with `{"reason"}`.
+  let ended: string | undefined;
+  const dispatch = (event: string, data: string) => {
+    let parsed: { lines?: unknown; source?: unknown; reason?: unknown } = {};
     try {
-      const parsed = JSON.parse(data) as { line?: unknown };
-      record = parsed;
-      if (typeof parsed.line === "string") line = parsed.line;
+      parsed = JSON.parse(data) as typeof parsed;
     } catch {
-      // a plain-text event
+      parsed = { lines: [data] };
     }
-    ctx.out.record(record, () => line);
+    if (event === "end") {
+      ended = typeof parsed.reason === "string" ? parsed.reason : "ended";
+      return;
+    }
+    const lines = Array.isArray(parsed.lines) ? parsed.lines : [];
+    for (const line of lines)
+      if (typeof line === "string") ctx.out.record({ source: parsed.source ?? null, line }, () => line);
   };
   const decoder = new TextDecoder();
   let buffer = "";
+  let event = "message";
   let data: string[] = [];
   for await (const chunk of res.body ?? []) {
     buffer += decoder.decode(chunk as Uint8Array, { stream: true });
@@ -61,12 +68,16 @@ export async function logs(ctx: Ctx, args: string[], opts: Opts) {
       const raw = buffer.slice(0, nl).replace(/\r$/, "");
       buffer = buffer.slice(nl + 1);
       if (raw === "") {
-        if (data.length) emit(data.join("\n"));
+        if (data.length) dispatch(event, data.join("\n"));
         data = [];
+        event = "message";
       } else if (raw.startsWith("data:")) data.push(raw.slice(raw.startsWith("data: ") ? 6 : 5));
+      else if (raw.startsWith("event:")) event = raw.slice(6).trim();
       nl = buffer.indexOf("\n");
     }
     // an unterminated line is never held beyond 1 MiB
     if (buffer.length > 1 << 20) buffer = "";
+    if (ended !== undefined) break;
   }
+  if (ended !== undefined) ctx.out.note(`(the stream ended: ${ended})`);
 }
