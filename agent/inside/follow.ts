@@ -30,8 +30,9 @@ import { caseInsensitive, grepLines, LOG_WINDOW_BYTES, renderLine, tailLines } f
  *   (cut at MAX_LINE_BYTES, the rest of that line dropped and counted); nothing is read from the
  *   pod while the batch waits for the caller (Readable.from pulls the generator only when the relay
  *   wants more), so a slow reader blocks `tail` in the pod, not memory here;
- * - CPU: at most RATE_BYTES a second per follow (the stream then lags behind the log rather than
- *   costing the host more), FOLLOWS_PER_POD per pod and FOLLOWS_PER_HOST on the host (429 beyond);
+ * - CPU: at most RATE_BYTES a second per follow and HOST_RATE_BYTES for all of the host's follows
+ *   together (a stream then lags behind its log rather than costing the host more), FOLLOWS_PER_POD
+ *   per pod and FOLLOWS_PER_HOST on the host (429 beyond);
  * - time: `maxSeconds`, then an `end` event; the pod stopping ends it too.
  *
  * The stream's events (documented in docs/inside.md): `data: {"source","lines":[…]}` batches,
@@ -46,6 +47,8 @@ const BATCH_MS = 50;
 const KEEPALIVE_MS = 15_000;
 /** what one follow may send a second; more waits in the pod's pipe (tail blocks) */
 export const RATE_BYTES = 1024 * 1024;
+/** what all follows on the host may send a second together */
+export const HOST_RATE_BYTES = 2 * 1024 * 1024;
 /** what a followed line keeps, in bytes (as `pod.logs`' 8192 characters of any UTF-8) */
 const MAX_LINE_BYTES = 8192 * 4;
 const GREP_LINE_BYTES = MAX_LINE_BYTES + 1;
@@ -89,6 +92,7 @@ export interface FollowQuery {
 export class LogFollows {
   private readonly perPod = new Map<string, number>();
   private total = 0;
+  private readonly hostBudget = new RateBudget(HOST_RATE_BYTES);
 
   constructor(
     private readonly exec: StreamExecutor,
@@ -126,7 +130,10 @@ export class LogFollows {
         [file, String(head.size), grep ?? "", grep !== undefined && caseInsensitive(grep) ? "1" : "0"],
         { timeoutS: q.maxSeconds, signal: stop.signal },
       );
-      const body = Readable.from(events(q.source, head.lines, run, q.maxSeconds), { objectMode: false });
+      const body = Readable.from(
+        events(q.source, head.lines, run, q.maxSeconds, [new RateBudget(RATE_BYTES), this.hostBudget]),
+        { objectMode: false },
+      );
       void client
         .live(q.relay, body, stop.signal)
         .catch((error: unknown) => {
@@ -228,6 +235,7 @@ async function* events(
   start: string[],
   run: StreamedExec,
   maxSeconds: number,
+  budgets: RateBudget[],
 ): AsyncGenerator<string> {
   yield sse({ source, lines: start });
   const split = new LineSplitter();
@@ -244,21 +252,12 @@ async function* events(
   let batchBytes = 0;
   let batchSince = 0;
   let lastSent = Date.now();
-  // the rate budget: RATE_BYTES a second, spent by each batch sent
-  let windowStart = Date.now();
-  let windowBytes = 0;
   const flush = async function* () {
     if (batch.length === 0) return;
     const event = sse({ source, lines: batch });
     batch = [];
     batchBytes = 0;
-    windowBytes += event.length;
-    if (windowBytes >= RATE_BYTES) {
-      const wait = windowStart + 1000 - Date.now();
-      if (wait > 0) await sleep(wait);
-      windowStart = Date.now();
-      windowBytes = 0;
-    }
+    for (const budget of budgets) await budget.spend(event.length);
     lastSent = Date.now();
     yield event;
   };
@@ -306,6 +305,32 @@ async function* events(
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Bytes a second, spent before each batch is sent: a follow over its budget waits for the next
+ * second (and its pod's `tail` for it). One per follow, and one the host's follows share.
+ */
+export class RateBudget {
+  private start = Date.now();
+  private used = 0;
+
+  constructor(private readonly perSecond: number) {}
+
+  async spend(bytes: number): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      if (now - this.start >= 1000) {
+        this.start = now;
+        this.used = 0;
+      }
+      if (this.used < this.perSecond) {
+        this.used += bytes;
+        return;
+      }
+      await sleep(this.start + 1000 - now);
+    }
+  }
+}
 
 /**
  * Lines out of a byte stream, each at most MAX_LINE_BYTES: the rest of a longer line is dropped
