@@ -161,7 +161,8 @@ export function DatabasesPage({
           ? "PostgreSQL, MySQL and Redis, one of each, inside the pod (the app reaches them at 127.0.0.1)."
           : "no database services. They come with the Build plan or higher (resize the pod on its Overview tab)."}
       </p>
-      <div class="table-wrap">
+      {/* focusable: at 390 px the table scrolls in its box, and a keyboard must reach it */}
+      <section class="table-wrap" tabindex={0} aria-label="Database services">
         <table class="services">
           <thead>
             <tr>
@@ -173,7 +174,7 @@ export function DatabasesPage({
           </thead>
           <ServiceRows pod={pod} services={services} />
         </table>
-      </div>
+      </section>
       {allowed && free.length > 0 ? (
         <ApiForm action={path} then="reload" class="card install-service">
           <label>
