@@ -120,8 +120,10 @@ describe("a pod's Domains and Feedback tabs in a real browser", () => {
     // the share link is not in the page until revealed; then it is the API's
     const settings = (await api.get(`/api/pods/${POD}/feedback?limit=1`)).body;
     expect(await page.content()).not.toContain(settings.token);
+    await expect(page.locator("[data-reveal-copy]").isVisible()).resolves.toBe(false);
     await page.getByRole("button", { name: "Reveal" }).click();
     await expect.poll(() => page.locator("#fb-share-url").inputValue()).toBe(settings.share_url);
+    await expect(page.locator("[data-reveal-copy]").isVisible()).resolves.toBe(true);
 
     // a visitor pins a comment on the pod's page through the widget the ingress injected
     const visitorContext = await browser.newContext();
