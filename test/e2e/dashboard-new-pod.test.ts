@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { strToU8, zipSync } from "fflate";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +16,15 @@ import { type Stack, startStack } from "./support/stack";
  * a reload; a ZIP goes up with its progress bar reaching 100 %; an import shows its dry run's files
  * before anything is made. One stack for the file's tests.
  */
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
 
 describe("the new pod page in a real browser", () => {
   let stack: Stack;
@@ -37,15 +48,25 @@ describe("the new pod page in a real browser", () => {
     }
   }
 
+  let sessionToken = "";
+  const pageErrors: string[] = [];
+
   beforeAll(async () => {
     [stack, browser] = await Promise.all([startStack("dnew", { publicUrl: true }), launchChromium()]);
     const owner = await signUp(stack.api, "New Pod Owner");
     api = owner.api;
+    sessionToken = owner.token;
     await waitForHostOnline(api);
     context = await browser.newContext();
     // PUBLIC_URL is the Worker's own address here: the dashboard answers on that host only
     await context.addCookies([{ name: "pod_session", value: owner.token, url: stack.api }]);
     page = await context.newPage();
+    // what the page's own CSP refuses, and script errors, over every test of the file
+    page.on("console", (msg) => {
+      if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource"))
+        pageErrors.push(msg.text());
+    });
+    page.on("pageerror", (err) => pageErrors.push(err.message));
   }, 300_000);
 
   afterAll(async () => {
@@ -94,17 +115,16 @@ describe("the new pod page in a real browser", () => {
       { level: 6 },
     );
     await page.goto(app("/new?source=zip"));
-    await page.evaluate(() => {
+    // every value the progress bar takes, recorded in the page as it changes (a string: the
+    // test's tsconfig has no DOM types)
+    await page.evaluate(`{
       const bar = document.querySelector("[data-upload-bar]");
-      const seen: string[] = [];
-      (window as unknown as { seen: string[] }).seen = seen;
-      if (bar) {
-        new MutationObserver(() => seen.push(bar.getAttribute("value") ?? "")).observe(bar, {
-          attributes: true,
-          attributeFilter: ["value"],
-        });
-      }
-    });
+      window.seen = [];
+      new MutationObserver(() => window.seen.push(bar.getAttribute("value"))).observe(bar, {
+        attributes: true,
+        attributeFilter: ["value"],
+      });
+    }`);
     await expect(page.getByRole("button", { name: "Create pod" }).isDisabled()).resolves.toBe(true);
     await page.getByLabel("ZIP file").setInputFiles({
       name: "site.zip",
@@ -114,7 +134,7 @@ describe("the new pod page in a real browser", () => {
     await page.getByLabel("Name").fill(name);
     await page.getByRole("button", { name: "Create pod" }).click();
     await page.locator("[data-upload-status]", { hasText: "100 % uploaded" }).waitFor({ timeout: 60_000 });
-    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const seen = (await page.evaluate("window.seen")) as string[];
     expect(seen.at(-1)).toBe("100");
     expect(seen.length).toBeGreaterThan(1);
 
@@ -203,4 +223,38 @@ describe("the new pod page in a real browser", () => {
     await page.getByRole("button", { name: "Create pod" }).click();
     await page.locator("[data-error]", { hasText: "(HTTP 409)" }).waitFor({ timeout: 15_000 });
   }, 60_000);
+  it("at 390 and 1440 px: axe-core finds nothing serious, nothing scrolls sideways; the CSP refused nothing all along", async () => {
+    expect(pageErrors).toEqual([]);
+    const pages = ["", "/new", "/new?source=zip", "/new?source=repo", "/new?source=import"];
+    const findings: string[] = [];
+    for (const width of [390, 1440]) {
+      // axe is injected as a script of the test's own: that context bypasses the page's CSP for it
+      const viewer = await browser.newContext({ viewport: { width, height: 900 }, bypassCSP: true });
+      await viewer.addCookies([{ name: "pod_session", value: sessionToken, url: stack.api }]);
+      for (const path of pages) {
+        const tab = await viewer.newPage();
+        tab.on("console", (msg) => {
+          if (msg.type() === "error") findings.push(`${path} at ${width} px logged: ${msg.text()}`);
+        });
+        expect((await tab.goto(app(path)))?.status(), path).toBe(200);
+        if (await tab.evaluate("document.documentElement.scrollWidth > window.innerWidth + 1")) {
+          findings.push(`${path} scrolls sideways at ${width} px`);
+        }
+        await tab.addScriptTag({ content: axeSource });
+        const violations = (await tab.evaluate(
+          "axe.run(document).then((r) => r.violations)",
+        )) as AxeViolation[];
+        for (const v of violations) {
+          if (v.impact === "serious" || v.impact === "critical") {
+            findings.push(
+              `${path} at ${width} px: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+            );
+          }
+        }
+        await tab.close();
+      }
+      await viewer.close();
+    }
+    expect(findings).toEqual([]);
+  }, 120_000);
 });
