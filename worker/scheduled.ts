@@ -3,6 +3,7 @@ import type { Bindings } from "./env";
 // invoices paid by the cron earn affiliate commissions too (registers the paid-invoice hook)
 import "./services/affiliates/commission";
 import { expireVisits } from "./services/affiliates/visit";
+import { redispatchPendingDeliveries } from "./services/alerts/deliver";
 import { runDueSchedules } from "./services/backups/schedule";
 import { sweepStuckBackups } from "./services/backups/sweep";
 import { runBilling } from "./services/billing/job";
@@ -72,6 +73,11 @@ export const scheduledJobs: ScheduledJob[] = [
     name: "domain-recheck",
     run: ({ env, db, now }) =>
       recheckVerifiedDomains({ db, env, mailer: createMailer(db, env) }, now).then(() => undefined),
+  },
+  // Alert deliveries whose alert-deliver Workflow never started (docs/alerts.md).
+  {
+    name: "alert-redispatch",
+    run: ({ env, db, now }) => redispatchPendingDeliveries(env, db, now).then(() => undefined),
   },
   // Queued mails whose mail-send Workflow never started (docs/mail.md).
   {

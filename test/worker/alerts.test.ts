@@ -4,7 +4,8 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { newId, randomToken } from "../../shared/ids";
 import { createDb } from "../../worker/db/client";
-import { backups, deployments, pods } from "../../worker/db/schema";
+import { alertDeliveries, backups, deployments, pods } from "../../worker/db/schema";
+import { redispatchPendingDeliveries } from "../../worker/services/alerts/deliver";
 import { alertOnDeployment } from "../../worker/services/alerts/hooks";
 import { recordVerified } from "../../worker/services/backups/job";
 import { failBackup } from "../../worker/services/backups/records";
@@ -349,6 +350,37 @@ describe("test send and deliveries", () => {
     expect((await mailsTo(owner.user.email)).filter((m) => m.subject.startsWith("Test alert"))).toHaveLength(
       2,
     );
+  });
+});
+
+describe("a delivery whose Workflow never started", () => {
+  it("is sent by the cron's redispatch", async () => {
+    const { owner, team } = await ownerWithTeam();
+    const path = hookPath();
+    const channel = await addChannel(owner, team.id, {
+      kind: "webhook",
+      name: "ops",
+      url: `${RECEIVER}${path}`,
+    });
+    const id = newId("ald");
+    const createdAt = new Date(Date.now() - 11 * 60_000).toISOString();
+    await db.insert(alertDeliveries).values({
+      id,
+      teamId: team.id,
+      channelId: channel.id,
+      event: "test",
+      state: "test",
+      payload: JSON.stringify({ id, type: "alert.test", summary: "stranded", created_at: createdAt }),
+      createdAt,
+    });
+    expect(await redispatchPendingDeliveries(env, db, Date.now())).toBeGreaterThanOrEqual(1);
+    const [hit] = await receivedAt(path);
+    expect(hit?.headers["podhost-delivery"]).toBe(id);
+    await expect
+      .poll(async () => (await deliveries(owner, team.id)).find((d) => d.id === id)?.status, {
+        timeout: 10_000,
+      })
+      .toBe("delivered");
   });
 });
 

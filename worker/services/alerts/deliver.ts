@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { alertChannels, alertDeliveries, teamMembers, users } from "../../db/schema";
 import type { Bindings } from "../../env";
@@ -131,4 +131,41 @@ export async function recordDeliveryGaveUp(db: Db, deliveryId: string, reason: s
     .update(alertDeliveries)
     .set({ status: "failed", lastError: reason.slice(0, 500) })
     .where(and(eq(alertDeliveries.id, deliveryId), eq(alertDeliveries.status, "pending")));
+}
+
+/** A pending delivery this old whose Workflow is missing was never handed over (its start failed). */
+const REDISPATCH_AFTER_MS = 10 * 60_000;
+const REDISPATCH_PAGE = 50;
+
+/**
+ * The cron's `alert-redispatch`: pending deliveries older than ten minutes whose Workflow instance
+ * does not exist get one; those whose instance ended without recording an outcome are failed.
+ */
+export async function redispatchPendingDeliveries(env: Bindings, db: Db, now: number): Promise<number> {
+  const stale = await db
+    .select({ id: alertDeliveries.id })
+    .from(alertDeliveries)
+    .where(
+      and(
+        eq(alertDeliveries.status, "pending"),
+        lt(alertDeliveries.createdAt, new Date(now - REDISPATCH_AFTER_MS).toISOString()),
+      ),
+    )
+    .limit(REDISPATCH_PAGE);
+  let started = 0;
+  for (const { id } of stale) {
+    let status: string | null;
+    try {
+      status = (await (await env.ALERT_DELIVER.get(id)).status()).status;
+    } catch {
+      status = null; // no such instance
+    }
+    if (status === null) {
+      await env.ALERT_DELIVER.create({ id, params: { deliveryId: id } });
+      started++;
+    } else if (status === "terminated" || status === "errored") {
+      await recordDeliveryGaveUp(db, id, `alert-deliver workflow ${status}`);
+    }
+  }
+  return started;
 }
