@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "../../scripts/build-cli";
 import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
+import { launchChromium } from "./support/browser";
 import { waitForHostOnline } from "./support/pods";
 import { type Stack, startStack, waitFor } from "./support/stack";
 
@@ -250,5 +251,157 @@ describe("podhost CLI", () => {
       value: vars.HASH,
     });
     expect((await asAlice(["env", "get", "NOPE"], dir)).code).toBe(3);
+  });
+
+  it("logs -f prints a line the app writes after it started (newline-delimited JSON)", {
+    timeout: 90_000,
+  }, async () => {
+    const dir = path.join(home, "site");
+    const pod = JSON.parse(await readFile(path.join(dir, ".podhost.json"), "utf8")).pod as string;
+    const marker = `cli-follow-${Date.now().toString(36)}`;
+    const child = spawnCli(["logs", "-f", "--source", "web", "-n", "1", "--json"], {
+      cwd: dir,
+      env: { PODHOST_TOKEN: alice.token },
+    });
+    const done = collect(child);
+    let stdout = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    try {
+      const seen = await waitFor(
+        "the request's line in the followed log",
+        async () => {
+          await httpGet(stack.ingressPort, `${pod}.pods.localhost`, `/${marker}`).catch(() => undefined);
+          return stdout.includes(marker) ? stdout : undefined;
+        },
+        60_000,
+      );
+      const record = seen
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { line: string; source: string })
+        .find((r) => r.line.includes(marker));
+      expect(record?.source).toBe("web");
+    } finally {
+      child.kill("SIGTERM");
+      await done;
+    }
+  });
+
+  it("ssh adds the user's key to the pod and runs the real ssh through the gateway", {
+    timeout: 90_000,
+  }, async () => {
+    const dir = path.join(home, "site");
+    const keyDir = path.join(home, ".ssh");
+    await mkdir(keyDir, { recursive: true, mode: 0o700 });
+    const key = path.join(keyDir, "id_ed25519");
+    await collect(
+      spawn("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", key], {
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
+    const sshOpts = [
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "StrictHostKeyChecking=accept-new",
+      "-o",
+      `UserKnownHostsFile=${path.join(keyDir, "known_hosts")}`,
+    ];
+    const run = await waitFor(
+      "ssh -- true through the gateway",
+      async () => {
+        const r = await asAlice(["ssh", "-i", `${key}.pub`, "--", ...sshOpts, "true"], dir);
+        return r.code === 0 ? r : undefined;
+      },
+      60_000,
+    );
+    expect(run.stderr).toContain("Added your public key");
+    const failing = await asAlice(["ssh", "-i", `${key}.pub`, "--", ...sshOpts, "exit 3"], dir);
+    expect(failing.code).toBe(3);
+    expect(failing.stderr).not.toContain("Added your public key");
+  });
+
+  it("answers --json for every command family", { timeout: 120_000 }, async () => {
+    const dir = path.join(home, "site");
+    const teams = json(await asAlice(["teams", "ls", "--json"]));
+    expect(teams[0]).toMatchObject({ id: alice.user.active_team_id, role: "owner" });
+    const created = json(await asAlice(["tokens", "create", "ci", "--json"]));
+    expect(created.token).toMatch(/^ipk_/);
+    // the new API token works as PODHOST_TOKEN, on its team
+    const viaToken = json(await cli(["whoami", "--json"], { env: { PODHOST_TOKEN: created.token } }));
+    expect(viaToken).toMatchObject({
+      credential: { source: "env", kind: "api_token" },
+      team: { id: alice.user.active_team_id },
+    });
+    expect(json(await asAlice(["tokens", "ls", "--json"])).map((t: { id: string }) => t.id)).toContain(
+      created.id,
+    );
+    expect(json(await asAlice(["tokens", "revoke", created.id, "--yes", "--json"]))).toMatchObject({
+      id: created.id,
+    });
+    expect(Array.isArray(json(await asAlice(["keys", "ls", "--json"])))).toBe(true);
+    expect(json(await asAlice(["domains", "ls", "--json"], dir))).toEqual({ domains: [] });
+    expect(json(await asAlice(["db", "ls", "--json"], dir))).toEqual([]);
+    expect(json(await asAlice(["deploys", "ls", "--json"], dir))).toMatchObject({ deployments: [] });
+    expect(json(await asAlice(["logs", "-n", "5", "--json"], dir))).toMatchObject({
+      source: expect.any(String),
+    });
+    expect(json(await asAlice(["link", "--json"], dir))).toMatchObject({ pod: expect.any(String) });
+    expect(json(await asAlice(["pods", "info", "--json"], dir))).toMatchObject({ status: "running" });
+    expect(json(await cli(["completion", "bash", "--json"]))).toMatchObject({ shell: "bash" });
+    const notFound = await asAlice(["pods", "info", "no-such-pod", "--json"]);
+    expect(notFound.code).toBe(3);
+    expect(JSON.parse(notFound.stdout)).toMatchObject({ status: 404, exit_code: 3 });
+  });
+
+  it("logs in through the browser: the URL is printed first, Chromium signs in and allows, the loopback redirect is caught", {
+    timeout: 120_000,
+  }, async () => {
+    const loginHome = await mkdtemp(path.join(tmpdir(), "podhost-cli-browser-"));
+    const child = spawnCli(["login", "--no-browser", "--json"], { env: { XDG_CONFIG_HOME: loginHome } });
+    const done = collect(child);
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const url = await waitFor(
+      "the authorization URL on stderr",
+      async () => /(http:\/\/\S+\/authorize\?\S+)/.exec(stderr)?.[1],
+      30_000,
+    );
+    // the one-shot listener answers only its own state: a forged redirect does not end the login
+    const redirectUri = new URL(url).searchParams.get("redirect_uri") ?? "";
+    expect(redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    const forged = await fetch(`${redirectUri}?code=forged&state=not-the-state`);
+    expect(forged.status).toBe(404);
+    expect(child.exitCode).toBe(null);
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(url);
+      await page.fill('input[name="email"]', alice.user.email);
+      await page.fill('input[name="password"]', "correct horse battery");
+      await Promise.all([page.waitForURL(/\/authorize\?/), page.click('button[type="submit"]')]);
+      await page.waitForSelector('button[value="approve"]');
+      expect(await page.textContent("h1")).toContain("podhost CLI");
+      await Promise.all([
+        page.waitForURL(/^http:\/\/127\.0\.0\.1:\d+\/callback/),
+        page.click('button[value="approve"]'),
+      ]);
+      expect(await page.textContent("body")).toContain("Signed in");
+    } finally {
+      await browser.close();
+    }
+    const login = await done;
+    expect(login.code, login.stderr).toBe(0);
+    expect(JSON.parse(login.stdout)).toMatchObject({
+      user: { email: alice.user.email },
+      credential: { source: "login" },
+    });
+    const stored = JSON.parse(await readFile(path.join(loginHome, "podhost", "credentials.json"), "utf8"));
+    expect(stored).toMatchObject({ method: "browser", connector_id: expect.stringMatching(/^cng_/) });
+    await rm(loginHome, { recursive: true, force: true });
   });
 });
