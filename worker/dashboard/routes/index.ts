@@ -1,5 +1,6 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "../../http/app-env";
+import { billingPages } from "./billing";
 import { invitationsArea } from "./invitations";
 import { newPodArea } from "./new-pod";
 import { podAgentsArea } from "./pod-agents";
@@ -26,6 +27,7 @@ export const dashboardAreas: Hono<AppEnv>[] = [
   podDatabasesArea,
   podBackupsArea,
   teamPages,
+  billingPages,
   podDomainsArea,
   podFeedbackArea,
   podAgentsArea,
