@@ -4,9 +4,9 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { newId, randomToken } from "../../shared/ids";
 import { createDb } from "../../worker/db/client";
-import { alertDeliveries, backups, deployments, pods } from "../../worker/db/schema";
+import { alertDeliveries, backups, deployments, podServices, pods } from "../../worker/db/schema";
 import { redispatchPendingDeliveries } from "../../worker/services/alerts/deliver";
-import { alertOnDeployment } from "../../worker/services/alerts/hooks";
+import { alertOnDeployment, alertOnService } from "../../worker/services/alerts/hooks";
 import { recordVerified } from "../../worker/services/backups/job";
 import { failBackup } from "../../worker/services/backups/records";
 import { finishDeployment } from "../../worker/services/git/queue";
@@ -464,6 +464,34 @@ describe("events", () => {
     expect(hits.map((h) => JSON.parse(h.body).type)).toEqual(["alert.firing", "alert.resolved"]);
   });
 
+  it("database service failed: its failed install alerts, a running service resolves it", async () => {
+    const { path, podId } = await watchedPod();
+    const service = async (status: "error" | "running") => {
+      const id = newId("svc");
+      const now = new Date().toISOString();
+      await db.insert(podServices).values({
+        id,
+        podId,
+        serviceType: "redis",
+        status,
+        port: 6379,
+        passwordEncrypted: "v2.x.y.z",
+        errorMsg: status === "error" ? "redis-server exited 1" : null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await alertOnService(env, db, id);
+      await db.delete(podServices).where(eq(podServices.id, id));
+    };
+    await service("error");
+    const [fired] = await receivedAt(path);
+    expect(JSON.parse(fired?.body ?? "{}")).toMatchObject({ type: "alert.firing", event: "service_failed" });
+    expect(JSON.parse(fired?.body ?? "{}").summary).toContain("redis-server exited 1");
+    await service("running");
+    const hits = await receivedAt(path, 2);
+    expect(hits.map((h) => JSON.parse(h.body).type)).toEqual(["alert.firing", "alert.resolved"]);
+  });
+
   it("an event switched off for the team does not alert; a pod's own rule wins over the team's", async () => {
     const { owner, team, path, podId } = await watchedPod();
     const [pod] = await db.select({ name: pods.name }).from(pods).where(eq(pods.id, podId));
@@ -473,6 +501,7 @@ describe("events", () => {
       events: [
         { event: "deploy_failed", enabled: true },
         { event: "backup_failed", enabled: true },
+        { event: "service_failed", enabled: true },
       ],
       pods: [],
     });

@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../shared/errors";
 import type { OpResult } from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
+import { alertOnService } from "../services/alerts/hooks";
 import { loadInstallJob, recordInstalled, recordInstallFailed } from "../services/services/outcome";
 import { openPassword } from "../services/services/passwords";
 import { runOnHost, type WorkflowRef } from "./host-step";
@@ -37,13 +38,19 @@ export class PodServiceWorkflow extends WorkflowEntrypoint<Bindings, PodServiceP
     } catch (error) {
       outcome = fail("internal", error instanceof Error ? error.message : String(error));
     }
-    if (outcome.ok) return { status: "done" as const };
-    const reason = outcome.message;
-    await step.do("record the failure", async () => {
-      await recordInstallFailed(createDb(this.env.DB), serviceId, reason);
+    if (!outcome.ok) {
+      const reason = outcome.message;
+      await step.do("record the failure", async () => {
+        await recordInstallFailed(createDb(this.env.DB), serviceId, reason);
+        return true;
+      });
+    }
+    // Alerts (docs/alerts.md): a failed install opens the pod's incident, a running service closes it.
+    await step.do("alert", async () => {
+      await alertOnService(this.env, createDb(this.env.DB), serviceId);
       return true;
     });
-    return { status: "error" as const, reason };
+    return outcome.ok ? { status: "done" as const } : { status: "error" as const, reason: outcome.message };
   }
 
   private async install(step: WorkflowStep, ref: WorkflowRef, serviceId: string): Promise<Result<unknown>> {

@@ -8,7 +8,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 export const ALERT_CHANNEL_KINDS = ["email", "webhook", "chat"] as const;
 export type AlertChannelKind = (typeof ALERT_CHANNEL_KINDS)[number];
 
-export const ALERT_EVENTS = ["deploy_failed", "backup_failed"] as const;
+export const ALERT_EVENTS = ["deploy_failed", "backup_failed", "service_failed"] as const;
 export type AlertEvent = (typeof ALERT_EVENTS)[number];
 
 export const alertChannels = sqliteTable(

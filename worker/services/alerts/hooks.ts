@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import { deployments } from "../../db/schema";
+import { deployments, podServices } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { raiseAlert, resolveAlert } from "./raise";
 
@@ -53,4 +53,31 @@ export async function alertOnBackupCompleted(env: Bindings, db: Db, podId: strin
     podId,
     summary: (pod) => `A backup of ${pod} completed and passed its test-restore again.`,
   });
+}
+
+/** A database service's install ending `error` opens the pod's `service_failed`; one running closes it. */
+export async function alertOnService(env: Bindings, db: Db, serviceId: string): Promise<void> {
+  const [row] = await db
+    .select({
+      podId: podServices.podId,
+      type: podServices.serviceType,
+      status: podServices.status,
+      errorMsg: podServices.errorMsg,
+    })
+    .from(podServices)
+    .where(eq(podServices.id, serviceId));
+  if (!row) return;
+  if (row.status === "error") {
+    await raiseAlert(env, db, {
+      event: "service_failed",
+      podId: row.podId,
+      summary: (pod) => `The ${row.type} service of ${pod} failed: ${row.errorMsg ?? "no reason given"}`,
+    });
+  } else if (row.status === "running") {
+    await resolveAlert(env, db, {
+      event: "service_failed",
+      podId: row.podId,
+      summary: (pod) => `The ${row.type} service of ${pod} runs again.`,
+    });
+  }
 }
