@@ -8,10 +8,12 @@ import dashJs from "./assets/dash.client.js";
 import styles from "./assets/dashboard.css";
 import envJs from "./assets/env.client.js";
 import filesJs from "./assets/files.client.js";
+import logsJs from "./assets/logs.client.js";
+import metricsJs from "./assets/metrics.client.js";
 import newPodJs from "./assets/new-pod.client.js";
 import podDataJs from "./assets/pod-data.client.js";
-import terminalJs from "./assets/terminal.client.js";
 import revealJs from "./assets/reveal.client.js";
+import terminalJs from "./assets/terminal.client.js";
 
 /**
  * Every file the dashboard's pages load, served from the API's own origin (no CDN: nothing a third
@@ -35,6 +37,8 @@ const FILES = {
   "files.js": { text: filesJs, type: "text/javascript" },
   "env.js": { text: envJs, type: "text/javascript" },
   "new-pod.js": { text: newPodJs, type: "text/javascript" },
+  "logs.js": { text: logsJs, type: "text/javascript" },
+  "metrics.js": { text: metricsJs, type: "text/javascript" },
 } as const;
 
 export type AssetName = keyof typeof FILES;

@@ -12,6 +12,8 @@ import { podEnvRouter } from "./pod-env";
 import { podEventsArea } from "./pod-events";
 import { podFeedbackArea } from "./pod-feedback";
 import { podFilesRouter } from "./pod-files";
+import { podLogsRouter } from "./pod-logs";
+import { podMetricsRouter } from "./pod-metrics";
 import { podOverviewRouter } from "./pod-overview";
 import { podTerminalRouter } from "./pod-terminal";
 import { teamPages } from "./team";
@@ -37,4 +39,6 @@ export const dashboardAreas: Hono<AppEnv>[] = [
   podFilesRouter,
   podEnvRouter,
   podTerminalRouter,
+  podLogsRouter,
+  podMetricsRouter,
 ];
