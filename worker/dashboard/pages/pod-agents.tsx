@@ -106,7 +106,7 @@ export function AgentsTab({ page, pod, data }: { page: PageContext; pod: PodView
         agent in with your own account inside the pod (SSH or the terminal): the service stores no credential.
         Installing needs the pod running.
       </p>
-      <div class="table-wrap" role="region" aria-label="Coding agents" tabindex={0}>
+      <section class="table-wrap" aria-label="Coding agents" tabindex={0}>
         <table class="agents">
           <thead>
             <tr>
@@ -118,7 +118,7 @@ export function AgentsTab({ page, pod, data }: { page: PageContext; pod: PodView
           </thead>
           <AgentRows pod={pod} data={data} />
         </table>
-      </div>
+      </section>
       <h3>Install a given version</h3>
       <ApiForm action={api} class="card agent-version">
         <label>

@@ -46,7 +46,7 @@ export function EventsTab({
         </label>
         <button type="submit">Filter</button>
       </form>
-      <div class="table-wrap" role="region" aria-label="Events" tabindex={0}>
+      <section class="table-wrap" aria-label="Events" tabindex={0}>
         <table class="events">
           <thead>
             <tr>
@@ -84,7 +84,7 @@ export function EventsTab({
             )}
           </tbody>
         </table>
-      </div>
+      </section>
       {list.total > list.limit || list.offset > 0 ? (
         <nav class="pager" aria-label="Pages">
           {list.offset > 0 ? (
