@@ -65,7 +65,8 @@ export function RegisterPage({ next }: { next: string }) {
         </button>
       </ApiForm>
       <p>
-        Have an account? <a href="/app/sign-in">Sign in</a>
+        Have an account?{" "}
+        <a href={`/app/sign-in${next === "/app" ? "" : `?next=${encodeURIComponent(next)}`}`}>Sign in</a>
       </p>
     </AuthPage>
   );
