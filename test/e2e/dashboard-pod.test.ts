@@ -58,7 +58,10 @@ describe("a pod's tabs in a real browser", () => {
   it("edits index.html in the file editor, and the pod serves the change", async () => {
     const res = await page.goto(app(`/pods/${POD}/files`));
     expect(res?.status()).toBe(200);
-    await page.getByRole("link", { name: "index.html", exact: true }).click();
+    const listed = page.getByRole("link", { name: "index.html", exact: true });
+    await listed.or(page.getByText("The folder cannot be listed")).first().waitFor();
+    expect(await page.locator("main > p.form-error").allTextContents()).toEqual([]);
+    await listed.click();
     const editor = page.locator("textarea[name=content]");
     await editor.waitFor();
     expect(await editor.inputValue()).toContain("<");
@@ -83,17 +86,15 @@ describe("a pod's tabs in a real browser", () => {
   it("uploads a file with a progress bar reaching 100 %, then lists it", async () => {
     await page.goto(app(`/pods/${POD}/files`));
     // every value the progress bar takes, recorded in the page as it changes
-    await page.evaluate(() => {
+    // (a string: this file is type-checked without the DOM's types)
+    await page.evaluate(`(() => {
       const bar = document.querySelector("[data-upload-bar]");
-      const seen: string[] = [];
-      (window as unknown as { seen: string[] }).seen = seen;
-      if (bar) {
-        new MutationObserver(() => seen.push(bar.getAttribute("value") ?? "")).observe(bar, {
-          attributes: true,
-          attributeFilter: ["value"],
-        });
-      }
-    });
+      window.seen = [];
+      new MutationObserver(() => window.seen.push(bar.getAttribute("value"))).observe(bar, {
+        attributes: true,
+        attributeFilter: ["value"],
+      });
+    })()`);
     const size = 3 * 1024 * 1024;
     const bytes = Buffer.alloc(size, 7);
     await page.locator("[data-upload-input]").setInputFiles({
@@ -104,7 +105,7 @@ describe("a pod's tabs in a real browser", () => {
     await page
       .locator("[data-upload-status]", { hasText: "big-upload.bin: 100 %, uploaded" })
       .waitFor({ timeout: 60_000 });
-    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const seen = (await page.evaluate("window.seen")) as string[];
     expect(seen.length).toBeGreaterThan(1);
     expect(seen.at(-1)).toBe("100");
     // the page reloads and lists it; the API has every byte
@@ -112,6 +113,39 @@ describe("a pod's tabs in a real browser", () => {
     const listed = await api.get(`/api/pods/${POD}/files?path=/home/pod_user/app`);
     const entry = listed.body.files.find((f: { name: string }) => f.name === "big-upload.bin");
     expect(entry?.size).toBe(String(size));
+  }, 120_000);
+
+  it("makes a folder and a file, renames, copies and deletes (after confirming) through the page's forms", async () => {
+    await page.goto(app(`/pods/${POD}/files`));
+    await page.getByLabel("New folder (full path)").fill("/home/pod_user/app/made-here");
+    await page.getByRole("button", { name: "Create folder" }).click();
+    await page.getByRole("link", { name: "made-here/" }).waitFor({ timeout: 20_000 });
+
+    await page.getByLabel("New empty file (full path)").fill("/home/pod_user/app/notes.txt");
+    await page.getByRole("button", { name: "Create file" }).click();
+    await page.getByRole("link", { name: "notes.txt", exact: true }).click({ timeout: 20_000 });
+    await page.locator("textarea[name=content]").waitFor({ timeout: 20_000 });
+    await page.getByLabel("Rename or move to (full path)").fill("/home/pod_user/app/made-here/moved.txt");
+    await page.getByRole("button", { name: "Rename file" }).click();
+    await page.waitForURL(/files\?path=%2Fhome%2Fpod_user%2Fapp$/, { timeout: 20_000 });
+
+    await page.getByRole("link", { name: "made-here/" }).click();
+    await page.getByRole("link", { name: "moved.txt", exact: true }).click();
+    await page.getByLabel("Copy to (full path)").fill("/home/pod_user/app/made-here/copied.txt");
+    await page.getByRole("button", { name: "Copy file" }).click();
+    await page.getByRole("link", { name: "copied.txt", exact: true }).waitFor({ timeout: 20_000 });
+
+    await page.getByRole("link", { name: "copied.txt", exact: true }).click();
+    const asked: string[] = [];
+    page.once("dialog", (dialog) => {
+      asked.push(dialog.message());
+      void dialog.accept();
+    });
+    await page.getByRole("button", { name: "Delete file" }).click();
+    await page.waitForURL(/files\?path=%2Fhome%2Fpod_user%2Fapp%2Fmade-here$/, { timeout: 20_000 });
+    expect(asked).toEqual(["Delete /home/pod_user/app/made-here/copied.txt? This cannot be undone."]);
+    const left = await api.get(`/api/pods/${POD}/files?path=/home/pod_user/app/made-here`);
+    expect(left.body.files.map((f: { name: string }) => f.name)).toEqual(["moved.txt"]);
   }, 120_000);
 
   it("sets an env var in the table, reviews the diff, saves and restarts; values stay out of the page until revealed", async () => {
