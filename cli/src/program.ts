@@ -293,6 +293,88 @@ function build(version: string): Command {
     .description("remove one")
     .action(act(async () => (await import("./commands/account")).keysRm));
 
+  const files = program
+    .command("files")
+    .description("the pod's files (paths relative to ~/app, or absolute)");
+  files
+    .command("ls [path]")
+    .addOption(podOpt())
+    .description("a directory")
+    .action(act(async () => (await import("./commands/files")).ls));
+  files
+    .command("cat <path>")
+    .addOption(podOpt())
+    .description("a text file's content")
+    .action(act(async () => (await import("./commands/files")).cat));
+  files
+    .command("cp <src> <dst>")
+    .addOption(podOpt())
+    .description("copy to or from the pod, with progress (the pod's side is :path)")
+    .action(act(async () => (await import("./commands/files")).cp));
+  files
+    .command("rm <path>")
+    .addOption(podOpt())
+    .description("delete a file or directory")
+    .action(act(async () => (await import("./commands/files")).rmPath));
+
+  const backups = program.command("backups").description("backups of the pod's files and databases");
+  backups
+    .command("ls")
+    .addOption(podOpt())
+    .description("the pod's backups")
+    .action(act(async () => (await import("./commands/backups")).ls));
+  backups
+    .command("create")
+    .addOption(podOpt())
+    .option("--note <text>", "a note")
+    .description("back up now (202: in progress)")
+    .action(act(async () => (await import("./commands/backups")).create));
+  backups
+    .command("restore <id>")
+    .addOption(podOpt())
+    .option("-y, --yes", "do not ask")
+    .description("replace the pod's files and databases with a backup")
+    .action(act(async () => (await import("./commands/backups")).restore));
+  backups
+    .command("download <id> [file]")
+    .addOption(podOpt())
+    .description("save a backup's archive (default ID.tar.gz), with progress")
+    .action(act(async () => (await import("./commands/backups")).download));
+
+  const git = program.command("git").description("the pod's git repository");
+  git
+    .command("connect <repo-url>")
+    .addOption(podOpt())
+    .option("--branch <branch>", "the branch to deploy")
+    .option("--auth-token <token>", "a token for a private repository (default: PODHOST_GIT_TOKEN)")
+    .option("--build <command>", "the build command")
+    .option("--no-auto-deploy", "deploy only when asked (podhost deploy)")
+    .description("connect a repository")
+    .action(act(async () => (await import("./commands/git")).connect));
+  git
+    .command("disconnect")
+    .addOption(podOpt())
+    .description("disconnect it (the deployed code stays)")
+    .action(act(async () => (await import("./commands/git")).disconnect));
+
+  const agents = program.command("agents").description("coding agents installed in the pod");
+  agents
+    .command("ls")
+    .addOption(podOpt())
+    .description("the pod's agents")
+    .action(act(async () => (await import("./commands/agents")).ls));
+  agents
+    .command("install <agent>")
+    .addOption(podOpt())
+    .option("--version <version>", "a version of it")
+    .description("install one (202: installing)")
+    .action(act(async () => (await import("./commands/agents")).install));
+  agents
+    .command("rm <agent>")
+    .addOption(podOpt())
+    .description("remove one")
+    .action(act(async () => (await import("./commands/agents")).rm));
+
   program
     .command("completion <shell>")
     .description("a completion script for bash, zsh or fish")

@@ -404,4 +404,29 @@ describe("podhost CLI", () => {
     expect(stored).toMatchObject({ method: "browser", connector_id: expect.stringMatching(/^cng_/) });
     await rm(loginHome, { recursive: true, force: true });
   });
+
+  it("files cp copies both ways; files, backups, agents and git answer --json", {
+    timeout: 90_000,
+  }, async () => {
+    const dir = path.join(home, "site");
+    const local = path.join(home, "blob.bin");
+    const data = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
+    await writeFile(local, data);
+    const up = json(await asAlice(["files", "cp", local, ":uploads/", "--json"], dir));
+    expect(up).toMatchObject({ to: "/home/pod_user/app/uploads/blob.bin", bytes: data.byteLength });
+    const listed = json(await asAlice(["files", "ls", "uploads", "--json"], dir));
+    expect(listed.files.map((f: { name: string }) => f.name)).toContain("blob.bin");
+    const back = path.join(home, "blob.back");
+    const down = json(await asAlice(["files", "cp", ":uploads/blob.bin", back, "--json"], dir));
+    expect(down.bytes).toBe(data.byteLength);
+    expect(Buffer.compare(await readFile(back), data)).toBe(0);
+    expect((await asAlice(["files", "cp", local, back], dir)).code).toBe(2);
+    expect(json(await asAlice(["files", "rm", "uploads", "--json"], dir))).toMatchObject({
+      status: "deleted",
+    });
+    expect(json(await asAlice(["backups", "ls", "--json"], dir))).toMatchObject({ backups: [] });
+    expect(json(await asAlice(["agents", "ls", "--json"], dir))).toEqual({ agents: [] });
+    const disconnected = await asAlice(["git", "disconnect", "--json"], dir);
+    expect([0, 3]).toContain(disconnected.code);
+  });
 });

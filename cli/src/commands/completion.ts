@@ -25,6 +25,10 @@ const TREE: Record<string, string[]> = {
   teams: ["ls", "switch"],
   tokens: ["ls", "create", "revoke"],
   keys: ["ls", "add", "rm"],
+  files: ["ls", "cat", "cp", "rm"],
+  backups: ["ls", "create", "restore", "download"],
+  git: ["connect", "disconnect"],
+  agents: ["ls", "install", "rm"],
   completion: ["bash", "zsh", "fish"],
 };
 
