@@ -1,5 +1,5 @@
 // The Logs tab (pages/pod/logs.tsx): a live tail of the API's follow mode (server-sent events) in a
-// ring buffer. Lines arriving at any rate are queued and drawn once a frame, in one fragment; the
+// ring buffer. Lines arriving at any rate are queued and drawn once a frame (at most PER_FRAME, in one fragment); the
 // page keeps at most KEEP lines (what Download saves) and at most SHOWN line elements, so 10,000
 // lines in a second cost a few frames, never a frozen page.
 (() => {
@@ -7,6 +7,7 @@
   if (!view) return;
   const KEEP = 20_000;
   const SHOWN = 2_000;
+  const PER_FRAME = 250;
   const box = view.querySelector("[data-logs-lines]");
   const status = view.querySelector("[data-logs-status]");
   const pauseButton = view.querySelector("[data-logs-pause]");
@@ -37,17 +38,25 @@
     frame = 0;
     if (paused || pending.length === 0) return;
     const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+    // at most PER_FRAME lines a frame: a burst is drawn over a few frames, each one short
+    const now = pending.length > PER_FRAME ? pending.slice(0, PER_FRAME) : pending;
+    pending = pending.length > PER_FRAME ? pending.slice(PER_FRAME) : [];
     const fragment = document.createDocumentFragment();
-    for (const line of pending) {
+    for (const line of now) {
       const div = document.createElement("div");
       div.textContent = line;
       fragment.append(div);
     }
-    pending = [];
     box.append(fragment);
-    let extra = box.childElementCount - SHOWN;
-    while (extra-- > 0) box.firstElementChild.remove();
+    const extra = box.childElementCount - SHOWN;
+    if (extra > 0) {
+      const range = document.createRange();
+      range.setStartBefore(box.firstElementChild);
+      range.setEndAfter(box.children[extra - 1]);
+      range.deleteContents();
+    }
     if (atBottom) box.scrollTop = box.scrollHeight;
+    if (pending.length > 0) frame = requestAnimationFrame(draw);
   };
 
   const say = (text) => {
