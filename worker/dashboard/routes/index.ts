@@ -1,5 +1,6 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "../../http/app-env";
+import { affiliatesPages } from "./affiliates";
 import { billingPages } from "./billing";
 import { invitationsArea } from "./invitations";
 import { newPodArea } from "./new-pod";
@@ -30,6 +31,7 @@ export const dashboardAreas: Hono<AppEnv>[] = [
   podBackupsArea,
   teamPages,
   billingPages,
+  affiliatesPages,
   podDomainsArea,
   podFeedbackArea,
   podAgentsArea,
