@@ -54,10 +54,23 @@ describe("the web terminal in a real browser", () => {
     await expect.poll(screenText, { timeout: 15_000 }).toMatch(/\$\s*$/m);
   }
 
+  /** each socket's close with the JSON messages it received, recorded from its creation (nothing missed) */
+  const endings = new WeakMap<WebSocket, Promise<{ code: number; reason: string; messages: unknown[] }>>();
+
   /** What the server says to a WebSocket upgrade: the HTTP status of a refusal, or the socket. */
   function dial(pod: string, headers: Record<string, string>): Promise<{ status: number; ws?: WebSocket }> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(wsUrl(pod), { headers, perMessageDeflate: false });
+      const messages: unknown[] = [];
+      ws.on("message", (data, binary) => {
+        if (!binary) messages.push(JSON.parse(data.toString()));
+      });
+      endings.set(
+        ws,
+        new Promise((done) =>
+          ws.once("close", (code, reason) => done({ code, reason: reason.toString(), messages })),
+        ),
+      );
       ws.once("unexpected-response", (req, res) => {
         req.destroy(); // ws leaves the request open when this event is listened for
         resolve({ status: res.statusCode ?? 0 });
@@ -67,15 +80,8 @@ describe("the web terminal in a real browser", () => {
     });
   }
 
-  /** A socket's first JSON message and its close. */
-  const ending = (ws: WebSocket) =>
-    new Promise<{ code: number; reason: string; messages: unknown[] }>((resolve) => {
-      const messages: unknown[] = [];
-      ws.on("message", (data, binary) => {
-        if (!binary) messages.push(JSON.parse(data.toString()));
-      });
-      ws.once("close", (code, reason) => resolve({ code, reason: reason.toString(), messages }));
-    });
+  /** A socket's close, with the JSON messages it received. */
+  const ending = (ws: WebSocket) => endings.get(ws) ?? Promise.reject(new Error("not a dialed socket"));
 
   beforeAll(async () => {
     [stack, browser] = await Promise.all([startStack("dterm", { publicUrl: true }), launchChromium()]);
@@ -134,8 +140,8 @@ describe("the web terminal in a real browser", () => {
     page.on("console", onConsole);
     await openTab();
     // xterm's own <style> elements apply: a row has its measured height
-    const rowHeight = await page.evaluate(
-      () => (document.querySelector("#terminal .xterm-rows > div") as HTMLElement | null)?.offsetHeight ?? 0,
+    const rowHeight = Number(
+      await page.evaluate('document.querySelector("#terminal .xterm-rows > div")?.offsetHeight ?? 0'),
     );
     expect(rowHeight).toBeGreaterThan(5);
     page.off("console", onConsole);
