@@ -6,9 +6,9 @@
  *
  * The document only exists at run time (generated from the routes' zod schemas), so it is built the
  * way GET /openapi.json builds it: `openApiDocument(createApp(), PUBLIC_URL)`, in this process, in about
- * a second. Should the app's module graph ever import `cloudflare:*` modules at load time (Node cannot),
- * the Worker is started in workerd instead (bench/support/worker.ts, a few seconds) and the document
- * fetched from it. The server URL is wrangler.toml's PUBLIC_URL, as in `wrangler dev`.
+ * a second. When the app's module graph imports what Node cannot load (`cloudflare:*` modules, the
+ * dashboard's text modules), the Worker is started in workerd instead (bench/support/worker.ts, a
+ * few seconds) and the document fetched from it. The server URL is wrangler.toml's PUBLIC_URL, as in `wrangler dev`.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -44,7 +44,10 @@ async function documentInProcess(serverUrl: string): Promise<unknown> {
     const { openApiDocument } = (await import(openApiModule)) as OpenApiModule;
     return openApiDocument(createApp(), serverUrl);
   } catch (err) {
-    if ((err as { code?: string }).code === "ERR_UNSUPPORTED_ESM_URL_SCHEME") return undefined;
+    // workerd-only imports: `cloudflare:*` modules, and the dashboard's stylesheets and browser files,
+    // which wrangler bundles as text (wrangler.toml `[[rules]]`) and Node refuses before running any
+    const code = (err as { code?: string }).code;
+    if (code === "ERR_UNSUPPORTED_ESM_URL_SCHEME" || code === "ERR_UNKNOWN_FILE_EXTENSION") return undefined;
     throw err;
   }
 }
