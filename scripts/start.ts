@@ -196,6 +196,8 @@ const workerArgs = [
   "--var",
   "ALLOW_HTTP_GIT_LOOPBACK:true",
   "ALLOW_IMPORT_LOOPBACK:true",
+  // alert webhooks may reach a receiver on this machine (docs/alerts.md)
+  "ALLOW_ALERT_LOOPBACK:true",
   // the dashboard's links to pods: locally they answer on the ingress's port
   `POD_PUBLIC_PORT:${INGRESS_PORT}`,
 ];
