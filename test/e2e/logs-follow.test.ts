@@ -93,9 +93,10 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
   const appGet = (path: string) => httpGet(stack.ingressPort, `${node}.pods.localhost`, path);
 
   /**
-   * A follow, once one is admitted: a caller who went away frees its place when the Worker next
-   * writes to it and finds it gone (a new line or a keepalive), so earlier tests' follows may still
-   * hold theirs for a moment; a request to the app writes a line.
+   * A follow, once one is admitted: a caller who went away frees its place when the Worker writes
+   * to it and finds it gone (under wrangler dev, the second write after the close: a new line, or
+   * keepalives 15 s apart for a filtered follow that matches nothing), so earlier tests' follows
+   * may still hold theirs for a while; a request to the app writes a line.
    */
   const admitted = (pod: string, query = "", read = true) =>
     waitFor(
@@ -108,7 +109,7 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
         await new Promise((r) => setTimeout(r, 500));
         return undefined;
       },
-      20_000,
+      60_000,
     );
 
   beforeAll(async () => {
@@ -193,6 +194,10 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
   });
 
   it("attacker: a flood of lines grows neither the agent's memory nor other pods' exec time; follows beyond the cap are 429", async () => {
+    // a pod no earlier test followed (a closed follow's place may be held a while: see below),
+    // and the neighbour whose commands are timed
+    const FLOODED = site;
+    const OTHER = node;
     const rss = async () => {
       const status = await readFile(`/proc/${stack.agent.child.pid}/status`, "utf8");
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) * 1024;
@@ -201,7 +206,7 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
       const times: number[] = [];
       for (let i = 0; i < 10; i++) {
         const t = Date.now();
-        const r = await exec(site, ["true"]);
+        const r = await exec(OTHER, ["true"]);
         expect(r.status, JSON.stringify(r.body)).toBe(200);
         times.push(Date.now() - t);
       }
@@ -211,7 +216,7 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
     const FLOOD =
       "yes 'flood flood flood flood flood flood flood flood flood' | head -n 800000 >> /home/pod_user/logs/app.log";
     const flood = async () => {
-      const r = await exec(node, ["sh", "-c", FLOOD], { timeout_s: 60 });
+      const r = await exec(FLOODED, ["sh", "-c", FLOOD], { timeout_s: 60 });
       expect(r.body.exit_code, JSON.stringify(r.body)).toBe(0);
     };
     const quiet = await execMs();
@@ -220,9 +225,9 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
     const floodOnly = await execMs();
     await alone;
     // one follower that never reads, the others reading as fast as they can, up to the pod's cap
-    const stalled = await admitted(node, "", false);
-    const readers = [await admitted(node), await admitted(node), await admitted(node)];
-    const over = await follow(node);
+    const stalled = await admitted(FLOODED, "", false);
+    const readers = [await admitted(FLOODED), await admitted(FLOODED), await admitted(FLOODED)];
+    const over = await follow(FLOODED);
     expect(over.status).toBe(429);
     expect(JSON.parse(over.text()).error).toMatch(/at most 4 per pod/);
     const first = flood();
@@ -244,7 +249,10 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
     expect(grown).toBeLessThan(32 * 1024 * 1024);
     expect(readers[0]?.lines.length).toBeGreaterThan(0);
     for (const f of [stalled, ...readers]) f.close();
-    // the places are given back: a new follow is admitted again
-    (await admitted(node, "&lines=1")).close();
+    // Not asserted here: that the closed follows' places come back at once. Under wrangler dev a
+    // caller who went away is only noticed when a write to it fails, and the stalled follower's
+    // stream has no write in flight (its pipe is full), so its place may stay held until its lease
+    // lapses (docs/inside.md); the places given back on a stream's end are asserted in
+    // test/worker/logs-follow.test.ts.
   }, 240_000);
 });
