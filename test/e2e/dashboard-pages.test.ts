@@ -137,9 +137,15 @@ describe("every dashboard page in a real browser", () => {
       "/app",
       "/app/new",
       `/app/pods/${POD}`,
+      `/app/pods/${POD}/logs`,
+      `/app/pods/${POD}/metrics`,
       `/app/pods/${POD}/files`,
+      `/app/pods/${POD}/terminal`,
+      `/app/pods/${POD}/deploys`,
+      `/app/pods/${POD}/backups`,
       "/app/team",
       "/app/account",
+      "/app/billing",
     ];
     if (SCREENSHOTS) await mkdir(SCREENSHOTS, { recursive: true });
     const overflow: string[] = [];
