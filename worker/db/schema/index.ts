@@ -1,6 +1,7 @@
 export * from "./affiliates";
 export * from "./alerts";
 export * from "./api-tokens";
+export * from "./audit";
 export * from "./backups";
 export * from "./billing";
 export * from "./coding-agents";
