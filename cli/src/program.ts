@@ -340,6 +340,19 @@ function build(version: string): Command {
     .addOption(podOpt())
     .description("save a backup's archive (default ID.tar.gz), with progress")
     .action(act(async () => (await import("./commands/backups")).download));
+  backups
+    .command("rm <id>")
+    .addOption(podOpt())
+    .option("-y, --yes", "do not ask")
+    .description("delete a backup and its archive (asks first)")
+    .action(act(async () => (await import("./commands/backups")).rm));
+  backups
+    .command("import <file>")
+    .addOption(podOpt())
+    .option("--note <text>", "a note")
+    .option("--wait", "wait until the pod's host has test-restored it (completed or failed)")
+    .description("upload a .tar.gz as a backup of the pod, with progress (in progress until checked)")
+    .action(act(async () => (await import("./commands/backups")).importArchive));
 
   const git = program.command("git").description("the pod's git repository");
   git

@@ -26,7 +26,7 @@ const TREE: Record<string, string[]> = {
   tokens: ["ls", "create", "revoke"],
   keys: ["ls", "add", "rm"],
   files: ["ls", "cat", "cp", "rm"],
-  backups: ["ls", "create", "restore", "download"],
+  backups: ["ls", "create", "restore", "download", "import", "rm"],
   git: ["connect", "disconnect"],
   agents: ["ls", "install", "rm"],
   completion: ["bash", "zsh", "fish"],
