@@ -95,15 +95,17 @@ export async function deploy(ctx: Ctx, args: string[], opts: Opts) {
       const pod = await ctx.api.call("get", "/api/pods/{name}", { params: { name } });
       const url = podUrl(ctx, pod);
       const { build_log: _log, ...record } = d;
+      // with --json the build log was a stream (one {type: "log"} line each): the outcome is one more
+      // line of it, {type: "result"}, and a failure's {error, exit_code} line follows
       if (d.status !== "success") {
-        if (ctx.out.json) ctx.out.result({ pod: name, deployment: record, url }, () => "");
+        if (ctx.out.json) ctx.out.record({ type: "result", pod: name, deployment: record, url }, () => "");
         throw new CliError(
           `deployment ${d.id} ${d.status}${d.failure ? `: ${d.failure.message}` : ""}`,
           EXIT.deployFailed,
         );
       }
-      ctx.out.result(
-        { pod: name, deployment: record, url },
+      ctx.out.record(
+        { type: "result", pod: name, deployment: record, url },
         () => `${pc.green("✓")} ${name} serves ${d.commit_sha?.slice(0, 10) ?? "the new commit"} at ${url}`,
       );
       return;
