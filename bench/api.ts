@@ -15,9 +15,11 @@ import { parseArgs } from "node:util";
 import { fmt, formatTable, summarize } from "./stats";
 import { positiveInt } from "./support/args";
 import { keepAliveAgent, runLoad } from "./support/load";
+import { verdicts } from "./support/verdict";
 import { startLocalWorker } from "./support/worker";
 
 const TARGET_RATIO = 1.5;
+const v = verdicts("api");
 
 const { values: args } = parseArgs({
   options: {
@@ -140,13 +142,17 @@ async function main() {
       ),
     );
 
-    const authenticated = summaries.filter((x) => x.route.authenticated);
-    const worst = Math.max(...authenticated.map((x) => x.s.p50 / bare));
-    const met = worst <= TARGET_RATIO;
-    console.log(
-      `\ntarget (authenticated p50 <= ${TARGET_RATIO}x bare): ${met ? "MET" : "NOT MET"} ` +
-        `(worst ${fmt(worst)}x; bare p50 ${fmt(bare)} ms) — total ${fmt((performance.now() - t0) / 1000, 1)} s`,
-    );
+    for (const { route, s } of summaries.filter((x) => x.route.authenticated)) {
+      v.ratio({
+        figure: `${route.label} p50 vs GET /health`,
+        ours: s.p50,
+        floor: bare,
+        target: TARGET_RATIO,
+        unit: "ms",
+      });
+    }
+    console.log(`total ${fmt((performance.now() - t0) / 1000, 1)} s`);
+    v.finish();
   } finally {
     agent.destroy();
     await worker.stop();

@@ -7,12 +7,16 @@
  *   npm run bench -- api -- --requests 1000   # arguments after a second `--` go to every bench run
  *
  * Each bench runs in its own process (`tsx bench/<name>.ts`), so one bench's Worker, sockets and heap never
- * colour the next one's numbers. The exit code is non-zero when any bench failed.
+ * colour the next one's numbers. Each writes its verdicts (bench/support/verdict.ts) to a file named here;
+ * at the end one closing table holds every bench's figures, then `N met, M not met`. The exit code is
+ * non-zero when any bench failed or any figure is NOT MET.
  */
 import { spawn } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseVerdictRows, VERDICTS_FILE_ENV, type VerdictRow, verdictTable } from "./support/verdict";
 
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
 const NOT_BENCHES = new Set(["run", "stats"]);
@@ -42,11 +46,12 @@ function available(): string[] {
   return names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 
-function runOne(name: string, args: string[]): Promise<number> {
+function runOne(name: string, args: string[], verdictsFile: string): Promise<number> {
   const tsxCli = path.join(BENCH_DIR, "..", "node_modules", "tsx", "dist", "cli.mjs");
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [tsxCli, path.join(BENCH_DIR, `${name}.ts`), ...args], {
       stdio: "inherit",
+      env: { ...process.env, [VERDICTS_FILE_ENV]: verdictsFile },
     });
     child.on("error", (err) => {
       console.error(`${name}: ${err.message}`);
@@ -72,23 +77,36 @@ async function main() {
   }
   const selected = requested.length > 0 ? requested : all;
 
-  const results: { name: string; code: number; seconds: number }[] = [];
-  for (const name of selected) {
-    console.log(`\n=== bench: ${name} ===\n`);
-    const t = performance.now();
-    const code = await runOne(name, passThrough);
-    results.push({ name, code, seconds: (performance.now() - t) / 1000 });
+  const dir = mkdtempSync(path.join(tmpdir(), "podhost-bench-"));
+  const results: { name: string; code: number; seconds: number; rows: VerdictRow[] }[] = [];
+  try {
+    for (const name of selected) {
+      console.log(`\n=== bench: ${name} ===\n`);
+      const t = performance.now();
+      const file = path.join(dir, `${name}.json`);
+      const code = await runOne(name, passThrough, file);
+      const rows = existsSync(file) ? parseVerdictRows(readFileSync(file, "utf8")) : [];
+      results.push({ name, code, seconds: (performance.now() - t) / 1000, rows });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 
-  if (selected.length > 1) {
-    console.log("\n=== summary ===");
-    for (const r of results) {
-      console.log(
-        `${r.name.padEnd(12)} ${r.code === 0 ? "ok    " : `FAILED (exit ${r.code})`} ${r.seconds.toFixed(1)} s`,
-      );
-    }
+  console.log("\n=== summary ===\n");
+  for (const r of results) {
+    const missed = r.rows.filter((row) => !row.met).length;
+    const state =
+      r.code === 0
+        ? "ok"
+        : missed > 0
+          ? `NOT MET (${missed} of ${r.rows.length})`
+          : `FAILED (exit ${r.code})`;
+    console.log(`${r.name.padEnd(12)} ${state.padEnd(22)} ${r.seconds.toFixed(1)} s`);
   }
-  if (results.some((r) => r.code !== 0)) process.exitCode = 1;
+  console.log(`\n${verdictTable(results.flatMap((r) => r.rows))}`);
+  const failed = results.filter((r) => r.code !== 0).length;
+  if (failed > 0) console.log(`${failed} of ${results.length} benches exited non-zero`);
+  if (failed > 0 || results.some((r) => r.rows.some((row) => !row.met))) process.exitCode = 1;
 }
 
 void main();

@@ -174,7 +174,7 @@ export function rowCells(r: VerdictRow): string[] {
   ];
 }
 
-export const TABLE_HEADER = ["bench", "figure", "ours", "floor", "ratio", "target", ""] as const;
+export const TABLE_HEADER = ["bench", "figure", "ours", "floor", "ratio", "target", "verdict"] as const;
 
 /** The rows as one aligned table, then `N met, M not met`. */
 export function verdictTable(rows: readonly VerdictRow[]): string {
