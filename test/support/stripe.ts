@@ -10,7 +10,12 @@ import type { AddressInfo } from "node:net";
  * them (`Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.payload">` with the endpoint secret).
  *
  * It serves what the service calls: customers, setup intents, payment methods (attach, detach,
- * read), invoices (create, finalize, pay, read), invoice items and payment intents. Cards are made
+ * read), invoices (create, finalize, pay, read), invoice items, payment intents, and Checkout
+ * Sessions in `setup` mode (create, retrieve with `expand[]=setup_intent`) with their hosted page at
+ * the session's `url` on the double itself: a card picker and a "Save card" button that, as
+ * Stripe's page does, makes the PaymentMethod, a succeeded SetupIntent attaching it to the
+ * session's customer, completes the session and redirects (303) to its `success_url` with
+ * `{CHECKOUT_SESSION_ID}` filled in. Cards are made
  * from Stripe's test tokens: `tok_visa`, `tok_mastercard`, `tok_amex` succeed, `tok_chargeDeclined`
  * attaches but every charge on it is declined, as in Stripe's test mode.
  *
@@ -132,6 +137,8 @@ export async function startStripeDouble(
   const invoices = new Map<string, Obj>();
   const invoiceItems = new Map<string, Obj>();
   const paymentIntents = new Map<string, Obj>();
+  const checkoutSessions = new Map<string, Obj>();
+  let selfUrl = "";
   const idempotent = new Map<string, { status: number; body: unknown }>();
   const deliveries: Delivery[] = [];
   const requests: { method: string; path: string; at: number }[] = [];
@@ -252,6 +259,72 @@ export async function startStripeDouble(
     return invoiceView(inv);
   }
 
+  function cardFromToken(token: string) {
+    const card = TEST_TOKENS[token];
+    if (!card)
+      throw new StripeError(400, {
+        type: "invalid_request_error",
+        code: "token_invalid",
+        message: `No such token: '${token}'`,
+        param: "card[token]",
+      });
+    const pm = {
+      id: id("pm"),
+      object: "payment_method",
+      type: "card",
+      card: { ...card },
+      customer: null as string | null,
+      created: now(),
+      livemode: false,
+    };
+    paymentMethods.set(pm.id, pm);
+    return pm;
+  }
+
+  /**
+   * What Stripe's hosted page does when its button is pressed: the card made, a SetupIntent that
+   * succeeded attaching it to the session's customer, the session complete. The success URL with
+   * the session's id, or null when the session is not open.
+   */
+  function completeCheckout(cs: Obj, token: string): string | null {
+    if (cs.status !== "open") return null;
+    const pm = cardFromToken(token);
+    pm.customer = cs.customer as string;
+    emit("payment_method.attached", pmView(pm));
+    const si: Obj = {
+      id: id("seti"),
+      object: "setup_intent",
+      customer: cs.customer,
+      payment_method: pm.id,
+      status: "succeeded",
+      usage: "off_session",
+      created: now(),
+    };
+    si.client_secret = `${si.id}_secret_${randomBytes(12).toString("hex")}`;
+    setupIntents.set(si.id as string, si);
+    cs.setup_intent = si.id;
+    cs.status = "complete";
+    emit("checkout.session.completed", cs);
+    return String(cs.success_url).replaceAll("{CHECKOUT_SESSION_ID}", cs.id as string);
+  }
+
+  const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+
+  /** The hosted page: pick a test card, press "Save card". */
+  const checkoutPage = (cs: Obj) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Save a card · Stripe double</title></head>
+<body><main>
+<h1>Save a card</h1>
+<form method="post" action="/checkout/pay/${escapeHtml(cs.id as string)}">
+<label for="card">Card</label>
+<select id="card" name="card">${Object.entries(TEST_TOKENS)
+    .map(([token, c]) => `<option value="${token}">${c.brand} ending ${c.last4}</option>`)
+    .join("")}</select>
+<button type="submit">Save card</button>
+</form>
+<p><a href="${escapeHtml(String(cs.cancel_url))}">Cancel</a></p>
+</main></body></html>`;
+
   function route(method: string, path: string, body: Obj): { status: number; body: unknown } {
     const seg = path.split("/").filter(Boolean);
     // seg[0] === "v1"
@@ -309,25 +382,55 @@ export async function startStripeDouble(
     if (kind === "payment_methods" && method === "POST" && !objId) {
       const token = (body.card as Obj | undefined)?.token;
       if (typeof token !== "string") throw required("card[token]");
-      const card = TEST_TOKENS[token];
-      if (!card)
+      return res(pmView(cardFromToken(token)));
+    }
+
+    if (kind === "checkout" && objId === "sessions" && method === "POST" && !action) {
+      if (body.mode !== "setup")
         throw new StripeError(400, {
           type: "invalid_request_error",
-          code: "token_invalid",
-          message: `No such token: '${token}'`,
-          param: "card[token]",
+          message: "The double makes Checkout Sessions in `setup` mode only.",
+          param: "mode",
         });
-      const pm = {
-        id: id("pm"),
-        object: "payment_method",
-        type: "card",
-        card: { ...card },
-        customer: null as string | null,
+      if (!body.customer) throw required("customer");
+      getCustomer(body.customer);
+      if (!body.currency && !body.payment_method_types) throw required("currency");
+      for (const param of ["success_url", "cancel_url"]) {
+        const value = body[param];
+        if (typeof value !== "string" || !/^https?:\/\//.test(value))
+          throw new StripeError(400, {
+            type: "invalid_request_error",
+            code: "url_invalid",
+            message: "Not a valid URL",
+            param,
+          });
+      }
+      const cs: Obj = {
+        id: `cs_test_${randomBytes(16).toString("hex")}`,
+        object: "checkout.session",
+        mode: "setup",
+        customer: body.customer,
+        currency: body.currency ?? null,
+        payment_method_types: Object.values((body.payment_method_types as Obj | undefined) ?? { 0: "card" }),
+        success_url: body.success_url,
+        cancel_url: body.cancel_url,
+        metadata: body.metadata ?? {},
+        status: "open",
+        setup_intent: null,
         created: now(),
+        expires_at: now() + 24 * 3600,
         livemode: false,
       };
-      paymentMethods.set(pm.id, pm);
-      return res(pmView(pm));
+      cs.url = `${selfUrl}/checkout/pay/${cs.id}`;
+      checkoutSessions.set(cs.id as string, cs);
+      return res(cs);
+    }
+    if (kind === "checkout" && objId === "sessions" && action && method === "GET") {
+      const cs = checkoutSessions.get(action);
+      if (!cs) throw missing("checkout.session", action);
+      const expand = Object.values((body.expand as Obj | undefined) ?? {});
+      const si = typeof cs.setup_intent === "string" ? setupIntents.get(cs.setup_intent) : undefined;
+      return res({ ...cs, setup_intent: expand.includes("setup_intent") && si ? si : cs.setup_intent });
     }
     if (kind === "payment_methods" && objId && method === "GET" && !action) return res(pmView(getPm(objId)));
     if (kind === "payment_methods" && objId && action === "attach" && method === "POST") {
@@ -485,6 +588,33 @@ export async function startStripeDouble(
       return reply(res, 200, { deliveries: deliveries.filter((d) => d.seq > after) });
     }
     if (url.pathname === "/__double/requests") return reply(res, 200, { requests });
+    const hosted = /^\/checkout\/pay\/([^/]+)$/.exec(url.pathname);
+    if (hosted) {
+      const cs = checkoutSessions.get(hosted[1] ?? "");
+      if (!cs) {
+        res.writeHead(404, { "content-type": "text/plain" });
+        return res.end("This checkout session does not exist.");
+      }
+      if (method === "GET") {
+        res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+        return res.end(checkoutPage(cs));
+      }
+      const token = new URLSearchParams(text).get("card") ?? "tok_visa";
+      let next: string | null;
+      try {
+        next = completeCheckout(cs, token);
+      } catch (error) {
+        if (!(error instanceof StripeError)) throw error;
+        res.writeHead(400, { "content-type": "text/plain" });
+        return res.end(error.body.message);
+      }
+      if (!next) {
+        res.writeHead(409, { "content-type": "text/plain" });
+        return res.end("This checkout session is no longer open.");
+      }
+      res.writeHead(303, { location: next });
+      return res.end();
+    }
     const expiry = /^\/__double\/payment_methods\/([^/]+)\/expiry$/.exec(url.pathname);
     if (expiry && method === "POST") {
       const pm = paymentMethods.get(expiry[1] ?? "");
@@ -506,7 +636,8 @@ export async function startStripeDouble(
     if (cached) return reply(res, cached.status, cached.body);
     let answer: { status: number; body: unknown };
     try {
-      answer = route(method, url.pathname, parseForm(text));
+      // a GET's parameters (`expand[0]=…`) are in its query, as the SDK sends them
+      answer = route(method, url.pathname, parseForm(method === "GET" ? url.search.slice(1) : text));
     } catch (error) {
       if (!(error instanceof StripeError)) throw error;
       answer = { status: error.status, body: { error: error.body } };
@@ -517,8 +648,9 @@ export async function startStripeDouble(
   });
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  selfUrl = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: selfUrl,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

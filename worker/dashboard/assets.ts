@@ -4,6 +4,7 @@ import xtermJs from "../../node_modules/@xterm/xterm/lib/xterm.js";
 import htmxJs from "../../node_modules/htmx.org/dist/htmx.min.js";
 import uplotJs from "../../node_modules/uplot/dist/uPlot.iife.min.js";
 import uplotCss from "../../node_modules/uplot/dist/uPlot.min.css";
+import cardJs from "./assets/card.client.js";
 import dashJs from "./assets/dash.client.js";
 import styles from "./assets/dashboard.css";
 import envJs from "./assets/env.client.js";
@@ -39,6 +40,7 @@ const FILES = {
   "new-pod.js": { text: newPodJs, type: "text/javascript" },
   "logs.js": { text: logsJs, type: "text/javascript" },
   "metrics.js": { text: metricsJs, type: "text/javascript" },
+  "card.js": { text: cardJs, type: "text/javascript" },
 } as const;
 
 export type AssetName = keyof typeof FILES;

@@ -19,6 +19,8 @@ interface BillingPageProps {
   invoices: InvoiceView[];
   methods: PaymentMethodView[];
   credits: { available: number; credits: CreditView[] };
+  /** back from Stripe's hosted setup page: the card was added, or the page was left */
+  card?: "added" | "cancelled";
 }
 
 /** "$12.34" (or "12.34 EUR" in another currency), from cents. */
@@ -44,6 +46,7 @@ export function BillingPage({
   invoices,
   methods,
   credits,
+  card,
 }: BillingPageProps) {
   const owner = team.role === "owner";
   const sub = subscription;
@@ -68,6 +71,16 @@ export function BillingPage({
             note: "Cancel (every pod deleted first)",
           },
           { method: "POST", path: "/api/billing/subscription/resume", note: "Resume after paying" },
+          {
+            method: "POST",
+            path: "/api/billing/setup-session",
+            note: "Add a card on Stripe's hosted page: open the answer's url in a browser",
+          },
+          {
+            method: "POST",
+            path: "/api/billing/setup-session/cs_…/complete",
+            note: "Record the card that page saved, as the default",
+          },
           { method: "POST", path: "/api/billing/setup-intent", note: "A setup intent for Stripe.js" },
           {
             method: "POST",
@@ -79,13 +92,23 @@ export function BillingPage({
       : []),
   ];
   return (
-    <Page page={page} section="billing" title="Billing">
+    <Page page={page} section="billing" title="Billing" scripts={owner ? ["card.js"] : []}>
       <div class="page-head">
         <h1>Billing</h1>
         <span class="muted">
           {team.name} · you are {team.role}
         </span>
       </div>
+      {card === "added" ? (
+        <p class="notice" role="status">
+          Card added: it is the team's default card now.
+        </p>
+      ) : null}
+      {card === "cancelled" ? (
+        <p class="notice" role="status">
+          No card was added: Stripe's page was left before saving one.
+        </p>
+      ) : null}
       {owner ? null : <p class="notice">Only the team's owner changes its billing; you see it as it is.</p>}
       {sub.processor === "none" ? (
         <p class="notice">
@@ -309,11 +332,13 @@ export function BillingPage({
       ) : (
         <p class="muted">No card yet.</p>
       )}
-      {owner ? (
-        <p class="muted">
-          A card is added with Stripe.js against a setup intent, then attached: the two calls are under API
-          below.
-        </p>
+      {owner && sub.processor !== "none" ? (
+        <ApiForm action="/api/billing/setup-session" then="setup-session" id="add-card">
+          <button type="submit" class="primary">
+            Add a card
+          </button>
+          <span class="muted"> on Stripe's page; you come back here once it is saved.</span>
+        </ApiForm>
       ) : null}
 
       <h2>Credits</h2>

@@ -77,13 +77,26 @@ export async function createSetupIntent({
  * Attaches a card the browser made at Stripe to the team's customer and keeps what Stripe says of it
  * (brand, last four digits, expiry: never what the client claims). The team's first card is its default.
  */
-export async function addPaymentMethod({
+export async function addPaymentMethod(
+  call: BillingCall<{ processor_payment_method_id: string }>,
+): Promise<Result<PaymentMethodView>> {
+  const owner = await requireBillingOwner(call.ctx, call.caller);
+  if (!owner.ok) return owner;
+  return recordPaymentMethod(call);
+}
+
+/**
+ * What `addPaymentMethod` does once the caller may: the card attached at Stripe (or, `attached`,
+ * one Stripe already attached — a setup session's — read back and checked to be the team
+ * customer's) and recorded. The caller's rights are checked by the verb that calls this.
+ */
+export async function recordPaymentMethod({
   ctx,
   caller,
   input,
-}: BillingCall<{ processor_payment_method_id: string }>): Promise<Result<PaymentMethodView>> {
-  const owner = await requireBillingOwner(ctx, caller);
-  if (!owner.ok) return owner;
+}: BillingCall<{ processor_payment_method_id: string; attached?: boolean }>): Promise<
+  Result<PaymentMethodView>
+> {
   const stripe = requireProcessor(ctx);
   if (!stripe.ok) return stripe;
   const [known] = await ctx.db
@@ -95,11 +108,15 @@ export async function addPaymentMethod({
   const customer = await ensureCustomer(ctx, stripe.value, caller.teamId);
   let attached: Awaited<ReturnType<typeof stripe.value.paymentMethods.attach>>;
   try {
-    attached = await stripe.value.paymentMethods.attach(input.processor_payment_method_id, { customer });
+    attached = input.attached
+      ? await stripe.value.paymentMethods.retrieve(input.processor_payment_method_id)
+      : await stripe.value.paymentMethods.attach(input.processor_payment_method_id, { customer });
   } catch (error) {
     if (isProcessorAnswer(error)) return fail("bad_request", `processor_payment_method_id: ${error.message}`);
     throw error;
   }
+  const holder = typeof attached.customer === "string" ? attached.customer : attached.customer?.id;
+  if (holder !== customer) return fail("conflict", "this card belongs to another customer at Stripe");
   const hasDefault = (await defaultPaymentMethod(ctx, caller.teamId)) !== null;
   const row: PaymentMethodRow = {
     id: newId("pm"),
@@ -115,7 +132,14 @@ export async function addPaymentMethod({
     createdAt: nowIso(),
   };
   await ctx.db.insert(paymentMethods).values(row).onConflictDoNothing();
-  return ok(toPaymentMethodView(row));
+  // A parallel completion of the same card may have inserted first: answer the stored row.
+  const [stored] = await ctx.db
+    .select()
+    .from(paymentMethods)
+    .where(eq(paymentMethods.processorPaymentMethodId, attached.id));
+  if (stored && stored.teamId !== caller.teamId)
+    return fail("conflict", "this card is already attached to another team");
+  return ok(toPaymentMethodView(stored ?? row));
 }
 
 async function teamMethod(
