@@ -12,6 +12,7 @@ import filesJs from "./assets/files.client.js";
 import logsJs from "./assets/logs.client.js";
 import metricsJs from "./assets/metrics.client.js";
 import newPodJs from "./assets/new-pod.client.js";
+import overviewJs from "./assets/overview.client.js";
 import podDataJs from "./assets/pod-data.client.js";
 import revealJs from "./assets/reveal.client.js";
 import terminalJs from "./assets/terminal.client.js";
@@ -41,6 +42,7 @@ const FILES = {
   "logs.js": { text: logsJs, type: "text/javascript" },
   "metrics.js": { text: metricsJs, type: "text/javascript" },
   "card.js": { text: cardJs, type: "text/javascript" },
+  "overview.js": { text: overviewJs, type: "text/javascript" },
 } as const;
 
 export type AssetName = keyof typeof FILES;

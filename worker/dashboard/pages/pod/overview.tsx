@@ -6,7 +6,7 @@ import type { SshAccess } from "../../../services/ssh/access";
 import { ApiForm } from "../../components/api-form";
 import { Curl } from "../../components/curl";
 import { podUrl, StatusBadge, Time } from "../../components/pod-bits";
-import { PodPage } from "../../components/pod-page";
+import { PodPage, podPath } from "../../components/pod-page";
 import type { PageContext } from "../../layout";
 
 export interface OverviewData {
@@ -89,13 +89,16 @@ function Action(props: { pod: string; verb: string; label: string; confirm?: str
   );
 }
 
-export function OverviewPage({ page, data }: { page: PageContext; data: OverviewData }) {
+/**
+ * What the Overview shows of the pod's state (status, URL, plan and resources, the SSH command, app
+ * health), kept live: the page polls `/app/pods/{name}/facts` every 2 s (routes/pod-overview.tsx)
+ * and swaps this in again, as the pods list refreshes its rows.
+ */
+export function OverviewFacts({ page, data }: { page: PageContext; data: OverviewData }) {
   const { pod, ssh, diagnosis, metrics } = data;
   const plan = findPlan(pod.plan_slug);
-  const api = `/api/pods/${encodeURIComponent(pod.name)}`;
-  const isNode = pod.preset === "nodejs";
   return (
-    <PodPage page={page} pod={pod} tab="overview">
+    <>
       <div class="grid">
         <section class="card" aria-labelledby="facts-h">
           <h2 id="facts-h">Pod</h2>
@@ -180,6 +183,25 @@ export function OverviewPage({ page, data }: { page: PageContext; data: Overview
       </section>
 
       <Health name={pod.name} diagnosis={diagnosis} />
+    </>
+  );
+}
+
+export function OverviewPage({ page, data }: { page: PageContext; data: OverviewData }) {
+  const { pod, diagnosis } = data;
+  const api = `/api/pods/${encodeURIComponent(pod.name)}`;
+  const isNode = pod.preset === "nodejs";
+  return (
+    <PodPage page={page} pod={pod} tab="overview" scripts={["overview.js"]}>
+      <div
+        id="overview-facts"
+        hx-get={`${podPath(pod.name)}/facts`}
+        hx-trigger="every 2s"
+        hx-swap="innerHTML"
+        data-live-region
+      >
+        <OverviewFacts page={page} data={data} />
+      </div>
 
       <section class="card" aria-labelledby="actions-h">
         <h2 id="actions-h">Actions</h2>
