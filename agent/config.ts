@@ -81,6 +81,8 @@ const Env = z.object({
    */
   PODHOST_HOST_CACHE_MB: z.coerce.number().int().min(16).max(1048576).default(8192),
   PODHOST_HOST_CACHE_SWEEP_S: z.coerce.number().int().min(10).max(86400).default(3600),
+  /** how often the pods' app, web and error logs are collected into their history (docs/logs.md) */
+  PODHOST_LOG_HISTORY_INTERVAL_S: z.coerce.number().int().min(1).max(86400).default(300),
   /** git deployments (docs/git.md): a fetch's wall clock, and the most it may download */
   PODHOST_GIT_TIMEOUT_S: z.coerce.number().int().min(5).max(3600).default(300),
   PODHOST_GIT_MAX_FETCH_MB: z.coerce.number().int().min(1).max(65536).default(512),
@@ -149,6 +151,7 @@ export interface AgentConfig {
   cacheDir: string;
   hostCacheBytes: number;
   hostCacheSweepMs: number;
+  logHistoryIntervalMs: number;
   git: GitConfig;
   codingAgents: CodingAgentsConfig;
 }
@@ -212,6 +215,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     cacheDir: e.PODHOST_STATE_DIR,
     hostCacheBytes: e.PODHOST_HOST_CACHE_MB * 1024 * 1024,
     hostCacheSweepMs: e.PODHOST_HOST_CACHE_SWEEP_S * 1000,
+    logHistoryIntervalMs: e.PODHOST_LOG_HISTORY_INTERVAL_S * 1000,
     git: {
       fetchTimeoutMs: e.PODHOST_GIT_TIMEOUT_S * 1000,
       maxFetchBytes: e.PODHOST_GIT_MAX_FETCH_MB * 1024 * 1024,

@@ -12,7 +12,7 @@ import { prepareHostCache, sweepHostCache } from "./disk/host-cache";
 import { podDiskOf } from "./disk/pod-disk";
 import { createDockerClient } from "./docker/client";
 import { watchDockerEvents } from "./docker/events";
-import { podNames, prefixFilter } from "./docker/naming";
+import { LABEL_POD, podNames, prefixFilter } from "./docker/naming";
 import { inspectContainer } from "./docker/resources";
 import { EgressKeeper } from "./egress/keeper";
 import type { DeployLogMessage } from "./git/log";
@@ -22,6 +22,7 @@ import { createHandlers, inventoryOf } from "./handlers/pods";
 import { HealthMonitor } from "./health/monitor";
 import { IngressKeeper } from "./ingress/keeper";
 import { Ingress } from "./ingress/nginx";
+import { collectAll, LogHistory } from "./inside/history";
 import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
 import { podsWithServices, renameLegacySidecars, syncSidecars } from "./services/sidecars";
@@ -250,6 +251,40 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   void sweep();
   const sweeper = setInterval(() => void sweep(), config.hostCacheSweepMs);
   sweeper.unref();
+  // The pods' log history (docs/logs.md "History"): their new lines, every PODHOST_LOG_HISTORY_INTERVAL_S.
+  const logHistory = new LogHistory(docker, config.namePrefix, config.stateDir, deps.locks, log);
+  let collecting = false;
+  const collect = async () => {
+    if (collecting) return;
+    collecting = true;
+    try {
+      const prefixed = await docker.listContainers({ all: true, filters: prefixFilter(config.namePrefix) });
+      // the pods' own containers (a deploy's build container carries the pod's label too)
+      const pods = new Map(
+        prefixed.flatMap((c) => {
+          const pod = c.Labels[LABEL_POD];
+          return pod && c.Names.includes(`/${podNames(config.namePrefix, pod).container}`)
+            ? [[pod, c.State === "running"] as const]
+            : [];
+        }),
+      );
+      await collectAll(
+        logHistory,
+        [...pods].filter(([, running]) => running).map(([pod]) => pod),
+        // asked again, not from the list: a pod created since it was taken keeps its history
+        async (pod) =>
+          pods.has(pod) ||
+          Boolean(await inspectContainer(docker, podNames(config.namePrefix, pod).container)),
+        log,
+      );
+    } catch (error) {
+      log.warn("log history: collecting failed", { error: String(error) });
+    } finally {
+      collecting = false;
+    }
+  };
+  const collector = setInterval(() => void collect(), config.logHistoryIntervalMs);
+  collector.unref();
   log.info("agent started", { version: AGENT_VERSION, api: config.apiUrl, prefix: config.namePrefix });
 
   return {
@@ -259,6 +294,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       await dispatcher.drain(SHUTDOWN_DRAIN_MS);
       stopWatching.abort();
       clearInterval(sweeper);
+      clearInterval(collector);
       keeper.stop();
       egress.stop();
       await watch.stop();

@@ -21,6 +21,12 @@ export interface Plan {
    * docs/git.md "Build budget"), so back-to-back deploys cannot make a small pod a larger one.
    */
   buildMinutesPerDay: number;
+  /**
+   * Log history (docs/logs.md): the days of a pod's app, web and error logs the host keeps, and
+   * the most that history may take on the host's disk, compressed (oldest days go first past it).
+   */
+  logHistoryDays: number;
+  logHistoryMb: number;
 }
 
 const plan = (p: Plan) => p;
@@ -37,6 +43,8 @@ export const PLANS: readonly Plan[] = [
     backupsKept: 1,
     databaseServices: false,
     buildMinutesPerDay: 30,
+    logHistoryDays: 7,
+    logHistoryMb: 64,
   }),
   plan({
     slug: "build",
@@ -48,6 +56,8 @@ export const PLANS: readonly Plan[] = [
     backupsKept: 5,
     databaseServices: true,
     buildMinutesPerDay: 60,
+    logHistoryDays: 14,
+    logHistoryMb: 128,
   }),
   plan({
     slug: "grow",
@@ -59,6 +69,8 @@ export const PLANS: readonly Plan[] = [
     backupsKept: 10,
     databaseServices: true,
     buildMinutesPerDay: 120,
+    logHistoryDays: 14,
+    logHistoryMb: 256,
   }),
   plan({
     slug: "scale",
@@ -70,6 +82,8 @@ export const PLANS: readonly Plan[] = [
     backupsKept: 15,
     databaseServices: true,
     buildMinutesPerDay: 240,
+    logHistoryDays: 30,
+    logHistoryMb: 512,
   }),
   plan({
     slug: "turbo",
@@ -81,6 +95,8 @@ export const PLANS: readonly Plan[] = [
     backupsKept: 30,
     databaseServices: true,
     buildMinutesPerDay: 480,
+    logHistoryDays: 30,
+    logHistoryMb: 1024,
   }),
 ];
 

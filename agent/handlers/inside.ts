@@ -7,6 +7,7 @@ import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
 import { readEnvFile, writeEnvFile } from "../inside/env-file";
 import { LogFollows } from "../inside/follow";
+import { LogHistory } from "../inside/history";
 import { readLog } from "../inside/logs";
 import { reloadApp } from "../inside/reload";
 import { diskUsage, probePreset, restartAppService, switchNodeVersion } from "../inside/runtime";
@@ -39,6 +40,7 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   // commands through `runc exec` where the host has runc's state of the engine's containers
   const runc = deps.config.runcRoot ? new RuncContainers(docker, deps.config.runcRoot) : null;
   const follows = new LogFollows(podStreams(deps), prefix, deps.relay, log);
+  const history = new LogHistory(docker, prefix, deps.config.stateDir, locks, log);
 
   const checkNames = (what: string, keys: string[]) => {
     for (const key of keys) {
@@ -81,7 +83,13 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
       return { path: ENV_FILE, vars: parseDotenv(edit.text), exists: edit.exists, restarted };
     }),
 
-    "pod.logs": guard("pod.logs", ({ name, ...q }) => readLog(docker, prefix, name, q)),
+    // with a range: the history the host keeps (../inside/history.ts), collected up to now first
+    "pod.logs": guard("pod.logs", ({ name, since, until, ...q }) => {
+      if (since === undefined && until === undefined) return readLog(docker, prefix, name, q);
+      if (since === undefined || until === undefined || until < since)
+        throw new AgentError("bad_request", "since and until: both, and until not before since");
+      return history.read(name, { ...q, since, until });
+    }),
 
     // answered once the stream started; it goes on beside the control socket (../inside/follow.ts)
     "pod.logs.follow": guard("pod.logs.follow", ({ name, ...q }) => follows.start(name, q)),

@@ -16,6 +16,7 @@ import {
 import { AgentError } from "../errors";
 import { buildName, candidateName, removeAndWait } from "../git/build";
 import { PodRecord } from "../git/record";
+import { LogHistory, policyOf } from "../inside/history";
 import { podCreation } from "../pods/create";
 import { routeTo } from "../pods/route";
 import { applyMemory, removeAllServices, syncSidecars } from "../services/sidecars";
@@ -51,6 +52,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
   const disk = podDiskOf(config.podDiskRoot);
 
   const { createPod, validateSpec, blobStore } = podCreation(deps);
+  // the plan's log retention and budget, kept beside the pod's log history (docs/logs.md)
+  const logHistory = new LogHistory(docker, prefix, config.stateDir, locks, deps.log);
 
   const stateOf = async (pod: string): Promise<PodState> =>
     podStateOf(pod, await inspectContainer(docker, names(pod).container), names(pod).network);
@@ -81,6 +84,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       validateSpec(spec);
       return locks.run(spec.name, async () => {
         const state = await createPod(spec, ctx, { seed: spec.seed, home: spec.home });
+        await logHistory.setPolicy(spec.name, policyOf(spec.limits));
         await deps.ssh?.open(spec.name, spec.sshPort);
         return state;
       });
@@ -98,6 +102,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
           }
         }
         const state = await createPod(spec, ctx, { clone: source });
+        await logHistory.setPolicy(spec.name, policyOf(spec.limits));
         await deps.ssh?.open(spec.name, spec.sshPort);
         return state;
       });
@@ -169,6 +174,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         await disk?.remove(n.volume);
         await removeNetwork(docker, n.network);
         await new PodRecord(config, name).remove();
+        await logHistory.remove(name);
         return { deleted: true as const };
       }),
     ),
@@ -181,6 +187,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         if (disk && (await disk.exists(volume))) await disk.setLimit(volume, diskBytes(limits));
         // the app's memory is the plan's less its database services' shares (docs/services.md)
         await applyMemory(deps, name, limits);
+        await logHistory.setPolicy(name, policyOf(limits));
         return stateOf(name);
       }),
     ),

@@ -27,9 +27,9 @@ const NO_FILE = 3;
 export const LOG_WINDOW_BYTES = 4 * 1024 * 1024;
 const MAX_LINE_CHARS = 8192;
 /** what a filtered read keeps of each matching line, in the pod: MAX_LINE_CHARS of any UTF-8, and one byte to tell */
-const GREP_LINE_BYTES = MAX_LINE_CHARS * 4 + 1;
+export const GREP_LINE_BYTES = MAX_LINE_CHARS * 4 + 1;
 /** what the agent keeps of a filtered read's output (newest first, so the head is what counts) */
-const GREP_OUTPUT_BYTES = 4 * 1024 * 1024;
+export const GREP_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 // `-f`: a FIFO or directory planted at the path is "no log", not a hang. `-a`: a log with a stray
 // binary byte is still text. With no file, the pattern is still compiled so a bad one is a 400.
@@ -150,7 +150,7 @@ export function renderLine(l: LogLine): string {
 }
 
 /** The lines kept fit the result budget: the newest ones (the head of a filtered read, the tail of an unfiltered one). */
-function withinBudget(cut: string[], newestFirst: boolean): string[] {
+export function withinBudget(cut: string[], newestFirst: boolean): string[] {
   const ordered = newestFirst ? cut : [...cut].reverse();
   const kept: string[] = [];
   let used = 0;

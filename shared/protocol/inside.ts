@@ -16,6 +16,11 @@ export const ENV_FILE = "/home/pod_user/app/.env";
 export const LOG_SOURCES = ["app", "web", "error", "build"] as const;
 export type LogSource = (typeof LOG_SOURCES)[number];
 
+/** the logs the host keeps a history of (docs/logs.md "History"); build.log is the deploys' own */
+export const LOG_HISTORY_SOURCES = ["app", "web", "error"] as const satisfies readonly LogSource[];
+/** the widest `since`…`until` of one read of the history, in days */
+export const LOG_RANGE_MAX_DAYS = 31;
+
 /** the longest a followed log stays open (`GET …/logs?follow=true`); the caller reconnects after */
 export const LOG_FOLLOW_MAX_SECONDS = 30 * 60;
 
@@ -78,15 +83,21 @@ export const insideOps = {
     params: z.object({ name: PodName, keys: z.array(z.string()).min(1), restartApp: z.boolean() }),
     result: EnvFile.extend({ exists: z.boolean(), restarted: z.array(z.string()) }),
   },
-  /** the last `lines` lines (oldest first), or with `grep` the last `lines` matches (newest first) */
+  /**
+   * the last `lines` lines (oldest first), or with `grep` the last `lines` matches (newest first);
+   * with `since`/`until` (ms since the epoch, both or neither) the same, from the log's history
+   * within that range (agent/inside/history.ts), `truncated` when a bound cut the search short
+   */
   "pod.logs": {
     params: z.object({
       name: PodName,
       source: z.enum(LOG_SOURCES),
       lines: z.number().int().min(1).max(1000),
       grep: z.string().optional(),
+      since: z.number().int().min(0).optional(),
+      until: z.number().int().min(0).optional(),
     }),
-    result: z.object({ lines: z.array(z.string()), exists: z.boolean() }),
+    result: z.object({ lines: z.array(z.string()), exists: z.boolean(), truncated: z.boolean().optional() }),
   },
   /**
    * Follow a log of a running pod (`GET …/logs?follow=true`): the host PUTs a live stream of

@@ -25,6 +25,9 @@ export const PodLimits = z.object({
   memoryMb: z.number().int().positive(),
   diskGb: z.number().int().positive(),
   pids: z.number().int().positive(),
+  /** the plan's log history (docs/logs.md); absent (an older control plane): the smallest plan's */
+  logDays: z.number().int().min(1).max(366).optional(),
+  logMb: z.number().int().min(1).max(65536).optional(),
 });
 export type PodLimits = z.infer<typeof PodLimits>;
 

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { LOG_SOURCES } from "../../../shared/protocol/inside";
+import { LOG_RANGE_MAX_DAYS, LOG_SOURCES } from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
-import { unwrap } from "../../http/errors";
+import { ApiError, unwrap } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { authenticated, errors, type Router, serviceContext } from "../../http/router";
 import { followPodLogs } from "../../services/inside/follow";
@@ -14,6 +14,15 @@ export const LogsQuery = z.object({
   grep: z.string().max(1000).optional().openapi({
     description:
       "PCRE2 (grep -P) pattern; all-lowercase matches case-insensitively, any uppercase letter case-sensitively. Filtered reads return the last matching lines, newest first",
+  }),
+  since: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .openapi({
+      description: `Read the log's history (app, web and error; docs/logs.md) from this time (ISO 8601); default: a day before \`until\`. The range is at most ${LOG_RANGE_MAX_DAYS} days; lines are dated by when the host collected them (every 5 minutes, and at each such read)`,
+    }),
+  until: z.iso.datetime({ offset: true }).optional().openapi({
+    description: "Read the log's history up to this time (ISO 8601); default: now. Not before `since`",
   }),
 });
 
@@ -30,6 +39,10 @@ const LogsView = z
     source: z.enum(LOG_SOURCES),
     lines: z.array(z.string()).openapi({ description: "unfiltered: oldest first; filtered: newest first" }),
     message: z.literal("no entries").optional(),
+    truncated: z.boolean().optional().openapi({
+      description:
+        "a read of the history (`since`/`until`) that a bound cut short (64 MiB of compressed history, 20 s of searching, 4 MiB of matches): older lines of the range were not searched",
+    }),
   })
   .openapi("PodLogs");
 
@@ -64,6 +77,12 @@ export function registerGetPodLogs(app: Router) {
     const { follow, ...query } = c.req.valid("query");
     const input = { ...c.req.valid("param"), ...query };
     if (follow === "true") {
+      if (query.since !== undefined || query.until !== undefined) {
+        throw new ApiError(
+          "bad_request",
+          "since, until: not with follow=true (a follow starts at the log's end)",
+        );
+      }
       const stream = unwrap(
         await followPodLogs({
           ctx: serviceContext(c),

@@ -13,6 +13,8 @@ export const limitsOf = (plan: Plan): PodLimits => ({
   diskGb: plan.diskGb,
   // Enough for a web server, an app and its workers; stops fork bombs long before the host notices.
   pids: 256 * plan.cpu + 256,
+  logDays: plan.logHistoryDays,
+  logMb: plan.logHistoryMb,
 });
 
 /** What the agent needs to make the pod's containers. */

@@ -1,0 +1,424 @@
+import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { z } from "zod";
+import { findPlan } from "../../shared/catalog";
+import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
+import type { DockerClient } from "../docker/client";
+import { HOME } from "../docker/naming";
+import { BASH, SH, TIMEOUT } from "../docker/pod-bin";
+import { runAsPodUser } from "../docker/pod-user";
+import { AgentError } from "../errors";
+import type { KeyedLock } from "../handlers/keyed-lock";
+import type { Logger } from "../logger";
+import {
+  caseInsensitive,
+  GREP_LINE_BYTES,
+  GREP_OUTPUT_BYTES,
+  grepLines,
+  renderLine,
+  withinBudget,
+} from "./logs";
+
+/**
+ * A pod's log history (docs/logs.md "History"), kept by the host where the pod cannot reach it:
+ * `<state dir>/logs/<pod>/<source>/<YYYY-MM-DD>.gz` for the app, web and error logs. Nothing of the
+ * state dir is mounted into a pod, so what was collected stays as it was, whatever the pod later
+ * does to its own ~/logs.
+ *
+ * - Collecting: every PODHOST_LOG_HISTORY_INTERVAL_S, and before every read of the history, the
+ *   host reads what the log gained since its cursor (inode and byte offset, `cursor.json`) as
+ *   pod_user in the pod (`tail -c +N | head -c`), keeps the whole lines, gzips them and appends them
+ *   as one more gzip member to the UTC day's `.gz` (a series of members is one valid gzip file),
+ *   with a line in the day's `.idx`: `<from ms> <to ms> <offset> <length>` (the lines were written
+ *   between the previous collection and this one). A log that shrank or was replaced (another
+ *   inode) is read again from its start. The pod's own file is left as it is (the pod's disk).
+ * - Keeping: days older than the plan's `logHistoryDays` are removed, then the oldest days while
+ *   the pod's history is over its plan's `logHistoryMb`; a day alone over it keeps no more.
+ * - Reading: the chunks whose time span meets `since`…`until`, newest day first, are streamed
+ *   compressed into the pod, where `gzip -dc | grep -P` filters them as pod_user (the pattern never
+ *   runs on the host), each day's matches newest first, until `lines` matches or a bound.
+ */
+
+/** what one collection reads of a log per step, and the steps of one collection */
+export const COLLECT_STEP_BYTES = 16 * 1024 * 1024;
+const COLLECT_STEPS = 16;
+/** the compressed history one read streams into the pod at most (newest first) */
+export const SEARCH_MAX_BYTES = 64 * 1024 * 1024;
+/** the wall clock of a read's search in the pod, in seconds */
+export const SEARCH_TIMEOUT_S = 20;
+
+const NO_FILE = 3;
+const DAY_FILE = /^(\d{4}-\d{2}-\d{2})\.(gz|idx)$/;
+
+// `-f` as in a read: a FIFO planted at the path is no log. The header line is the inode and the
+// offset the bytes start at (0 when the log shrank or is another file than the cursor's).
+const COLLECT = `f=$1 ino=$2 off=$3 max=$4
+[ -f "$f" ] || exit ${NO_FILE}
+set -- $(stat -L -c '%i %s' -- "$f")
+[ -n "$2" ] || exit ${NO_FILE}
+if [ "$1" != "$ino" ] || [ "$2" -lt "$off" ]; then off=0; fi
+echo "$1 $off"
+[ "$2" -gt "$off" ] || exit 0
+tail -c +$((off + 1)) -- "$f" | head -c "$max"`;
+
+// One day per length argument, read from stdin with `head -c` (which reads no further than its
+// count), newest day first; each day's matches newest first. `tee` to the output and `wc` counts
+// them, so the search stops once `n` were found (the rest of stdin is drained, never left unread
+// for the engine). A pattern that does not compile is exit 2 before anything is read.
+const SEARCH = `p=$1 n=$2 ci=$3; shift 3
+grep -P -e "$p" </dev/null; [ $? -eq 2 ] && exit 2
+if [ "$ci" = 1 ]; then i=-i; else i=-P; fi
+exec 3>&1
+for len; do
+  c=$(head -c "$len" | gzip -dc | grep -a -P "$i" -e "$p" | cut -b 1-${GREP_LINE_BYTES} | tail -n "$n" | tac | tee /dev/fd/3 | wc -l)
+  n=$((n - c))
+  [ "$n" -gt 0 ] || break
+done
+cat >/dev/null
+exit 0`;
+
+const Cursor = z.object({ ino: z.string(), offset: z.number().int().min(0), at: z.number() });
+type Cursor = z.infer<typeof Cursor>;
+const Policy = z.object({ days: z.number().int().min(1), mb: z.number().int().min(1) });
+export type LogPolicy = z.infer<typeof Policy>;
+
+/** a pod created before log history existed keeps the smallest plan's */
+const launch = findPlan("launch");
+export const DEFAULT_LOG_POLICY: LogPolicy = {
+  days: launch?.logHistoryDays ?? 7,
+  mb: launch?.logHistoryMb ?? 64,
+};
+
+/** the retention and budget a pod's limits carry (the plan's), else the smallest plan's */
+export const policyOf = (limits: { logDays?: number; logMb?: number }): LogPolicy => ({
+  days: limits.logDays ?? DEFAULT_LOG_POLICY.days,
+  mb: limits.logMb ?? DEFAULT_LOG_POLICY.mb,
+});
+
+/** "2026-11-28" of a time, UTC */
+export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+export interface Chunk {
+  from: number;
+  to: number;
+  offset: number;
+  length: number;
+}
+
+export function parseIndex(text: string): Chunk[] {
+  const chunks: Chunk[] = [];
+  for (const line of text.split("\n")) {
+    const [from, to, offset, length] = line.split(" ").map(Number);
+    if ([from, to, offset, length].every((n) => Number.isSafeInteger(n) && (n as number) >= 0))
+      chunks.push({ from, to, offset, length } as Chunk);
+  }
+  return chunks;
+}
+
+export interface HistoryRead {
+  lines: string[];
+  exists: boolean;
+  truncated: boolean;
+}
+
+export class LogHistory {
+  readonly root: string;
+
+  constructor(
+    private readonly docker: DockerClient,
+    private readonly prefix: string,
+    stateDir: string,
+    private readonly locks: KeyedLock,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.root = join(stateDir, "logs");
+  }
+
+  private podDir = (pod: string) => join(this.root, pod);
+  private sourceDir = (pod: string, source: LogSource) => join(this.root, pod, source);
+
+  /** the pod's plan's retention and budget (`pod.create`, `pod.resize`) */
+  async setPolicy(pod: string, policy: LogPolicy): Promise<void> {
+    await writeAtomic(join(this.podDir(pod), "policy.json"), JSON.stringify(policy));
+  }
+
+  async policy(pod: string): Promise<LogPolicy> {
+    const raw = await readFile(join(this.podDir(pod), "policy.json"), "utf8").catch(() => null);
+    const parsed = raw ? Policy.safeParse(JSON.parse(raw)) : null;
+    return parsed?.success ? parsed.data : DEFAULT_LOG_POLICY;
+  }
+
+  /** everything kept of the pod (its deletion) */
+  async remove(pod: string): Promise<void> {
+    await this.locks.run(lockKey(pod), () => rm(this.podDir(pod), { recursive: true, force: true }));
+  }
+
+  /** the pods that have a history here */
+  async pods(): Promise<string[]> {
+    return readdir(this.root).catch(() => []);
+  }
+
+  /** Collect the app, web and error logs' new lines, then apply retention and budget. */
+  async collect(pod: string, sources: readonly LogSource[] = LOG_HISTORY_SOURCES): Promise<void> {
+    await this.locks.run(lockKey(pod), async () => {
+      for (const source of sources) await this.collectSource(pod, source);
+      await this.keep(pod);
+    });
+  }
+
+  private async collectSource(pod: string, source: LogSource): Promise<void> {
+    const dir = this.sourceDir(pod, source);
+    const cursorFile = join(dir, "cursor.json");
+    const raw = await readFile(cursorFile, "utf8").catch(() => null);
+    const parsed = raw ? Cursor.safeParse(JSON.parse(raw)) : null;
+    let cursor: Cursor | null = parsed?.success ? parsed.data : null;
+    for (let step = 0; step < COLLECT_STEPS; step++) {
+      const r = await runAsPodUser(
+        this.docker,
+        this.prefix,
+        pod,
+        [
+          TIMEOUT,
+          "60",
+          SH,
+          "-c",
+          COLLECT,
+          "sh",
+          `${HOME}/logs/${source}.log`,
+          cursor?.ino ?? "-",
+          String(cursor?.offset ?? 0),
+          String(COLLECT_STEP_BYTES),
+        ],
+        { timeoutMs: 90_000, maxOutputBytes: COLLECT_STEP_BYTES + 64 },
+      );
+      if (r.exitCode === NO_FILE) return;
+      if (r.exitCode !== 0) {
+        throw new AgentError("internal", `collecting ${source}.log failed: ${r.stderr.trim().slice(0, 300)}`);
+      }
+      const out = r.stdoutBytes;
+      const nl = out.indexOf(0x0a);
+      const [ino = "", offText = ""] = out.subarray(0, Math.max(0, nl)).toString().split(" ");
+      const start = Number(offText);
+      if (nl < 0 || !ino || !Number.isSafeInteger(start)) {
+        throw new AgentError("internal", `collecting ${source}.log: unexpected answer`);
+      }
+      const data = out.subarray(nl + 1);
+      // whole lines only, unless one line fills the whole step (it is then kept in pieces)
+      const last = data.lastIndexOf(0x0a);
+      const take = last >= 0 ? last + 1 : data.length >= COLLECT_STEP_BYTES ? data.length : 0;
+      const at = this.now();
+      if (take > 0) await this.append(pod, source, data.subarray(0, take), cursor?.at ?? at, at);
+      cursor = { ino, offset: start + take, at: take > 0 || !cursor ? at : cursor.at };
+      await writeAtomic(cursorFile, JSON.stringify(cursor));
+      if (data.length < COLLECT_STEP_BYTES) return;
+    }
+  }
+
+  private async append(pod: string, source: LogSource, lines: Buffer, from: number, to: number) {
+    const dir = this.sourceDir(pod, source);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const policy = await this.policy(pod);
+    const day = dayOf(to);
+    // over budget with only today left: today keeps no more (the oldest days went first)
+    if ((await this.usage(pod)) > policy.mb * 1024 * 1024 && !(await this.dropOldestDay(pod, day, policy))) {
+      this.log.warn("log history over its budget: lines not kept", { pod, source, bytes: lines.length });
+      return;
+    }
+    const gz = join(dir, `${day}.gz`);
+    const offset = (await stat(gz).catch(() => null))?.size ?? 0;
+    const member = gzipSync(lines);
+    await appendFile(gz, member, { mode: 0o600 });
+    await appendFile(join(dir, `${day}.idx`), `${from} ${to} ${offset} ${member.length}\n`, { mode: 0o600 });
+  }
+
+  /** bytes the pod's history takes */
+  async usage(pod: string): Promise<number> {
+    let total = 0;
+    for (const source of LOG_HISTORY_SOURCES) {
+      const dir = this.sourceDir(pod, source);
+      for (const name of await readdir(dir).catch(() => [])) {
+        if (DAY_FILE.test(name)) total += (await stat(join(dir, name)).catch(() => null))?.size ?? 0;
+      }
+    }
+    return total;
+  }
+
+  /** the days kept of every source, oldest first */
+  private async days(pod: string): Promise<string[]> {
+    const days = new Set<string>();
+    for (const source of LOG_HISTORY_SOURCES) {
+      for (const name of await readdir(this.sourceDir(pod, source)).catch(() => [])) {
+        const m = DAY_FILE.exec(name);
+        if (m?.[1]) days.add(m[1]);
+      }
+    }
+    return [...days].sort();
+  }
+
+  private async removeDay(pod: string, day: string) {
+    for (const source of LOG_HISTORY_SOURCES) {
+      const dir = this.sourceDir(pod, source);
+      await rm(join(dir, `${day}.gz`), { force: true });
+      await rm(join(dir, `${day}.idx`), { force: true });
+    }
+  }
+
+  /** drop the oldest day before `today`; false when there is none */
+  private async dropOldestDay(pod: string, today: string, _policy: LogPolicy): Promise<boolean> {
+    const oldest = (await this.days(pod))[0];
+    if (!oldest || oldest >= today) return false;
+    await this.removeDay(pod, oldest);
+    this.log.info("log history over its budget: oldest day removed", { pod, day: oldest });
+    return true;
+  }
+
+  /** Retention (days older than the plan's) and then the budget (oldest days first). */
+  private async keep(pod: string): Promise<void> {
+    const policy = await this.policy(pod);
+    const today = dayOf(this.now());
+    const first = dayOf(this.now() - (policy.days - 1) * 86_400_000);
+    for (const day of await this.days(pod)) if (day < first) await this.removeDay(pod, day);
+    while ((await this.usage(pod)) > policy.mb * 1024 * 1024) {
+      if (!(await this.dropOldestDay(pod, today, policy))) break;
+    }
+  }
+
+  /**
+   * The last `lines` lines (or matches of `grep`) written between `since` and `until`: the log's
+   * new lines are collected first, so the history reaches up to now.
+   */
+  async read(
+    pod: string,
+    q: { source: LogSource; lines: number; grep?: string; since: number; until: number },
+  ): Promise<HistoryRead> {
+    if (!(LOG_HISTORY_SOURCES as readonly string[]).includes(q.source)) {
+      throw new AgentError(
+        "bad_request",
+        `source: ${q.source} has no history (only ${LOG_HISTORY_SOURCES.join(", ")})`,
+      );
+    }
+    await this.collect(pod, [q.source]);
+    const { parts, truncated: cut } = await this.locks.run(lockKey(pod), () =>
+      this.select(pod, q.source, q.since, q.until),
+    );
+    const filtered = q.grep !== undefined && q.grep !== "";
+    const pattern = filtered ? (q.grep as string) : "";
+    if (parts.length === 0 && !filtered) return { lines: [], exists: false, truncated: cut };
+    const stdin = Buffer.concat(parts.map((p) => p.bytes));
+    const r = await runAsPodUser(
+      this.docker,
+      this.prefix,
+      pod,
+      [
+        TIMEOUT,
+        String(SEARCH_TIMEOUT_S),
+        BASH,
+        "-c",
+        SEARCH,
+        "bash",
+        pattern,
+        String(q.lines),
+        caseInsensitive(pattern) ? "1" : "0",
+        ...parts.map((p) => String(p.bytes.length)),
+      ],
+      { stdin, timeoutMs: (SEARCH_TIMEOUT_S + 10) * 1000, maxOutputBytes: GREP_OUTPUT_BYTES },
+    );
+    if (r.exitCode === 2) {
+      const message =
+        r.stderr
+          .trim()
+          .split("\n")[0]
+          ?.replace(/^grep: /, "") || "the pattern does not compile";
+      throw new AgentError("bad_request", `grep: invalid pattern: ${message}`);
+    }
+    const timedOut = r.exitCode === 124;
+    if (r.exitCode !== 0 && !timedOut) {
+      throw new AgentError("internal", `searching the log history failed: ${r.stderr.trim().slice(0, 300)}`);
+    }
+    const outputCut = r.omitted.stdout > 0;
+    let lines = grepLines(r.stdout, outputCut).slice(0, q.lines).map(renderLine);
+    lines = withinBudget(lines, true);
+    if (!filtered) lines.reverse();
+    return { lines, exists: parts.length > 0, truncated: cut || timedOut || outputCut };
+  }
+
+  /**
+   * The compressed chunks of `source` that meet `since`…`until`, one part per day, newest day
+   * first, at most SEARCH_MAX_BYTES in all (a day that does not fit keeps its newest chunks).
+   */
+  private async select(
+    pod: string,
+    source: LogSource,
+    since: number,
+    until: number,
+  ): Promise<{ parts: { day: string; bytes: Buffer }[]; truncated: boolean }> {
+    const dir = this.sourceDir(pod, source);
+    const days = (await readdir(dir).catch(() => []))
+      .map((n) => /^(\d{4}-\d{2}-\d{2})\.idx$/.exec(n)?.[1])
+      .filter((d): d is string => d !== undefined)
+      .sort()
+      .reverse();
+    const parts: { day: string; bytes: Buffer }[] = [];
+    let left = SEARCH_MAX_BYTES;
+    for (const day of days) {
+      const chunks = parseIndex(await readFile(join(dir, `${day}.idx`), "utf8")).filter(
+        (c) => c.to >= since && c.from <= until,
+      );
+      if (chunks.length === 0) continue;
+      if (left <= 0) return { parts, truncated: true };
+      // the newest chunks that fit
+      let kept = 0;
+      let size = 0;
+      for (let i = chunks.length - 1; i >= 0; i--) {
+        const length = (chunks[i] as Chunk).length;
+        if (size + length > left) break;
+        size += length;
+        kept++;
+      }
+      const use = chunks.slice(chunks.length - kept);
+      const first = use[0];
+      const lastChunk = use.at(-1);
+      if (first && lastChunk) {
+        const file = await readFile(join(dir, `${day}.gz`));
+        // the chunks of a range are consecutive members: one slice of the file
+        const bytes = file.subarray(first.offset, lastChunk.offset + lastChunk.length);
+        parts.push({ day, bytes });
+        left -= bytes.length;
+      }
+      if (kept < chunks.length) return { parts, truncated: true };
+    }
+    return { parts, truncated: false };
+  }
+}
+
+const lockKey = (pod: string) => `log-history:${pod}`;
+
+async function writeAtomic(path: string, text: string) {
+  await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, text, { mode: 0o600 });
+  await rename(tmp, path);
+}
+
+/**
+ * Every PODHOST_LOG_HISTORY_INTERVAL_S: collect each running pod's logs, and forget the history of
+ * pods that no longer have a container on this host.
+ */
+export async function collectAll(
+  history: LogHistory,
+  running: string[],
+  exists: (pod: string) => Promise<boolean>,
+  log: Logger,
+): Promise<void> {
+  for (const pod of running) {
+    await history.collect(pod).catch((error: unknown) => {
+      if (error instanceof AgentError && error.code === "not_found") return;
+      log.warn("log history: collecting failed", { pod, error: String(error) });
+    });
+  }
+  for (const pod of await history.pods()) {
+    if (!(await exists(pod))) await history.remove(pod);
+  }
+}

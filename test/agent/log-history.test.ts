@@ -1,0 +1,200 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { gunzipSync, gzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execInContainer } from "../../agent/docker/exec";
+import { podNames } from "../../agent/docker/naming";
+import { KeyedLock } from "../../agent/handlers/keyed-lock";
+import { dayOf, LogHistory, parseIndex } from "../../agent/inside/history";
+import { type Agent, podShell, podSpec, startAgent } from "./helpers";
+
+/**
+ * The log history against real Docker: the host collects a pod's app, web and error logs into
+ * `<state dir>/logs/<pod>/<source>/<day>.gz`, keeps the plan's days within its budget, searches a
+ * range of days newest first, and the pod cannot reach, delete or rewrite what was collected.
+ */
+
+const DAY = 86_400_000;
+const POD = "histo";
+
+/** a past day's history written straight into the host directory, as the collector would */
+async function plantDay(agent: Agent, pod: string, source: string, at: number, lines: string[]) {
+  const dir = join(agent.stateDir, "logs", pod, source);
+  await mkdir(dir, { recursive: true });
+  const gz = join(dir, `${dayOf(at)}.gz`);
+  const offset = (await stat(gz).catch(() => null))?.size ?? 0;
+  const member = gzipSync(Buffer.from(`${lines.join("\n")}\n`));
+  await writeFile(gz, member, { flag: "a" });
+  await writeFile(join(dir, `${dayOf(at)}.idx`), `${at - 60_000} ${at} ${offset} ${member.length}\n`, {
+    flag: "a",
+  });
+}
+
+const sha = async (path: string) =>
+  createHash("sha256")
+    .update(await readFile(path))
+    .digest("hex");
+
+describe("log history", () => {
+  let agent: Agent;
+  let sh: (script: string, ...args: string[]) => Promise<string>;
+  let container: string;
+  const read = (q: {
+    source?: "app" | "web" | "error" | "build";
+    grep?: string;
+    since: number;
+    until: number;
+    lines?: number;
+  }) => agent.handlers["pod.logs"]({ name: POD, source: "app", lines: 100, ...q }, agent.ctx);
+
+  const resize = (logDays: number, logMb: number) =>
+    agent.handlers["pod.resize"](
+      { name: POD, limits: { cpu: 0.5, memoryMb: 256, diskGb: 5, pids: 128, logDays, logMb } },
+      agent.ctx,
+    );
+
+  beforeAll(async () => {
+    agent = await startAgent();
+    await agent.handlers["pod.create"](
+      podSpec(POD, { limits: { cpu: 0.5, memoryMb: 256, diskGb: 5, pids: 128, logDays: 3, logMb: 1 } }),
+      agent.ctx,
+    );
+    container = podNames(agent.config.namePrefix, POD).container;
+    sh = podShell(agent, container);
+  }, 120_000);
+
+  afterAll(async () => {
+    await agent?.cleanup();
+  }, 60_000);
+
+  it("keeps the plan's retention and budget the pod was created with", async () => {
+    const policy = JSON.parse(await readFile(join(agent.stateDir, "logs", POD, "policy.json"), "utf8"));
+    expect(policy).toEqual({ days: 3, mb: 1 });
+    await agent.handlers["pod.resize"](
+      { name: POD, limits: { cpu: 0.5, memoryMb: 256, diskGb: 5, pids: 128, logDays: 2, logMb: 1 } },
+      agent.ctx,
+    );
+    expect(JSON.parse(await readFile(join(agent.stateDir, "logs", POD, "policy.json"), "utf8"))).toEqual({
+      days: 2,
+      mb: 1,
+    });
+  });
+
+  it("collects new whole lines into today's gzip, once, and reads a range back", async () => {
+    const t0 = Date.now();
+    await sh(
+      'for i in 1 2 3; do echo "collected line $i" >> ~/logs/app.log; done; printf "partial" >> ~/logs/app.log',
+    );
+    const first = await read({ grep: "collected line", since: t0 - 60_000, until: Date.now() + 60_000 });
+    expect(first.lines).toEqual(["collected line 3", "collected line 2", "collected line 1"]);
+    expect(first.truncated).toBe(false);
+    const dir = join(agent.stateDir, "logs", POD, "app");
+    const gz = gunzipSync(await readFile(join(dir, `${dayOf(Date.now())}.gz`))).toString();
+    expect(gz).toContain("collected line 3\n");
+    // the line being written is not collected until it ends
+    expect(gz).not.toContain("partial");
+    await sh('echo " now whole" >> ~/logs/app.log');
+    const second = await read({ since: t0 - 60_000, until: Date.now() + 60_000 });
+    // unfiltered: oldest first, each line once though collected twice over
+    expect(second.lines.filter((l) => l.includes("collected line"))).toHaveLength(3);
+    expect(second.lines.at(-1)).toBe("partial now whole");
+    // a range that ends before the lines were collected finds none of them
+    const before = await read({ grep: "collected", since: t0 - 3 * DAY, until: t0 - 2 * DAY });
+    expect(before.lines).toEqual([]);
+  });
+
+  it("searches across days newest first, only the range asked for", async () => {
+    await resize(30, 64);
+    const now = Date.now();
+    await plantDay(agent, POD, "error", now - 2 * DAY, ["old boom a", "old calm", "old boom b"]);
+    await plantDay(agent, POD, "error", now - DAY, ["new boom c", "new boom d"]);
+    const all = await read({ source: "error", grep: "boom", since: now - 3 * DAY, until: now });
+    expect(all.lines).toEqual(["new boom d", "new boom c", "old boom b", "old boom a"]);
+    const capped = await read({ source: "error", grep: "boom", since: now - 3 * DAY, until: now, lines: 3 });
+    expect(capped.lines).toEqual(["new boom d", "new boom c", "old boom b"]);
+    const older = await read({ source: "error", grep: "boom", since: now - 3 * DAY, until: now - 1.5 * DAY });
+    expect(older.lines).toEqual(["old boom b", "old boom a"]);
+    // smart case and PCRE2 as a read of the live log
+    const pcre = await read({
+      source: "error",
+      grep: "\\bBOOM\\s[a-c]$|calm",
+      since: now - 3 * DAY,
+      until: now,
+    });
+    expect(pcre.lines).toEqual(["old calm"]);
+    await expect(
+      read({ source: "error", grep: "(unclosed", since: now - 3 * DAY, until: now }),
+    ).rejects.toThrow(/grep: invalid pattern/);
+    await expect(read({ source: "build", since: now - DAY, until: now })).rejects.toThrow(/no history/);
+  });
+
+  it("removes days past the plan's retention and the oldest days past its budget", async () => {
+    await resize(2, 1);
+    const history = new LogHistory(
+      agent.docker,
+      agent.config.namePrefix,
+      agent.stateDir,
+      agent.locks ?? new KeyedLock(),
+      agent.log,
+    );
+    const now = Date.now();
+    const dir = join(agent.stateDir, "logs", POD, "web");
+    await plantDay(agent, POD, "web", now - 5 * DAY, ["too old"]);
+    // 1 MiB of budget (the policy): two past days of incompressible bytes are over it together
+    const noise = () =>
+      randomBytes(900_000)
+        .toString("base64")
+        .match(/.{1,76}/g) ?? [];
+    await plantDay(agent, POD, "web", now - DAY, noise());
+    await plantDay(agent, POD, "app", now - DAY, noise());
+    expect(await history.usage(POD)).toBeGreaterThan(1024 * 1024);
+    await history.collect(POD);
+    const days = (await readdir(dir)).filter((n) => n.endsWith(".gz"));
+    // retention: 2 days (today and yesterday) — the day 5 days back is gone at once
+    expect(days).not.toContain(`${dayOf(now - 5 * DAY)}.gz`);
+    expect(await history.usage(POD)).toBeLessThanOrEqual(1024 * 1024);
+    // over budget, yesterday went as a whole (every source), today stayed
+    expect(days).not.toContain(`${dayOf(now - DAY)}.gz`);
+    expect(await readdir(join(agent.stateDir, "logs", POD, "app"))).toContain(`${dayOf(now)}.gz`);
+  });
+
+  it("is out of the pod's reach: the pod can neither find, delete nor rewrite its history", async () => {
+    const now = Date.now();
+    await sh('echo "original secret line" >> ~/logs/app.log');
+    await read({ since: now - 60_000, until: now + 60_000 });
+    const gz = join(agent.stateDir, "logs", POD, "app", `${dayOf(now)}.gz`);
+    const idx = join(agent.stateDir, "logs", POD, "app", `${dayOf(now)}.idx`);
+    const before = {
+      gz: await sha(gz),
+      idx: await sha(idx),
+      gzSize: (await stat(gz)).size,
+      idxSize: (await stat(idx)).size,
+    };
+    const chunksBefore = parseIndex(await readFile(idx, "utf8")).length;
+
+    // As pod_user and as root inside the container: look for it, delete what looks like it, rewrite the log.
+    const attack = `find / -xdev \\( -name '*.gz' -o -name '*.idx' -o -name 'cursor.json' \\) -path '*/${POD}/*' 2>/dev/null
+rm -rf ${agent.stateDir} /var/lib/podhost-agent 2>/dev/null
+printf 'forged line\\n' > ~/logs/app.log
+true`;
+    for (const user of ["1000:1000", "root"]) {
+      const r = await execInContainer(agent.docker, container, ["/bin/bash", "-c", attack], {
+        user,
+        workingDir: "/home/pod_user",
+      });
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout, `found as ${user}`).toBe("");
+    }
+    // collected again: the rewritten log (shorter than the cursor) is read from its start
+    const later = await read({ grep: "line", since: now - 60_000, until: Date.now() + 60_000 });
+    expect(later.lines[0]).toBe("forged line");
+    expect(later.lines).toContain("original secret line");
+    // appended to, never rewritten: what the host had is byte for byte the start of what it has
+    const [gzNow, idxNow] = [await readFile(gz), await readFile(idx)];
+    expect(gzNow.length).toBeGreaterThan(before.gzSize);
+    expect(createHash("sha256").update(gzNow.subarray(0, before.gzSize)).digest("hex")).toBe(before.gz);
+    expect(createHash("sha256").update(idxNow.subarray(0, before.idxSize)).digest("hex")).toBe(before.idx);
+    expect(parseIndex(idxNow.toString()).length).toBe(chunksBefore + 1);
+  });
+});
