@@ -94,19 +94,20 @@ async function main() {
 
   console.log("\n=== summary ===\n");
   for (const r of results) {
-    const missed = r.rows.filter((row) => !row.met).length;
+    const judged = r.rows.filter((row) => row.judged);
+    const missed = judged.filter((row) => !row.met).length;
     const state =
       r.code === 0
         ? "ok"
         : missed > 0
-          ? `NOT MET (${missed} of ${r.rows.length})`
+          ? `NOT MET (${missed} of ${judged.length})`
           : `FAILED (exit ${r.code})`;
     console.log(`${r.name.padEnd(12)} ${state.padEnd(22)} ${r.seconds.toFixed(1)} s`);
   }
   console.log(`\n${verdictTable(results.flatMap((r) => r.rows))}`);
   const failed = results.filter((r) => r.code !== 0).length;
   if (failed > 0) console.log(`${failed} of ${results.length} benches exited non-zero`);
-  if (failed > 0 || results.some((r) => r.rows.some((row) => !row.met))) process.exitCode = 1;
+  if (failed > 0 || results.some((r) => r.rows.some((row) => row.judged && !row.met))) process.exitCode = 1;
 }
 
 void main();

@@ -27,7 +27,7 @@ function runBench(name: string, body: string) {
   const r = spawnSync(process.execPath, [TSX, script], {
     env: { ...process.env, [VERDICTS_FILE_ENV]: rowsFile },
     encoding: "utf8",
-    timeout: 30_000,
+    timeout: 90_000,
   });
   let rows: unknown[] = [];
   try {
@@ -38,7 +38,7 @@ function runBench(name: string, body: string) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, rows };
 }
 
-describe("bench/support/verdict.ts", () => {
+describe("bench/support/verdict.ts", { timeout: 200_000 }, () => {
   it("a bench whose verdicts are all MET exits 0 and writes its rows", () => {
     const r = runBench(
       "all-met",
@@ -61,6 +61,7 @@ describe("bench/support/verdict.ts", () => {
         direction: "at most",
         unit: "ms",
         promise: false,
+        judged: true,
         met: true,
       },
       {
@@ -74,6 +75,7 @@ describe("bench/support/verdict.ts", () => {
         direction: "at most",
         unit: "ms",
         promise: true,
+        judged: true,
         met: true,
       },
     ]);
@@ -157,11 +159,33 @@ describe("bench/support/verdict.ts", () => {
     expect(table.endsWith("0 met, 2 not met")).toBe(true);
   });
 
+  it("an absolute shown beside a ratio is in the table but not counted", () => {
+    const r = runBench(
+      "shown",
+      `const v = verdicts("lifecycle");
+       v.ratio({ figure: "create → page vs dockerode", ours: 1300, floor: 1100, target: 1.2, unit: "ms" });
+       v.shown({ figure: "create → page p50", value: 1300, limit: 600, unit: "ms" });
+       v.finish();`,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("1 met, 0 not met");
+    expect(r.stdout).toMatch(/create → page p50\s+1300 ms\s+≤ 600 ms \(promise\)\s+shown \(over\)/);
+    expect(r.rows).toMatchObject([
+      { judged: true, met: true },
+      { judged: false, met: false },
+    ]);
+    const only = runBench(
+      "only-shown",
+      `const v = verdicts("x"); v.shown({ figure: "y", value: 1, limit: 2, unit: "ms" }); v.finish();`,
+    );
+    expect(only.code).toBe(1);
+  });
+
   it("reads back only well-formed rows from a verdicts file", () => {
     expect(parseVerdictRows("not json")).toEqual([]);
     expect(parseVerdictRows('{"bench":"x"}')).toEqual([]);
     expect(parseVerdictRows('[{"bench":"x","figure":"y","met":true},{"bench":1}]')).toEqual([
-      { bench: "x", figure: "y", met: true },
+      { bench: "x", figure: "y", met: true, judged: true },
     ]);
   });
 });
