@@ -2432,6 +2432,8 @@ export interface components {
             lines: string[];
             /** @enum {string} */
             message?: "no entries";
+            /** @description a read of the history (`since`/`until`) that a bound cut short (64 MiB of compressed history, 20 s of searching, 4 MiB of matches): older lines of the range were not searched */
+            truncated?: boolean;
         };
         PodPreset: {
             preset: string;
@@ -6472,6 +6474,10 @@ export interface operations {
                 lines?: number;
                 /** @description PCRE2 (grep -P) pattern; all-lowercase matches case-insensitively, any uppercase letter case-sensitively. Filtered reads return the last matching lines, newest first */
                 grep?: string;
+                /** @description Read the log's history (app, web and error; docs/logs.md) from this time (ISO 8601); default: a day before `until`. The range is at most 31 days; lines are dated by when the host collected them (every 5 minutes, and at each such read) */
+                since?: string;
+                /** @description Read the log's history up to this time (ISO 8601); default: now. Not before `since` */
+                until?: string;
                 /** @description true: answer text/event-stream, the last `lines` lines (or matches, oldest first) then each new line as the app writes it, for at most 30 minutes (an extension: see docs/inside.md). Running pod only */
                 follow?: "true" | "false";
             };
