@@ -94,7 +94,7 @@ const literal = (v: Value) =>
  * statement) and many INSERTs per batch: one statement per row through Miniflare's proxy costs
  * ~2 ms a row, which is minutes for a fleet.
  */
-async function insertRows(
+export async function insertRows(
   d1: LocalD1,
   table: string,
   columns: readonly string[],
