@@ -320,17 +320,6 @@ describe("podhost CLI", () => {
       "-o",
       `UserKnownHostsFile=${path.join(keyDir, "known_hosts")}`,
     ];
-    // what the CLI would run, without running it
-    const planned = json(await asAlice(["ssh", "-i", `${key}.pub`, "--json", "--", "true"], dir));
-    expect(planned.argv).toEqual([
-      "ssh",
-      "-p",
-      String(planned.port),
-      "-i",
-      key,
-      `${planned.user}@${planned.host}`,
-      "true",
-    ]);
     // The key is added on the first try and the agent re-reads the pod's keys at once (keysChanged),
     // so the first ssh should get in. Under load the gateway's read of authorized_keys (a process
     // in the pod) can time out, which refuses that login: a few spaced tries, each failure printed
@@ -357,6 +346,17 @@ describe("podhost CLI", () => {
     const failing = await asAlice(["ssh", "-i", `${key}.pub`, "--", ...sshOpts, "exit 3"], dir);
     expect(failing.code).toBe(3);
     expect(failing.stderr).not.toContain("Added your public key");
+    // with --json: what the CLI would run, without running it
+    const planned = json(await asAlice(["ssh", "-i", `${key}.pub`, "--json", "--", "true"], dir));
+    expect(planned.argv).toEqual([
+      "ssh",
+      "-p",
+      String(planned.port),
+      "-i",
+      key,
+      `${planned.user}@${planned.host}`,
+      "true",
+    ]);
   });
 
   it("answers --json for every command family", { timeout: 120_000 }, async () => {

@@ -12,6 +12,7 @@ import {
 import { AGENT_ENV, agentCommand, buildAgent } from "../../../scripts/build-agent";
 import { registerHost } from "../../../scripts/lib/hosts";
 import { removePodDisks } from "../../support/pod-disk";
+import { reserveSshPortBlock, type SshPortBlock } from "./ssh-ports";
 
 /** A free TCP port on 127.0.0.1 (the kernel picks it). */
 export async function freePort(): Promise<number> {
@@ -127,6 +128,7 @@ export interface StackOptions {
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
   const prefix = `e2e${label}${Date.now().toString(36).slice(-4)}`;
+  const sshBlocks: SshPortBlock[] = [];
   await buildAgent();
   const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-e2e-"));
   await applyMigrations(persistDir);
@@ -159,14 +161,16 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     // Each host its own prefix, SSH port block and state, as separate machines would have.
     const hostPrefix = n === 0 ? prefix : `${prefix}h${n + 1}`;
     const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
-    const sshBase = 22000 + n * 1000;
+    // a block of ports no other stack on this machine holds (ssh-ports.ts)
+    const block = await reserveSshPortBlock();
+    sshBlocks.push(block);
     const registered = await registerHost(
       {
         name: `${hostPrefix}-host`,
         region: "eu-central",
         sshHost: "127.0.0.1",
-        sshPortMin: sshBase,
-        sshPortMax: sshBase + 999,
+        sshPortMin: block.min,
+        sshPortMax: block.max,
         cpu: 64,
         memoryMb: 65536,
         diskGb: 1000,
@@ -231,6 +235,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
         await rm(host.stateDir, { recursive: true, force: true });
       }
       await rm(persistDir, { recursive: true, force: true });
+      for (const block of sshBlocks) await block.release();
     },
   };
   return stack;
