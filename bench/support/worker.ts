@@ -229,6 +229,14 @@ async function freshPersistDir(configPath: string): Promise<string> {
   return dir;
 }
 
+/**
+ * A persist directory of its own holding the migrated database (a copy of the template), for a caller
+ * that keeps one database across Worker restarts and removes the directory itself.
+ */
+export function migratedPersistDir(configPath = path.join(REPO_ROOT, "wrangler.toml")): Promise<string> {
+  return freshPersistDir(path.resolve(REPO_ROOT, configPath));
+}
+
 const SNAPSHOT_SKIP = new Set(["node_modules", ".git", ".wrangler", ".podhost"]);
 
 /** Copies the repository's sources to a temp dir (node_modules symlinked); returns the dir. */

@@ -4,8 +4,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
-  applyMigrations,
   type LocalWorker,
+  migratedPersistDir,
   REPO_ROOT,
   startLocalWorker,
 } from "../../../bench/support/worker";
@@ -130,8 +130,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   const prefix = `e2e${label}${Date.now().toString(36).slice(-4)}`;
   const sshBlocks: SshPortBlock[] = [];
   await buildAgent();
-  const persistDir = await mkdtemp(path.join(tmpdir(), "podhost-e2e-"));
-  await applyMigrations(persistDir);
+  // a copy of the migrated template (bench/support/worker.ts): no migrations run per stack
+  const persistDir = await migratedPersistDir();
   const port = options.publicUrl ? await freePort() : undefined;
   const workerOptions = {
     persistDir,
@@ -152,21 +152,15 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
     logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : ("none" as const),
   };
-  const worker = await startLocalWorker(workerOptions);
-  const api = options.direct ? worker.directUrl : worker.url;
-  const hosts: TestHost[] = [];
-
-  const addHost = async (opts: HostOptions = {}): Promise<TestHost> => {
-    const n = hosts.length;
-    // Each host its own prefix, SSH port block and state, as separate machines would have.
-    const hostPrefix = n === 0 ? prefix : `${prefix}h${n + 1}`;
-    const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
+  // Each host its own prefix, SSH port block and state, as separate machines would have.
+  const hostPrefixOf = (n: number) => (n === 0 ? prefix : `${prefix}h${n + 1}`);
+  const register = async (n: number) => {
     // a block of ports no other stack on this machine holds (ssh-ports.ts)
     const block = await reserveSshPortBlock();
     sshBlocks.push(block);
-    const registered = await registerHost(
+    return registerHost(
       {
-        name: `${hostPrefix}-host`,
+        name: `${hostPrefixOf(n)}-host`,
         region: "eu-central",
         sshHost: "127.0.0.1",
         sshPortMin: block.min,
@@ -177,6 +171,18 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       },
       { persistTo: persistDir },
     );
+  };
+  // The first host is registered (`npm run host:add`'s code, a wrangler run of seconds) while the
+  // Worker starts: neither waits for the other.
+  const [worker, firstRegistration] = await Promise.all([startLocalWorker(workerOptions), register(0)]);
+  const api = options.direct ? worker.directUrl : worker.url;
+  const hosts: TestHost[] = [];
+
+  const addHost = async (opts: HostOptions = {}): Promise<TestHost> => {
+    const n = hosts.length;
+    const hostPrefix = hostPrefixOf(n);
+    const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
+    const registered = n === 0 ? firstRegistration : await register(n);
     const ingressPort = opts.ingressPort ?? (await freePort());
     const agentEnv = {
       PODHOST_API_URL: api,
