@@ -37,11 +37,13 @@ import { createHandlers } from "../agent/handlers/pods";
 import type { HandlerTable } from "../agent/handlers/types";
 import { type Agent, podSpec, startAgent } from "../test/agent/helpers";
 import { type BackupServer, startBackupServer } from "../test/support/backup-server";
-import { fmt, formatTable, median } from "./stats";
+import { fmt, median } from "./stats";
 import { positiveInt } from "./support/args";
 import { machineLoad } from "./support/sampling";
+import { verdicts } from "./support/verdict";
 
 const TARGET = { backupRatio: 1.2, restoreRatio: 1.3 };
+const v = verdicts("backup");
 
 const { values: args } = parseArgs({
   options: {
@@ -225,33 +227,22 @@ async function main() {
       restoreOurs: median(restore.ours),
       restoreFloor: median(restore.floor),
     };
-    const met = (ok: boolean) => (ok ? "MET" : "NOT MET");
-    const backupRatio = m.backupOurs / m.backupFloor;
-    const restoreRatio = m.restoreOurs / m.restoreFloor;
-    console.log(
-      formatTable(
-        ["measure", "ours (p50)", "floor (p50)", "ratio", "target", ""],
-        [
-          [
-            "backup: pg_dump + tar czf",
-            `${fmt(m.backupOurs, 0)} ms`,
-            `${fmt(m.backupFloor, 0)} ms`,
-            `${fmt(backupRatio)}x`,
-            `<= ${TARGET.backupRatio}x`,
-            met(backupRatio <= TARGET.backupRatio),
-          ],
-          [
-            "restore: tar xzf + psql",
-            `${fmt(m.restoreOurs, 0)} ms`,
-            `${fmt(m.restoreFloor, 0)} ms`,
-            `${fmt(restoreRatio)}x`,
-            `<= ${TARGET.restoreRatio}x`,
-            met(restoreRatio <= TARGET.restoreRatio),
-          ],
-        ],
-      ),
-    );
+    v.ratio({
+      figure: "backup vs pg_dump + tar czf",
+      ours: m.backupOurs,
+      floor: m.backupFloor,
+      target: TARGET.backupRatio,
+      unit: "ms",
+    });
+    v.ratio({
+      figure: "restore vs tar xzf + psql",
+      ours: m.restoreOurs,
+      floor: m.restoreFloor,
+      target: TARGET.restoreRatio,
+      unit: "ms",
+    });
     console.log(`archive: ${fmt(bytes / 1024 / 1024, 0)} MB; load ${machineLoad()}`);
+    v.finish();
   } finally {
     await stop();
   }
