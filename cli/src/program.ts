@@ -138,8 +138,8 @@ function build(version: string): Command {
     .command("logs [pod]")
     .description("the pod's logs")
     .option("-n, --lines <n>", "the last N lines")
-    .option("--source <source>", "one source only (app, nginx, …)")
-    .option("--grep <re>", "only lines matching this regular expression (applied here, on your machine)")
+    .option("--source <source>", "one source only: app, web, error or build")
+    .option("--grep <re>", "only lines matching this PCRE2 expression (applied by the API)")
     .option("-f, --follow", "keep printing new lines")
     .action(act(async () => (await import("./commands/logs")).logs));
 
