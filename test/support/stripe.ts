@@ -312,7 +312,7 @@ export async function startStripeDouble(
 
   /** The hosted page: pick a test card, press "Save card". */
   const checkoutPage = (cs: Obj) => `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Save a card · Stripe double</title></head>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>Save a card · Stripe double</title></head>
 <body><main>
 <h1>Save a card</h1>
 <form method="post" action="/checkout/pay/${escapeHtml(cs.id as string)}">
