@@ -524,7 +524,7 @@ describe("podhost CLI", () => {
     expect((await asAlice(["backups", "import", path.join(home, "missing.tar.gz")], dir)).code).toBe(2);
   });
 
-  it("deploy of a pod connected to a repository whose build fails exits 5 with the reason, the build log streamed", {
+  it("deploy of a pod connected to a repository whose build fails exits 5 with the reason, the build log streamed; logs -f follows the app", {
     timeout: 300_000,
   }, async () => {
     const server = await startGitServer();
@@ -585,6 +585,47 @@ describe("podhost CLI", () => {
       });
       const history = json(await asAlice(["deploys", "ls", pod, "--json"]));
       expect(history.deployments.map((d: { status: string }) => d.status)).toEqual(["failed", "failed"]);
+      // the failed deploys left the pod serving; a folder of a Node app that prints every request
+      // it gets, then logs -f on the app's own output sees a line printed after it started
+      const appDir = path.join(home, "node-app");
+      await mkdir(appDir, { recursive: true });
+      await writeFile(
+        path.join(appDir, "package.json"),
+        JSON.stringify({ name: "app", version: "1.0.0", scripts: { start: "node server.js" } }),
+      );
+      await writeFile(
+        path.join(appDir, "server.js"),
+        'require("http").createServer((q, s) => { console.log("app saw " + q.url); s.end("ok"); }).listen(Number(process.env.PORT), "0.0.0.0");\n',
+      );
+      json(await asAlice(["deploy", appDir, "--pod", pod, "--zip", "--json"]));
+      const marker = `app-line-${Date.now().toString(36)}`;
+      const follow = spawnCli(["logs", pod, "-f", "--source", "app", "-n", "1", "--json"], {
+        env: { PODHOST_TOKEN: alice.token },
+      });
+      const followed = collect(follow);
+      let out = "";
+      follow.stdout?.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
+      try {
+        await waitFor(
+          "the app's own line in logs -f",
+          async () => {
+            await httpGet(stack.ingressPort, `${pod}.pods.localhost`, `/${marker}`).catch(() => undefined);
+            return out.includes(`app saw /${marker}`) ? true : undefined;
+          },
+          60_000,
+        );
+        const record = out
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { line: string; source: string })
+          .find((r) => r.line.includes(marker));
+        expect(record?.source).toBe("app");
+      } finally {
+        follow.kill("SIGTERM");
+        await followed;
+      }
       json(await asAlice(["pods", "rm", pod, "--yes", "--json"]));
     } finally {
       await server.close();
