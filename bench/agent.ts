@@ -9,12 +9,15 @@
  *    (its "connected to control plane" log line), and until the host takes pods (`/agent/ping` says
  *    placeable: hello and inventory in, ingress and egress checked), each `--reps` times on an empty
  *    host and again with `--pods` running pods. Floor: a bare `node` that opens a WebSocket (the same
- *    `ws` package) to a local server and says so. Target: connected ≤ 300 ms, counted until the host
- *    takes pods (the socket opens earlier: the hello waits for the start's ingress and egress checks).
+ *    `ws` package) to a local server and says so. Target: connected ≤ 1.1x the floor (issue #30 item 6),
+ *    counted until the host takes pods, the worse p50 of the two (the socket opens earlier: the hello
+ *    waits for the start's ingress and egress checks).
  * 2. RSS (VmRSS from /proc/<pid>/status): idle, just connected; and with `--pods` running static pods
  *    (created through the API, `--batch` at a time), read every second for 10 s while the agent
  *    samples metrics every 5 s (PODHOST_METRICS_INTERVAL_S=5): the largest reading counts. Floor: a
- *    bare `node` with the same flags doing nothing. Target: ≤ 60 MB with 50 pods.
+ *    bare `node` with the same flags doing nothing. Target: ≤ 1.5x the floor with 50 pods (the 60 MB of
+ *    issue #30 item 6 over a bare node's ~40 MB; the 60 MB is shown beside it). With fewer than 50 pods
+ *    the figure is printed and NOT MET.
  *
  * Prints each figure beside its floor and exits non-zero when a target is missed. Everything is
  * removed at the end, also on failure or Ctrl-C.
@@ -30,9 +33,11 @@ import { type Stack, sleep, startStack } from "../test/e2e/support/stack";
 import { fmt, formatTable, median, summarize } from "./stats";
 import { positiveInt } from "./support/args";
 import { machineLoad } from "./support/sampling";
+import { verdicts } from "./support/verdict";
 import { REPO_ROOT } from "./support/worker";
 
-const TARGET = { connectedMs: 300, rssMb: 60 };
+const TARGET = { connected: 1.1, rss: 1.5, rssMb: 60, rssPods: 50 };
+const v = verdicts("agent");
 
 const { values: args } = parseArgs({
   options: {
@@ -45,12 +50,6 @@ const PODS = positiveInt("pods", args.pods);
 const BATCH = positiveInt("batch", args.batch);
 const REPS = positiveInt("reps", args.reps);
 const now = () => performance.now();
-
-interface Verdict {
-  target: string;
-  measured: string;
-  met: boolean;
-}
 
 async function rssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
@@ -164,7 +163,6 @@ async function main() {
     const user = await signUp(stack.api, "Bench");
     await restartAgent(stack);
     await waitForHostOnline(user.api);
-    const verdicts: Verdict[] = [];
 
     const floorConnect: number[] = [];
     const empty = { connected: [] as number[], ready: [] as number[] };
@@ -219,10 +217,12 @@ async function main() {
     const connected = Math.max(median(empty.ready), median(full.ready));
     const floorMs = median(floorConnect);
     console.log(`\nagent (host takes pods) / floor (worst p50): ${fmt(connected / floorMs, 2)}x`);
-    verdicts.push({
-      target: `start → host takes pods ≤ ${TARGET.connectedMs} ms (p50, empty and with ${PODS} pods)`,
-      measured: `${fmt(median(empty.ready), 0)} / ${fmt(median(full.ready), 0)} ms (${fmt(connected / floorMs, 2)}x bare node ${fmt(floorMs, 0)} ms; socket open ${fmt(median(empty.connected), 0)} / ${fmt(median(full.connected), 0)} ms)`,
-      met: connected <= TARGET.connectedMs,
+    v.ratio({
+      figure: `start → host takes pods (worse p50: empty / ${PODS} pods) vs bare node + ws connect`,
+      ours: connected,
+      floor: floorMs,
+      target: TARGET.connected,
+      unit: "ms",
     });
 
     console.log("\n2. RSS\n");
@@ -237,21 +237,25 @@ async function main() {
         ],
       ),
     );
-    verdicts.push({
-      target: `agent RSS ≤ ${TARGET.rssMb} MB with ${PODS} running pods`,
-      measured: `${fmt(fullRss, 1)} MB (idle ${fmt(idleRss, 1)} MB; bare node ${fmt(floorRss, 1)} MB)`,
-      met: fullRss <= TARGET.rssMb,
+    const enough = PODS >= TARGET.rssPods;
+    v.ratio({
+      figure: enough
+        ? `agent RSS with ${PODS} running pods vs bare idle node`
+        : `agent RSS with ${PODS} running pods (${fmt(fullRss, 1)} MB; the target is with ${TARGET.rssPods}) vs bare idle node`,
+      // fewer pods than the target names cannot pass
+      ours: enough ? fullRss : Number.NaN,
+      floor: floorRss,
+      target: TARGET.rss,
+      unit: "MB",
     });
-
-    console.log("\nsummary\n");
-    console.log(
-      formatTable(
-        ["target", "measured", "met"],
-        verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
-      ),
-    );
+    v.shown({
+      figure: `agent RSS with ${PODS} running pods`,
+      value: fullRss,
+      limit: TARGET.rssMb,
+      unit: "MB",
+    });
     console.log(`\nat end: ${machineLoad()}`);
-    if (verdicts.some((v) => !v.met)) process.exitCode = 1;
+    v.finish();
   } finally {
     wss.close();
     await cleanup();

@@ -11,8 +11,8 @@
  *    web port polled every 10 ms until it answers 200) and with the docker CLI (`network create`,
  *    `volume create`, `run -d`, same poll). Both use the agent's own `containerCreateOptions` (same
  *    image, user, caps, read-only root, tmpfs, limits, own network, named volume). Target: API ≤ 1.5x
- *    the dockerode floor, and
- *    POST → page through the ingress ≤ 600 ms p50 on this machine (issue #17).
+ *    the dockerode floor, and POST → page through the ingress ≤ 1.2x that floor (issue #30 item 8; the
+ *    product's ≤ 600 ms p50 is shown beside it, not judged: the bare engine alone can take longer here).
  * 2. stop / start: POST /api/pods/{name}/stop and /start (each answers once the host confirmed; start
  *    once the web port answers) beside `stop` / `start` of an equivalent container with dockerode and
  *    with the CLI, start measured until the port answers 200. Target: ≤ 1.3x the dockerode floor.
@@ -20,7 +20,8 @@
  *    beside the same Worker's bare GET /health, sequential, in interleaved rounds after a warm-up.
  *    Target: adds ≤ 5 ms at p50.
  * 4. the agent's RSS (VmRSS of its process) idle and with `--pods` running pods, created through the API
- *    `--parallel` at a time in a team made for the bench. Target: ≤ 150 MB with 50 pods. A create that
+ *    `--parallel` at a time in a team made for the bench. Target: ≤ 150 MB with 50 pods (with fewer, as
+ *    `--pods 10` makes, the figure is printed and NOT MET). A create that
  *    ends in `error` (e.g. the engine out of network address pools) stops the filling: the memory is then
  *    read with the pods that did come up, and the target is reported as not met.
  *
@@ -65,8 +66,18 @@ import { positiveInt } from "./support/args";
 import { removePrefixed } from "./support/floor-cleanup";
 import { keepAliveAgent, runLoad } from "./support/load";
 import { machineLoad } from "./support/sampling";
+import { verdicts } from "./support/verdict";
 
-const TARGET = { create: 1.5, createPageMs: 600, power: 1.3, pingAddedMs: 5, rssMb: 150 };
+const TARGET = {
+  create: 1.5,
+  createPage: 1.2,
+  createPageMs: 600,
+  power: 1.3,
+  pingAddedMs: 5,
+  rssMb: 150,
+  rssPods: 50,
+};
+const v = verdicts("lifecycle");
 const API_POLL_MS = 20;
 const PAGE_POLL_MS = 10;
 const IMAGE = "podhost/static:latest";
@@ -424,12 +435,6 @@ const p50 = (samples: number[]) => fmt(median(samples), 0);
 const p90 = (samples: number[]) => fmt(percentile(samples, 90), 0);
 const ratio = (a: number, b: number) => `${fmt(a / b)}x`;
 
-interface Verdict {
-  target: string;
-  measured: string;
-  met: boolean;
-}
-
 /** A row of a "path, n, p50, p90, ratios" table. */
 const row = (label: string, samples: number[], ...floors: number[]) => [
   label,
@@ -438,12 +443,6 @@ const row = (label: string, samples: number[], ...floors: number[]) => [
   p90(samples),
   ...floors.map((f) => ratio(median(samples), f)),
 ];
-
-const verdict = (target: string, ours: number[], floor: number, limit: number): Verdict => ({
-  target,
-  measured: `${fmt(median(ours), 0)} vs ${fmt(floor, 0)} ms = ${ratio(median(ours), floor)}`,
-  met: median(ours) / floor <= limit,
-});
 
 /** One untimed run of each variant, then `reps` rounds in which they take turns in rotating order. */
 async function interleaved(variants: ((timed: boolean) => Promise<void>)[], reps: number) {
@@ -574,7 +573,7 @@ async function measureVhostUpserts(many: number, reps: number) {
 }
 
 /** 1. create → running through the API, beside the dockerode and CLI floors; the steps of a create. */
-async function createPhase(b: Bench): Promise<Verdict[]> {
+async function createPhase(b: Bench): Promise<void> {
   const api: ApiCreate[] = [];
   const viaDockerode: FloorSteps[] = [];
   const viaCli: { run: number; total: number }[] = [];
@@ -680,18 +679,26 @@ async function createPhase(b: Bench): Promise<Verdict[]> {
     ),
   );
   const pages = median(api.map((c) => c.page));
-  return [
-    verdict(`create ≤ ${TARGET.create}x floor (API running vs dockerode)`, running, floor, TARGET.create),
-    {
-      target: `create → page via ingress ≤ ${TARGET.createPageMs} ms p50 (issue #17, this machine)`,
-      measured: `${fmt(pages, 0)} ms`,
-      met: pages <= TARGET.createPageMs,
-    },
-  ];
+  v.ratio({
+    figure: "create → running (API) vs dockerode",
+    ours: median(running),
+    floor,
+    target: TARGET.create,
+    unit: "ms",
+  });
+  v.ratio({
+    figure: "create → page via ingress vs dockerode → port",
+    ours: pages,
+    floor,
+    target: TARGET.createPage,
+    unit: "ms",
+  });
+  // The product promise, beside the ratio: the bare engine alone can take longer than this here.
+  v.shown({ figure: "create → page via ingress p50", value: pages, limit: TARGET.createPageMs, unit: "ms" });
 }
 
 /** 2. stop and start through the API beside dockerode and the CLI on an equivalent container. */
-async function powerPhase(b: Bench): Promise<Verdict[]> {
+async function powerPhase(b: Bench): Promise<void> {
   const pod = b.pods[0];
   if (!pod) throw new Error("no pod to stop and start");
   const floorPod = "ss";
@@ -754,10 +761,20 @@ async function powerPhase(b: Bench): Promise<Verdict[]> {
       ],
     ),
   );
-  return [
-    verdict(`stop ≤ ${TARGET.power}x floor (API vs dockerode)`, stops.api, stopFloor, TARGET.power),
-    verdict(`start ≤ ${TARGET.power}x floor (API vs dockerode → port)`, starts.api, startFloor, TARGET.power),
-  ];
+  v.ratio({
+    figure: "stop (API) vs dockerode",
+    ours: median(stops.api),
+    floor: stopFloor,
+    target: TARGET.power,
+    unit: "ms",
+  });
+  v.ratio({
+    figure: "start (API) vs dockerode → port",
+    ours: median(starts.api),
+    floor: startFloor,
+    target: TARGET.power,
+    unit: "ms",
+  });
 }
 
 /** What the API, the engine, the ingress and the agent's log say about a pod that did not come up. */
@@ -793,7 +810,7 @@ async function diagnose(b: Bench, name: string): Promise<string> {
 }
 
 /** 4. the host filled to `PODS` pods through the API, `PARALLEL` at a time; then the agent's memory. */
-async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory }): Promise<Verdict> {
+async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory }): Promise<void> {
   const wanted = Math.max(0, PODS - b.pods.length);
   const times: number[] = [];
   const t0 = now();
@@ -850,13 +867,22 @@ async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory
   );
   console.log(`\nround trip again with ${running} pods running:\n`);
   printPing(pingFull);
-  return {
-    target: `agent RSS ≤ ${TARGET.rssMb} MB with ${PODS} running pods`,
-    measured:
-      `${fmt(mb(memory.rssKb), 1)} MB with ${running} pods` +
-      (running < PODS ? ` (only ${running} would run: see above)` : ""),
-    met: mb(memory.rssKb) <= TARGET.rssMb && running >= PODS,
-  };
+  if (running < TARGET.rssPods) {
+    console.log(
+      `\nthe RSS target is for ${TARGET.rssPods} running pods: ${running} ran ` +
+        `(${PODS < TARGET.rssPods ? `--pods ${PODS}` : "see above"}), so it is NOT MET`,
+    );
+  }
+  v.absolute({
+    figure:
+      running >= TARGET.rssPods
+        ? `agent RSS with ${running} running pods`
+        : `agent RSS with ${running} running pods (${fmt(mb(memory.rssKb), 1)} MB; the target is with ${TARGET.rssPods})`,
+    // fewer pods than the target names cannot pass
+    value: running >= TARGET.rssPods ? mb(memory.rssKb) : Number.NaN,
+    limit: TARGET.rssMb,
+    unit: "MB",
+  });
 }
 
 /**
@@ -915,29 +941,25 @@ async function main() {
     // 3 first, while the host has no pods.
     const ping = await measurePing(stack, PINGS);
     const beforePods = await memoryOf(agentPid);
-    const verdicts: Verdict[] = [...(await createPhase(b)), ...(await powerPhase(b))];
+    await createPhase(b);
+    await powerPhase(b);
 
     console.log(
       `\n3. no-op command round trip, sequential (1 client, keep-alive), ${PINGS} per route after 100 ` +
         "warm-up, measured before any pod existed\n",
     );
     printPing(ping);
-    verdicts.push({
-      target: `/agent/ping adds ≤ ${TARGET.pingAddedMs} ms p50 over /health`,
-      measured: `+${fmt(ping.added)} ms (p50 ${fmt(ping.rows[2]?.s.p50 ?? Number.NaN)} vs ${fmt(ping.rows[0]?.s.p50 ?? Number.NaN)})`,
-      met: ping.added <= TARGET.pingAddedMs,
+    v.added({
+      figure: "/agent/ping p50 over /health",
+      ours: ping.rows[2]?.s.p50 ?? Number.NaN,
+      floor: ping.rows[0]?.s.p50 ?? Number.NaN,
+      limit: TARGET.pingAddedMs,
+      unit: "ms",
     });
 
-    verdicts.push(await fillPhase(b, { connected, beforePods }));
-
-    console.log("\nsummary\n");
-    console.log(
-      formatTable(
-        ["target", "measured", "met"],
-        verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
-      ),
-    );
+    await fillPhase(b, { connected, beforePods });
     console.log(`\nat end: ${machineLoad()}; ${fmt((now() - t0) / 1000, 1)} s before cleanup`);
+    v.finish();
   } finally {
     const tc = now();
     await cleanup();

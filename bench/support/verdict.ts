@@ -165,7 +165,8 @@ export function amount(n: number): string {
   return n.toFixed(a >= 100 || Number.isInteger(n) ? 0 : a >= 10 ? 1 : 2);
 }
 
-const withUnit = (n: number, unit: string) => (unit === "" ? amount(n) : `${amount(n)} ${unit}`);
+const withUnit = (n: number, unit: string) =>
+  unit === "" || !Number.isFinite(n) ? amount(n) : `${amount(n)} ${unit}`;
 
 /** The cells of the closing table: bench, figure, ours, floor, ratio, target, verdict. */
 export function rowCells(r: VerdictRow): string[] {
@@ -174,7 +175,7 @@ export function rowCells(r: VerdictRow): string[] {
     r.kind === "ratio" || r.kind === "at least"
       ? `${sign} ${r.target}×`
       : r.kind === "added"
-        ? `+${sign} ${withUnit(r.target, r.unit)}`
+        ? `${sign} +${withUnit(r.target, r.unit)}`
         : `${sign} ${withUnit(r.target, r.unit)}${r.promise ? " (promise)" : ""}`;
   return [
     r.bench,
