@@ -64,6 +64,9 @@ export default defineConfig({
                 // Alerts: webhooks may reach the receiver double on 127.0.0.1 (every other private address stays refused).
                 ALLOW_ALERT_LOOPBACK: "true",
                 WEBHOOK_RECEIVER_URL: process.env.WEBHOOK_RECEIVER_URL ?? "http://127.0.0.1:9",
+                // app_unhealthy and host_lost wait a second here (5 min and 60 s in production)
+                ALERT_UNHEALTHY_AFTER_S: "1",
+                ALERT_HOST_LOST_AFTER_S: "1",
               },
             },
           })),

@@ -71,6 +71,10 @@ export interface Bindings {
   MAIL_API_KEY?: string;
   /** "true": alert webhooks may be sent to 127.0.0.0/8 (local development, tests); every other private address stays refused */
   ALLOW_ALERT_LOOPBACK?: string;
+  /** seconds an app stays diagnosed unhealthy (crash loop, not answering) before `app_unhealthy` alerts; default 300 (docs/alerts.md) */
+  ALERT_UNHEALTHY_AFTER_S?: string;
+  /** seconds a host's agent stays disconnected before `host_lost` alerts its pods' teams; default 60 (docs/alerts.md) */
+  ALERT_HOST_LOST_AFTER_S?: string;
   /** the provider's API base; default https://api.resend.com (tests point it at a local double) */
   MAIL_API_BASE?: string;
   /** the sender, e.g. `podhost <noreply@example.com>`; default noreply@ the host of PUBLIC_URL */

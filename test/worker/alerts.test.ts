@@ -499,10 +499,16 @@ describe("events", () => {
     const initial = await call("GET", events, undefined, { token: owner.token });
     expect(initial.body).toEqual({
       events: [
-        { event: "deploy_failed", enabled: true },
-        { event: "backup_failed", enabled: true },
-        { event: "service_failed", enabled: true },
-      ],
+        "deploy_failed",
+        "backup_failed",
+        "service_failed",
+        "pod_error",
+        "app_unhealthy",
+        "disk_full",
+        "payment_failed",
+        "team_suspended",
+        "host_lost",
+      ].map((event) => ({ event, enabled: true })),
       pods: [],
     });
     const off = await call("PUT", events, { event: "deploy_failed", enabled: false }, { token: owner.token });

@@ -59,7 +59,7 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
     if (outcome.ok) return { status: "running" as const };
     const reason = outcome.message;
     await step.do("record the failure", async () => {
-      await markCreateFailed(createDb(this.env.DB), p.podId, reason);
+      await markCreateFailed(this.env, createDb(this.env.DB), p.podId, reason);
       if (p.seed?.kind === "zip") await discardStagedBlob(this.env, p.seed.incomingKey);
       return true;
     });

@@ -2287,17 +2287,20 @@ export interface components {
         };
         AlertEvents: {
             events: {
-                /** @enum {string} */
-                event: "deploy_failed" | "backup_failed" | "service_failed";
+                event: components["schemas"]["AlertEventName"];
                 enabled: boolean;
             }[];
             pods: {
                 pod: string;
-                /** @enum {string} */
-                event: "deploy_failed" | "backup_failed" | "service_failed";
+                event: components["schemas"]["AlertEventName"];
                 enabled: boolean;
             }[];
         };
+        /**
+         * @description deploy_failed, backup_failed (or its verification), service_failed (a database service), pod_error, app_unhealthy (crash-looping or not answering for a while), disk_full (≥ 90 % of the plan), payment_failed, team_suspended, host_lost (the pod's server is unreachable)
+         * @enum {string}
+         */
+        AlertEventName: "deploy_failed" | "backup_failed" | "service_failed" | "pod_error" | "app_unhealthy" | "disk_full" | "payment_failed" | "team_suspended" | "host_lost";
         InvitationSummary: {
             team_name: string;
             inviter_name: string;
@@ -4694,8 +4697,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
-                    event: "deploy_failed" | "backup_failed" | "service_failed";
+                    event: components["schemas"]["AlertEventName"];
                     enabled: boolean;
                     /** @description a pod of the team: the rule is this pod's only */
                     pod?: string;

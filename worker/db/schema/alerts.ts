@@ -8,7 +8,18 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 export const ALERT_CHANNEL_KINDS = ["email", "webhook", "chat"] as const;
 export type AlertChannelKind = (typeof ALERT_CHANNEL_KINDS)[number];
 
-export const ALERT_EVENTS = ["deploy_failed", "backup_failed", "service_failed"] as const;
+/** Every event that alerts (docs/alerts.md); the API's enum and the dashboard read this list. */
+export const ALERT_EVENTS = [
+  "deploy_failed",
+  "backup_failed",
+  "service_failed",
+  "pod_error",
+  "app_unhealthy",
+  "disk_full",
+  "payment_failed",
+  "team_suspended",
+  "host_lost",
+] as const;
 export type AlertEvent = (typeof ALERT_EVENTS)[number];
 
 export const alertChannels = sqliteTable(

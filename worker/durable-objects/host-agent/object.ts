@@ -11,12 +11,22 @@ import {
 } from "../../../shared/protocol";
 import { createDb } from "../../db/client";
 import type { Bindings } from "../../env";
+import { hostLostAfterMs, unhealthyAfterMs } from "../../services/alerts/events";
+import {
+  alertOnDiskUse,
+  alertOnHostLost,
+  alertOnLastingDiagnosis,
+  alertOnPodStatus,
+  resolveHostLost,
+  resolveUnhealthy,
+} from "../../services/alerts/host-reports";
 import { recordDeployLog } from "../../services/git/log";
 import { applyHealthReports } from "../../services/health/report";
 import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../../services/hosts/hosts";
 import { recordMetrics } from "../../services/metrics/record";
 import { InFlight } from "./in-flight";
 import { JOURNAL_RETENTION_MS, Journal, type Notify } from "./journal";
+import { Timers } from "./timers";
 
 export type { Notify } from "./journal";
 
@@ -56,6 +66,8 @@ const POD_STATE_OPS = new Set<Op>([
 ]);
 
 const LAST_SEEN_EVERY_MS = 30_000;
+const HOST_LOST_TIMER = "host-lost";
+const UNHEALTHY_TIMER = "unhealthy:";
 /** commands one pod may have in progress on its host at once (the rest answer 429) */
 export const MAX_CALLS_PER_POD = 8;
 /** commands one team's pods together may have in progress on one host at once */
@@ -88,12 +100,15 @@ export class HostAgent extends DurableObject<Bindings> {
   private cleanupScheduled = false;
 
   private readonly journal: Journal;
+  /** alert timers (./timers.ts): a lasting diagnosis, a lost agent */
+  private readonly timers: Timers;
   /** commands in progress per pod and per team */
   private readonly inFlight = new InFlight({ perPod: MAX_CALLS_PER_POD, perTeam: MAX_CALLS_PER_TEAM });
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
     this.journal = new Journal(ctx.storage.sql);
+    this.timers = new Timers(ctx.storage.sql);
   }
 
   /** The agent's WebSocket upgrade, already authenticated by the Worker (which names the host). */
@@ -250,9 +265,12 @@ export class HostAgent extends DurableObject<Bindings> {
           return;
         }
         await markHostOnline(db, attachment.hostId, message.agentVersion, message.problem);
-        const orphans = await reconcileInventory(db, attachment.hostId, message.inventory);
+        this.timers.clear(HOST_LOST_TIMER);
+        const { orphans, changes } = await reconcileInventory(db, attachment.hostId, message.inventory);
         this.send(ws, { type: "control:welcome", hostId: attachment.hostId, orphans });
         this.resendDispatched(ws);
+        await resolveHostLost(this.env, db, attachment.hostId);
+        await alertOnPodStatus(this.env, db, changes);
         return;
       }
       case "agent:result": {
@@ -269,23 +287,30 @@ export class HostAgent extends DurableObject<Bindings> {
           // A look that finds no container is news worth an event; other results are the command's own.
           const reason =
             state.data.state === "missing" ? "the pod's container is missing on its host" : undefined;
-          await applyPodState(db, attachment.hostId, state.data, { settlesCreation, reason });
+          const change = await applyPodState(db, attachment.hostId, state.data, { settlesCreation, reason });
+          await this.settle(message.id, outcome);
+          if (change) await alertOnPodStatus(this.env, db, [change]);
+          return;
         }
         await this.settle(message.id, outcome);
         return;
       }
-      case "agent:pod-status":
-        await applyPodState(db, attachment.hostId, message.pod, {
+      case "agent:pod-status": {
+        const change = await applyPodState(db, attachment.hostId, message.pod, {
           reason: message.reason ?? "reported by the host",
         });
+        if (change) await alertOnPodStatus(this.env, db, [change]);
         return;
+      }
       // Periodic reports, written for the pods of this host only (the services scope by host id).
       case "agent:metrics":
-        await recordMetrics(db, attachment.hostId, message.samples);
+        await alertOnDiskUse(this.env, db, await recordMetrics(db, attachment.hostId, message.samples));
         return;
-      case "agent:health":
-        await applyHealthReports(db, attachment.hostId, message.pods);
+      case "agent:health": {
+        const changes = await applyHealthReports(db, attachment.hostId, message.pods);
+        await this.healthChanged(db, attachment.hostId, changes.unhealthy, changes.recovered);
         return;
+      }
       case "agent:host-health":
         await setHostProblem(db, attachment.hostId, message.problem);
         return;
@@ -320,13 +345,62 @@ export class HostAgent extends DurableObject<Bindings> {
   override async alarm(): Promise<void> {
     this.cleanupScheduled = false;
     this.journal.prune();
+    const hostId = await this.ctx.storage.get<string>("hostId");
+    const due = this.timers.takeDue(Date.now());
+    if (hostId && due.length > 0) {
+      const db = createDb(this.env.DB);
+      for (const key of due) {
+        if (key === HOST_LOST_TIMER) {
+          // gone for the whole wait: a reconnect meanwhile cleared the timer
+          if (!this.socket()) await alertOnHostLost(this.env, db, hostId, hostLostAfterMs(this.env));
+        } else if (key.startsWith(UNHEALTHY_TIMER)) {
+          const podId = key.slice(UNHEALTHY_TIMER.length);
+          await alertOnLastingDiagnosis(this.env, db, hostId, podId, unhealthyAfterMs(this.env));
+        }
+      }
+    }
+    await this.armTimers();
+  }
+
+  /**
+   * Apps that became unhealthy alert if they stay so for ALERT_UNHEALTHY_AFTER_S (a timer each; at
+   * once when it is 0); recovered ones cancel theirs and close their incident.
+   */
+  private async healthChanged(
+    db: ReturnType<typeof createDb>,
+    hostId: string,
+    unhealthy: string[],
+    recovered: string[],
+  ) {
+    const afterMs = unhealthyAfterMs(this.env);
+    for (const podId of recovered) this.timers.clear(`${UNHEALTHY_TIMER}${podId}`);
+    await resolveUnhealthy(this.env, db, recovered);
+    if (unhealthy.length === 0) return;
+    if (afterMs === 0) {
+      for (const podId of unhealthy) await alertOnLastingDiagnosis(this.env, db, hostId, podId, 0);
+      return;
+    }
+    for (const podId of unhealthy) this.timers.start(`${UNHEALTHY_TIMER}${podId}`, Date.now() + afterMs);
+    await this.armTimers();
+  }
+
+  /** The object's one alarm at the earliest timer (an earlier alarm, the journal's cleanup, stays). */
+  private async armTimers() {
+    const next = this.timers.next();
+    if (next === null) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || next < current) await this.ctx.storage.setAlarm(next);
   }
 
   private async disconnected(ws: WebSocket, reason: string) {
     const { hostId } = ws.deserializeAttachment() as Attachment;
     this.failAllPending(`the pod's host agent disconnected: ${reason}`);
     const stillConnected = this.ctx.getWebSockets().some((s) => s !== ws);
-    if (!stillConnected) await markHostOffline(createDb(this.env.DB), hostId);
+    if (stillConnected) return;
+    await markHostOffline(createDb(this.env.DB), hostId);
+    // Its pods' teams hear if it stays gone (host_lost); a hello first clears the timer.
+    this.timers.start(HOST_LOST_TIMER, Date.now() + hostLostAfterMs(this.env));
+    await this.armTimers();
   }
 
   /** Why nothing can be sent, naming the server (as its operator and the pod's owner know it). */

@@ -1,5 +1,4 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { ALERT_EVENTS } from "../../db/schema";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
 import { boundTeamOnly, requireAuth } from "../../http/middleware";
@@ -21,6 +20,7 @@ import {
   testChannel,
   updateChannel,
 } from "../../services/alerts/channels";
+import { AlertEventName } from "../../services/alerts/events";
 import { listAlertEvents, setAlertEvent } from "../../services/alerts/rules";
 import { TeamIdParam } from "../teams/schemas";
 
@@ -104,8 +104,6 @@ const DeliveriesQuery = z.object({
   channel_id: z.string().max(64).optional(),
   limit: z.coerce.number().int().min(1).max(DELIVERY_PAGE_MAX).default(50),
 });
-
-const AlertEventName = z.enum(ALERT_EVENTS);
 
 const AlertEvents = z
   .object({

@@ -71,12 +71,12 @@ export async function dispatchDelivery(env: Bindings, deliveryId: string): Promi
   }
 }
 
-interface PodFacts {
-  pod: { id: string; name: string };
+interface Facts {
+  pod: { id: string; name: string } | null;
   team: { id: string; name: string };
 }
 
-async function podFacts(db: Db, podId: string): Promise<PodFacts | null> {
+async function podFacts(db: Db, podId: string): Promise<Facts | null> {
   const [row] = await db
     .select({ podId: pods.id, podName: pods.name, teamId: teams.id, teamName: teams.name })
     .from(pods)
@@ -87,16 +87,25 @@ async function podFacts(db: Db, podId: string): Promise<PodFacts | null> {
     : null;
 }
 
+async function teamFacts(db: Db, teamId: string): Promise<Facts | null> {
+  const [row] = await db.select({ id: teams.id, name: teams.name }).from(teams).where(eq(teams.id, teamId));
+  return row ? { pod: null, team: row } : null;
+}
+
 const incidentKey = (event: AlertEvent, podId: string) => `${event}:${podId}`;
+/** a team's incident: `<event>:<team id>`, or `<event>:<team id>:<scope>` (host_lost: one per host) */
+const teamIncidentKey = (event: AlertEvent, teamId: string, scope: string) =>
+  scope ? `${event}:${teamId}:${scope}` : `${event}:${teamId}`;
 
 async function fanOut(
   env: Bindings,
   db: Db,
-  facts: PodFacts,
+  facts: Facts,
   event: AlertEvent,
   state: "firing" | "resolved",
   incident: { id: string; openedAt: string; resolvedAt: string | null },
   summary: string,
+  path: string,
 ): Promise<void> {
   const channels = await db
     .select({ id: alertChannels.id })
@@ -114,7 +123,7 @@ async function fanOut(
       pod: facts.pod,
       summary,
       incident: { id: incident.id, opened_at: incident.openedAt, resolved_at: incident.resolvedAt },
-      url: dashboard(env, `/app/pods/${encodeURIComponent(facts.pod.name)}`),
+      url: dashboard(env, path),
       created_at: now,
     };
     return {
@@ -135,6 +144,58 @@ async function fanOut(
   for (const r of rows) await dispatchDelivery(env, r.id);
 }
 
+const podPath = (facts: Facts) => (facts.pod ? `/app/pods/${encodeURIComponent(facts.pod.name)}` : "/app");
+
+/** Opens the incident under `key` and alerts every enabled channel, unless one is open already. */
+async function open(
+  env: Bindings,
+  db: Db,
+  input: { event: AlertEvent; key: string; facts: Facts; summary: string; path: string },
+): Promise<void> {
+  const summary = bounded(input.summary);
+  const [incident] = await db
+    .insert(alertIncidents)
+    .values({
+      id: newId("ali"),
+      teamId: input.facts.team.id,
+      podId: input.facts.pod?.id ?? null,
+      event: input.event,
+      key: input.key,
+      summary,
+      openedAt: nowIso(),
+    })
+    .onConflictDoNothing()
+    .returning();
+  if (!incident) return; // open already: one alert per incident
+  await fanOut(env, db, input.facts, input.event, "firing", incident, summary, input.path);
+}
+
+/** Closes the incident under `key` if one is open, and tells every enabled channel it cleared. */
+async function close(
+  env: Bindings,
+  db: Db,
+  input: {
+    event: AlertEvent;
+    key: string;
+    facts: () => Promise<Facts | null>;
+    summary: (f: Facts) => string;
+  },
+  path: (f: Facts) => string,
+): Promise<void> {
+  const [incident] = await db
+    .update(alertIncidents)
+    .set({ resolvedAt: nowIso() })
+    .where(and(eq(alertIncidents.key, input.key), isNull(alertIncidents.resolvedAt)))
+    .returning();
+  if (!incident) return;
+  const facts = await input.facts();
+  if (!facts) return;
+  await fanOut(env, db, facts, input.event, "resolved", incident, bounded(input.summary(facts)), path(facts));
+}
+
+const logFailure = (msg: string, input: Record<string, unknown>, error: unknown) =>
+  console.error(JSON.stringify({ msg, ...input, error: String(error) }));
+
 /** Opens the (event, pod) incident and alerts every enabled channel, unless it is open already. */
 export async function raiseAlert(
   env: Bindings,
@@ -143,33 +204,17 @@ export async function raiseAlert(
 ): Promise<void> {
   try {
     const facts = await podFacts(db, input.podId);
-    if (!facts) return;
+    if (!facts?.pod) return;
     if (!(await eventEnabled(db, facts.team.id, facts.pod.id, input.event))) return;
-    const summary = bounded(input.summary(facts.pod.name));
-    const [incident] = await db
-      .insert(alertIncidents)
-      .values({
-        id: newId("ali"),
-        teamId: facts.team.id,
-        podId: facts.pod.id,
-        event: input.event,
-        key: incidentKey(input.event, facts.pod.id),
-        summary,
-        openedAt: nowIso(),
-      })
-      .onConflictDoNothing()
-      .returning();
-    if (!incident) return; // open already: one alert per incident
-    await fanOut(env, db, facts, input.event, "firing", incident, summary);
+    await open(env, db, {
+      event: input.event,
+      key: incidentKey(input.event, facts.pod.id),
+      facts,
+      summary: input.summary(facts.pod.name),
+      path: podPath(facts),
+    });
   } catch (error) {
-    console.error(
-      JSON.stringify({
-        msg: "alert not raised",
-        event: input.event,
-        podId: input.podId,
-        error: String(error),
-      }),
-    );
+    logFailure("alert not raised", { event: input.event, podId: input.podId }, error);
   }
 }
 
@@ -180,25 +225,70 @@ export async function resolveAlert(
   input: { event: AlertEvent; podId: string; summary: (podName: string) => string },
 ): Promise<void> {
   try {
-    const [incident] = await db
-      .update(alertIncidents)
-      .set({ resolvedAt: nowIso() })
-      .where(
-        and(eq(alertIncidents.key, incidentKey(input.event, input.podId)), isNull(alertIncidents.resolvedAt)),
-      )
-      .returning();
-    if (!incident) return;
-    const facts = await podFacts(db, input.podId);
-    if (!facts) return;
-    await fanOut(env, db, facts, input.event, "resolved", incident, bounded(input.summary(facts.pod.name)));
-  } catch (error) {
-    console.error(
-      JSON.stringify({
-        msg: "alert not resolved",
+    await close(
+      env,
+      db,
+      {
         event: input.event,
-        podId: input.podId,
-        error: String(error),
-      }),
+        key: incidentKey(input.event, input.podId),
+        facts: () => podFacts(db, input.podId),
+        summary: (f) => input.summary(f.pod?.name ?? ""),
+      },
+      podPath,
     );
+  } catch (error) {
+    logFailure("alert not resolved", { event: input.event, podId: input.podId }, error);
+  }
+}
+
+export interface TeamAlertInput {
+  event: AlertEvent;
+  teamId: string;
+  /** what tells two incidents of the event apart within the team ('' : one per team; host_lost: the host) */
+  scope?: string;
+  summary: (teamName: string) => string;
+  /** the dashboard's page for it, e.g. `/app/billing` */
+  path: string;
+  /** the caller weighed the rules already (host_lost: each pod's rule, then the team's) */
+  rulesChecked?: boolean;
+}
+
+/**
+ * Opens a team's incident (billing events, a lost host): switched by the team's rule only (a
+ * caller that concerns pods checks theirs first), with no pod in the payload.
+ */
+export async function raiseTeamAlert(env: Bindings, db: Db, input: TeamAlertInput): Promise<void> {
+  try {
+    const facts = await teamFacts(db, input.teamId);
+    if (!facts) return;
+    if (!input.rulesChecked && !(await eventEnabled(db, facts.team.id, "", input.event))) return;
+    await open(env, db, {
+      event: input.event,
+      key: teamIncidentKey(input.event, input.teamId, input.scope ?? ""),
+      facts,
+      summary: input.summary(facts.team.name),
+      path: input.path,
+    });
+  } catch (error) {
+    logFailure("alert not raised", { event: input.event, teamId: input.teamId }, error);
+  }
+}
+
+/** Closes a team's incident if one is open, and tells every enabled channel it cleared. */
+export async function resolveTeamAlert(env: Bindings, db: Db, input: TeamAlertInput): Promise<void> {
+  try {
+    await close(
+      env,
+      db,
+      {
+        event: input.event,
+        key: teamIncidentKey(input.event, input.teamId, input.scope ?? ""),
+        facts: () => teamFacts(db, input.teamId),
+        summary: (f) => input.summary(f.team.name),
+      },
+      () => input.path,
+    );
+  } catch (error) {
+    logFailure("alert not resolved", { event: input.event, teamId: input.teamId }, error);
   }
 }

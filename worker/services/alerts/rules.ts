@@ -6,6 +6,7 @@ import { nowIso } from "../../lib/time";
 import type { ServiceContext } from "../context";
 import { findTeamPod } from "../pods/lookup";
 import { requireOwner } from "../teams/access";
+import { isTeamEvent } from "./events";
 
 /**
  * Which events alert (docs/alerts.md): each is on unless switched off, for the team (`scope` '') or
@@ -74,6 +75,8 @@ export async function setAlertEvent(
   if (!access.ok) return access;
   let scope = "";
   if (input.pod !== undefined) {
+    if (isTeamEvent(input.event))
+      return fail("bad_request", `pod: ${input.event} is the team's event; switch it for the team`);
     const found = await findTeamPod(ctx.db, teamId, input.pod);
     if (!found.ok) return fail("bad_request", `pod: ${found.message}`);
     scope = found.value.pod.id;

@@ -4,6 +4,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
 import { pods, type SubscriptionRow, subscriptions } from "../../db/schema";
 import { DAY, nowIso } from "../../lib/time";
+import { alertOnPaymentFailed, alertOnTeamSuspended } from "../alerts/billing";
 import type { ServiceContext } from "../context";
 import { type BillingCall, requireBillingOwner } from "./access";
 import { periodAt } from "./periods";
@@ -193,10 +194,11 @@ export async function cancelSubscription({
 
 /**
  * A payment failed: an `active` (or never made) subscription becomes `past_due`, the grace period
- * starting now. Already `past_due` or `suspended` keeps its clock; `cancelled` stays cancelled.
+ * starting now, and the team's `payment_failed` alert fires. Already `past_due` or `suspended` keeps
+ * its clock (and alerts no more); `cancelled` stays cancelled.
  */
 export async function markPastDue(ctx: ServiceContext, teamId: string, at = nowIso()) {
-  await ctx.db
+  const made = await ctx.db
     .insert(subscriptions)
     .values({
       id: newId("sub"),
@@ -207,18 +209,24 @@ export async function markPastDue(ctx: ServiceContext, teamId: string, at = nowI
       createdAt: at,
       updatedAt: at,
     })
-    .onConflictDoNothing();
-  await ctx.db
+    .onConflictDoNothing()
+    .returning({ id: subscriptions.id });
+  const moved = await ctx.db
     .update(subscriptions)
     .set({ status: "past_due", pastDueSince: at, updatedAt: at })
-    .where(and(eq(subscriptions.teamId, teamId), inArray(subscriptions.status, ["active", "trialing"])));
+    .where(and(eq(subscriptions.teamId, teamId), inArray(subscriptions.status, ["active", "trialing"])))
+    .returning({ id: subscriptions.id });
+  if (made.length + moved.length > 0)
+    await alertOnPaymentFailed(ctx.env, ctx.db, teamId, SUSPENSION_GRACE_MS / DAY);
 }
 
-/** The cron's part: past_due beyond the grace period becomes `suspended`. */
-export async function suspendOverdue(ctx: Pick<ServiceContext, "db">, now: number) {
+/** The cron's part: past_due beyond the grace period becomes `suspended` (and alerts `team_suspended`). */
+export async function suspendOverdue(ctx: Pick<ServiceContext, "db" | "env">, now: number) {
   const cutoff = new Date(now - SUSPENSION_GRACE_MS).toISOString();
-  await ctx.db
+  const suspended = await ctx.db
     .update(subscriptions)
     .set({ status: "suspended", updatedAt: new Date(now).toISOString() })
-    .where(and(eq(subscriptions.status, "past_due"), lt(subscriptions.pastDueSince, cutoff)));
+    .where(and(eq(subscriptions.status, "past_due"), lt(subscriptions.pastDueSince, cutoff)))
+    .returning({ teamId: subscriptions.teamId });
+  for (const { teamId } of suspended) await alertOnTeamSuspended(ctx.env, ctx.db, teamId);
 }

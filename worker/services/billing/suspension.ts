@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { invoices, pods, subscriptions } from "../../db/schema";
 import { callHost } from "../../durable-objects/host-agent/client";
 import { nowIso } from "../../lib/time";
+import { resolveBillingAlerts } from "../alerts/billing";
 import type { ServiceContext } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { type BillingCall, requireBillingOwner } from "./access";
@@ -189,10 +190,12 @@ export async function resumeSubscription({
     return fail("conflict", "pay the team's unpaid invoices before resuming", {
       unpaid_invoices: unpaid.map((i) => i.id),
     });
-  await ctx.db
+  const moved = await ctx.db
     .update(subscriptions)
     .set({ status: "active", pastDueSince: null, updatedAt: nowIso() })
-    .where(and(eq(subscriptions.id, existing.id), inArray(subscriptions.status, ["past_due", "suspended"])));
+    .where(and(eq(subscriptions.id, existing.id), inArray(subscriptions.status, ["past_due", "suspended"])))
+    .returning({ id: subscriptions.id });
+  if (moved.length > 0) await resolveBillingAlerts(ctx.env, ctx.db, caller.teamId);
   // The pods the suspension stopped start again (a host that cannot be reached now: the cron's next run).
   await resumeTeamPods(ctx, caller.teamId);
   return ok(toSubscriptionView(ctx, caller.teamId, { ...existing, status: "active", pastDueSince: null }));

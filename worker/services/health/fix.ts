@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import type { FixAction } from "../../../shared/protocol/health";
 import { RELOAD_STEP_TIMEOUT_S } from "../../../shared/protocol/inside";
 import { pods } from "../../db/schema";
+import { resolveUnhealthy } from "../alerts/host-reports";
 import type { ServiceContext } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { callTarget, NOT_RUNNING, podTarget } from "../pods/target";
@@ -66,5 +67,7 @@ export async function fixDiagnosis(
       action,
     }),
   ]);
+  // The diagnosis is gone: an app_unhealthy incident open for it closes (a report of it again opens a new one).
+  await resolveUnhealthy(ctx.env, ctx.db, [pod.id]);
   return ok({ status: "fixed", action });
 }

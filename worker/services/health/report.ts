@@ -15,18 +15,27 @@ export function parseDiagnosis(stored: string | null): Diagnosis | null {
   }
 }
 
+export interface HealthChanges {
+  /** pods whose app has a diagnosis now and had none */
+  unhealthy: string[];
+  /** pods whose diagnosis cleared */
+  recovered: string[];
+}
+
 /**
  * A host's app health reports into `pods.app_health_diagnosis` (the JSON string the Pod shows).
  * Scoped by host id like every agent report: only pods placed on that host change. A diagnosis
  * that appears (or changes its class) is recorded as a `health_diagnosis` event, a cleared one as
- * `health_recovered`; a report that repeats what is stored writes nothing.
+ * `health_recovered`; a report that repeats what is stored writes nothing. Answers the pods whose app
+ * became unhealthy (no diagnosis before) and those that recovered, for their alerts.
  */
 export async function applyHealthReports(
   db: Db,
   hostId: string,
   reports: readonly { name: string; diagnosis: Diagnosis | null }[],
-): Promise<void> {
-  if (reports.length === 0) return;
+): Promise<HealthChanges> {
+  const changes: HealthChanges = { unhealthy: [], recovered: [] };
+  if (reports.length === 0) return changes;
   const own = await db
     .select({ id: pods.id, name: pods.name, stored: pods.appHealthDiagnosis })
     .from(pods)
@@ -40,6 +49,8 @@ export async function applyHealthReports(
     if (next === pod.stored) continue;
     statements.push(db.update(pods).set({ appHealthDiagnosis: next }).where(eq(pods.id, pod.id)));
     const before = parseDiagnosis(pod.stored);
+    if (diagnosis && !pod.stored) changes.unhealthy.push(pod.id);
+    if (!diagnosis && pod.stored) changes.recovered.push(pod.id);
     if (diagnosis && before?.class !== diagnosis.class) {
       statements.push(
         recordEventStatement(db, pod.id, "health_diagnosis", `app problem found: ${diagnosis.title}`, {
@@ -58,4 +69,5 @@ export async function applyHealthReports(
   }
   const [first, ...rest] = statements;
   if (first) await db.batch([first, ...rest]);
+  return changes;
 }

@@ -1,8 +1,18 @@
 import { and, eq, ne } from "drizzle-orm";
+import { findPlan } from "../../../shared/catalog";
 import type { MetricSample } from "../../../shared/protocol";
 import type { Db } from "../../db/client";
 import { podMetrics, pods } from "../../db/schema";
 import { MINUTE } from "../../lib/time";
+
+/** a plan's "GB" is a GiB, as the host sizes the pod's disk (agent/disk/pod-disk.ts) */
+const GIB = 1024 ** 3;
+
+export interface DiskUse {
+  podId: string;
+  usedBytes: number;
+  planBytes: number;
+}
 
 /** D1 binds at most 100 parameters per statement: 7 per row. */
 const ROWS_PER_INSERT = 14;
@@ -12,23 +22,28 @@ const MAX_SAMPLE_AGE_MS = 10 * MINUTE;
 /**
  * One tick of a host's samples into D1. Only pods placed on that host are written (an agent can
  * never write another host's pods, nor invent pods), and a sample's time is the host's, clamped to
- * the last ten minutes of the control plane's clock.
+ * the last ten minutes of the control plane's clock. Answers each written pod's disk use beside its
+ * plan's disk (the disk alert's input).
  */
 export async function recordMetrics(
   db: Db,
   hostId: string,
   samples: readonly MetricSample[],
   now = Date.now(),
-): Promise<number> {
-  if (samples.length === 0) return 0;
+): Promise<DiskUse[]> {
+  if (samples.length === 0) return [];
   const own = await db
-    .select({ id: pods.id, name: pods.name })
+    .select({ id: pods.id, name: pods.name, planSlug: pods.planSlug })
     .from(pods)
     .where(and(eq(pods.hostId, hostId), ne(pods.status, "deleted")));
-  const idOf = new Map(own.map((p) => [p.name, p.id]));
+  const byName = new Map(own.map((p) => [p.name, p]));
+  const disk = new Map<string, DiskUse>();
   const rows = samples.flatMap((s) => {
-    const podId = idOf.get(s.name);
-    if (!podId) return [];
+    const pod = byName.get(s.name);
+    if (!pod) return [];
+    const podId = pod.id;
+    const plan = findPlan(pod.planSlug);
+    if (plan) disk.set(podId, { podId, usedBytes: s.storage, planBytes: plan.diskGb * GIB });
     const at = Math.min(now, Math.max(now - MAX_SAMPLE_AGE_MS, s.at));
     return [
       {
@@ -53,5 +68,5 @@ export async function recordMetrics(
   }
   const [first, ...rest] = statements;
   if (first) await db.batch([first, ...rest]);
-  return rows.length;
+  return [...disk.values()];
 }

@@ -3,20 +3,28 @@ import type { Db } from "../../db/client";
 import { pods } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
+import { alertOnPodStatus } from "../alerts/host-reports";
 import { recordEventStatement } from "./events";
 
 /**
  * The end of a creation that did not make it: the pod leaves `creating` for `error`, with the reason
- * in an `error` event. Only a pod still `creating` moves (a delete meanwhile wins).
+ * in an `error` event, and its team's `pod_error` alert. Only a pod still `creating` moves (a delete
+ * meanwhile wins), so a retried call alerts once.
  */
-export const markCreateFailed = (db: Db, podId: string, reason: string) =>
-  db.batch([
+export async function markCreateFailed(env: Bindings, db: Db, podId: string, reason: string) {
+  const [moved] = await db.batch([
     db
       .update(pods)
       .set({ status: "error", updatedAt: nowIso() })
-      .where(and(eq(pods.id, podId), eq(pods.status, "creating"))),
+      .where(and(eq(pods.id, podId), eq(pods.status, "creating")))
+      .returning({ id: pods.id }),
     recordEventStatement(db, podId, "error", `creating the pod failed: ${reason}`),
   ]);
+  if (moved.length > 0)
+    await alertOnPodStatus(env, db, [
+      { podId, status: "error", reason: `creating the pod failed: ${reason}` },
+    ]);
+}
 
 /**
  * Past this, a creation has outlived every bound of its workflow (the host's timeout, the wait for
@@ -46,7 +54,12 @@ export async function failStuckCreations(env: Bindings, db: Db, now = Date.now()
       if (instance && status && ["queued", "running", "waiting", "paused"].includes(status.status)) {
         await instance.terminate().catch(() => undefined);
       }
-      await markCreateFailed(db, id, `it did not finish within ${CREATION_DEADLINE_MS / 3_600_000} hours`);
+      await markCreateFailed(
+        env,
+        db,
+        id,
+        `it did not finish within ${CREATION_DEADLINE_MS / 3_600_000} hours`,
+      );
       failed++;
     }
     if (stuck.length < PAGE) break;

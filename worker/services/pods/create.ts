@@ -95,7 +95,7 @@ export async function startCreation(
   try {
     await ctx.env.POD_CREATE.create({ id: pod.id, params });
   } catch (error) {
-    await markCreateFailed(ctx.db, pod.id, `the creation could not be started: ${String(error)}`);
+    await markCreateFailed(ctx.env, ctx.db, pod.id, `the creation could not be started: ${String(error)}`);
     throw error;
   }
   return ok(toPodView(pod, host.name, ctx.env.POD_DOMAIN));

@@ -13,33 +13,43 @@ const statusOfState = { running: "running", stopped: "stopped", missing: "error"
 /**
  * What the host reports about a container becomes the pod's status and IP. Scoped by host id, so
  * an agent can only ever move pods placed on its own host. Unexpected changes are logged as events.
+ * Answers the pod's new status when it changed (its alerts follow from it).
  */
 export async function applyPodState(
   db: Db,
   hostId: string,
   state: PodState,
   options: { reason?: string; settlesCreation?: boolean } = {},
-): Promise<void> {
+): Promise<PodStatusChange | null> {
   const { reason } = options;
   const [pod] = await db
     .select({ id: pods.id, status: pods.status, ip: pods.ip })
     .from(pods)
     .where(and(eq(pods.name, state.name), eq(pods.hostId, hostId), inArray(pods.status, HOST_DRIVEN)))
     .limit(1);
-  if (!pod) return;
+  if (!pod) return null;
   // A pod being created is running only once its creation (vhost, files …) is done, whatever a
   // look at its container says in the meantime.
-  if (pod.status === "creating" && !options.settlesCreation) return;
+  if (pod.status === "creating" && !options.settlesCreation) return null;
   const status = statusOfState[state.state];
   const ip = state.ip ?? pod.ip;
-  if (pod.status === status && pod.ip === ip) return;
+  if (pod.status === status && pod.ip === ip) return null;
+  const change = pod.status === status ? null : { podId: pod.id, status, reason: reason ?? null };
   const update = db.update(pods).set({ status, ip, updatedAt: nowIso() }).where(eq(pods.id, pod.id));
   if (!reason) {
     await update;
-    return;
+    return change;
   }
   const type = status === "error" ? "error" : status === "running" ? "started" : "stopped";
   await db.batch([update, recordEventStatement(db, pod.id, type, reason, { source: "host" })]);
+  return change;
+}
+
+/** A pod the host's word moved to another status. */
+export interface PodStatusChange {
+  podId: string;
+  status: PodStatus;
+  reason: string | null;
 }
 
 /**
@@ -47,9 +57,14 @@ export async function applyPodState(
  * vanished become `error` with an event; containers with no live pod are returned as orphans for the
  * agent to report (never silently kept, never silently deleted). Live is every pod placed on the
  * host but `deleted`: a `suspended` pod's stopped container is its customer's, never an orphan, and
- * its status stays the control plane's (not host-driven, so not moved here).
+ * its status stays the control plane's (not host-driven, so not moved here). Answers the orphans and
+ * the pods whose status moved.
  */
-export async function reconcileInventory(db: Db, hostId: string, inventory: PodState[]): Promise<string[]> {
+export async function reconcileInventory(
+  db: Db,
+  hostId: string,
+  inventory: PodState[],
+): Promise<{ orphans: string[]; changes: PodStatusChange[] }> {
   const seen = new Map(inventory.map((p) => [p.name, p]));
   const live = await db
     .select({ id: pods.id, name: pods.name, status: pods.status, ip: pods.ip })
@@ -57,11 +72,13 @@ export async function reconcileInventory(db: Db, hostId: string, inventory: PodS
     .where(and(eq(pods.hostId, hostId), ne(pods.status, "deleted")));
   const now = nowIso();
   const statements = [];
+  const changes: PodStatusChange[] = [];
   for (const pod of live) {
     if (!HOST_DRIVEN.includes(pod.status)) continue;
     const state = seen.get(pod.name);
     if (!state) {
       if (pod.status === "error") continue;
+      changes.push({ podId: pod.id, status: "error", reason: "the pod's container is missing on its host" });
       statements.push(
         db.update(pods).set({ status: "error", updatedAt: now }).where(eq(pods.id, pod.id)),
         recordEventStatement(db, pod.id, "error", "the pod's container is missing on its host", {
@@ -72,6 +89,7 @@ export async function reconcileInventory(db: Db, hostId: string, inventory: PodS
     }
     if (pod.status === "creating") continue; // its create command settles it
     const status = statusOfState[state.state];
+    if (status !== pod.status) changes.push({ podId: pod.id, status, reason: null });
     if (status !== pod.status || (state.ip && state.ip !== pod.ip)) {
       statements.push(
         db
@@ -89,5 +107,5 @@ export async function reconcileInventory(db: Db, hostId: string, inventory: PodS
   if (orphans.length > 0) {
     console.warn(JSON.stringify({ hostId, msg: "containers with no live pod on this host", orphans }));
   }
-  return orphans;
+  return { orphans, changes };
 }
