@@ -9,15 +9,19 @@ import type { AddressInfo } from "node:net";
  * `status` (then 200 again). A path is a test's own (a random one), so parallel files never mix.
  */
 
-interface Received {
+export interface Received {
   method: string;
   headers: Record<string, string>;
   body: string;
   answered: number;
+  /** when it arrived, ms since the epoch (the alerts e2e test measures delivery times with it) */
+  at: number;
 }
 
 export interface WebhookReceiver {
   url: string;
+  /** what reached `path` so far, in order (the same list `GET /__double/received` answers) */
+  received(path: string): Received[];
   close(): Promise<void>;
 }
 
@@ -36,6 +40,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const received = new Map<string, Received[]>();
   const scripted = new Map<string, { status: number; times: number }>();
   const server = createServer(async (req, res) => {
+    const at = Date.now();
     const url = new URL(req.url ?? "/", "http://receiver");
     const body = await readBody(req);
     if (url.pathname === "/__double/received") {
@@ -59,7 +64,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
     const list = received.get(url.pathname) ?? [];
-    list.push({ method: req.method ?? "", headers, body, answered: status });
+    list.push({ method: req.method ?? "", headers, body, answered: status, at });
     received.set(url.pathname, list);
     res.writeHead(status, { "content-type": "text/plain" });
     res.end(status === 200 ? "ok" : "no");
@@ -67,6 +72,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: (path) => [...(received.get(path) ?? [])],
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
