@@ -1,5 +1,8 @@
+import { AlertEventName, isTeamEvent } from "../../services/alerts/events";
+import type { AlertEventsView } from "../../services/alerts/rules";
 import { type EventsPage, POD_EVENT_TYPES } from "../../services/pods/events";
 import type { PodView } from "../../services/pods/view";
+import { AlertSwitch, alertsApi, podEventState } from "../components/alert-switch";
 import { Curl } from "../components/curl";
 import { Time } from "../components/pod-bits";
 import { PodPage, podPath } from "../components/pod-page";
@@ -13,11 +16,14 @@ export function EventsTab({
   pod,
   list,
   type,
+  alerts,
 }: {
   page: PageContext;
   pod: PodView;
   list: EventsPage;
   type: string | undefined;
+  /** the team's alert switches (owner only; null for a member) */
+  alerts: AlertEventsView | null;
 }) {
   const here = podPath(pod.name, "events");
   const typed = type ? `type=${encodeURIComponent(type)}&` : "";
@@ -103,6 +109,7 @@ export function EventsTab({
           )}
         </nav>
       ) : null}
+      <PodAlerts page={page} pod={pod} alerts={alerts} />
       <Curl
         base={page.base}
         calls={[
@@ -111,8 +118,77 @@ export function EventsTab({
             path: `/api/pods/${encodeURIComponent(pod.name)}/events?${typed}limit=${list.limit}&offset=${list.offset}`,
             note: "These events",
           },
+          ...(alerts
+            ? [
+                {
+                  method: "PUT",
+                  path: `${alertsApi(page.caller.teamId)}/events`,
+                  body: { event: "deploy_failed", enabled: false, pod: pod.name },
+                  note: "Switch an alert off for this pod",
+                },
+              ]
+            : []),
         ]}
       />
     </PodPage>
+  );
+}
+
+/**
+ * The pod's alert switches (docs/dashboard.md "Alerts"): every pod event of the service's list
+ * (`AlertEventName`, so a new kind shows up here), on or off for this pod, and where that comes from.
+ */
+function PodAlerts({
+  page,
+  pod,
+  alerts,
+}: {
+  page: PageContext;
+  pod: PodView;
+  alerts: AlertEventsView | null;
+}) {
+  return (
+    <section class="card" id="alerts" aria-labelledby="pod-alerts-h">
+      <h2 id="pod-alerts-h">Alerts for this pod</h2>
+      {alerts ? (
+        <>
+          <p class="muted">
+            The team's channels are told when one of these happens to {pod.name}.{" "}
+            <a href="/app/team/alerts">Channels and team switches</a>
+          </p>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Event</th>
+                  <th scope="col">For this pod</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {AlertEventName.options
+                  .filter((event) => !isTeamEvent(event))
+                  .map((event) => {
+                    const state = podEventState(alerts, pod.name, event);
+                    return (
+                      <AlertSwitch
+                        teamId={page.caller.teamId}
+                        event={event}
+                        enabled={state.enabled}
+                        source={state.source}
+                        pod={pod.name}
+                      />
+                    );
+                  })}
+              </tbody>
+            </table>
+          </div>
+        </>
+      ) : (
+        <p class="muted">Only the team's owner sees and switches its alerts.</p>
+      )}
+    </section>
   );
 }

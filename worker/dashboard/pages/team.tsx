@@ -34,6 +34,9 @@ export function TeamPage({ page, team, members, invitations }: TeamPageProps) {
           {team.account_type === "personal" ? "Personal team" : "Team"} · you are {team.role}
         </span>
       </div>
+      <p>
+        <a href="/app/team/alerts">Alerts</a>: who is told when a deploy, a backup or a pod fails.
+      </p>
       {owner ? (
         <section class="card">
           <h2>Name</h2>

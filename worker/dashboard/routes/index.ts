@@ -18,6 +18,7 @@ import { podMetricsRouter } from "./pod-metrics";
 import { podOverviewRouter } from "./pod-overview";
 import { podTerminalRouter } from "./pod-terminal";
 import { teamPages } from "./team";
+import { teamAlertsPages } from "./team-alerts";
 
 /**
  * The dashboard's areas, one router each (a file per area in this folder: the pod's tabs, the new
@@ -30,6 +31,7 @@ export const dashboardAreas: Hono<AppEnv>[] = [
   podDatabasesArea,
   podBackupsArea,
   teamPages,
+  teamAlertsPages,
   billingPages,
   affiliatesPages,
   podDomainsArea,

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../http/app-env";
 import { unwrap } from "../../http/errors";
+import { listAlertEvents } from "../../services/alerts/rules";
 import { listPodEvents } from "../../services/pods/events";
 import { ErrorPage } from "../components/error-page";
 import { offsetParam, podTab } from "../components/pod-tab";
@@ -20,6 +21,18 @@ podEventsArea.get("/pods/:name/events", requireSignedIn, async (c) => {
   if ("notFound" in tab) return tab.notFound;
   const { page, pod } = tab;
   const input = { name: pod.name, type, limit: EVENTS_PAGE_SIZE, offset: offsetParam(c.req.query("offset")) };
-  const list = unwrap(await listPodEvents({ ctx: page.ctx, teamId: page.caller.teamId, input }));
-  return c.html(<EventsTab page={page} pod={pod} list={list} type={type} />);
+  const [list, alerts] = await Promise.all([
+    listPodEvents({ ctx: page.ctx, teamId: page.caller.teamId, input }),
+    // the pod's alert switches are the owner's (the verb's 403 for a member: the tab says so)
+    listAlertEvents(page.ctx, page.caller.user.id, page.caller.teamId),
+  ]);
+  return c.html(
+    <EventsTab
+      page={page}
+      pod={pod}
+      list={unwrap(list)}
+      type={type}
+      alerts={alerts.ok ? alerts.value : null}
+    />,
+  );
 });
