@@ -2,12 +2,13 @@
  * The dashboard's speed and weight (issue #26 item 7), beside the same data as a bare JSON API call
  * in the same run:
  *
- *   tsx bench/dashboard.ts [--pods 1000] [--reps 40] [--warmup 5] [--polls 20]
+ *   tsx bench/dashboard.ts [--pods 1000] [--reps 40] [--warmup 5] [--polls 20] [--samples 12]
  *
  * The Worker in workerd (bench/support/worker.ts, behind wrangler's dev proxy as `npm start` runs it) on a
  * local D1 seeded before it starts (bench/support/fleet.ts): one team with `--pods` pods (1 in 7
  * stopped), its owner signed in (a session row), and a CPU/memory sample every 5 minutes of the last
- * hour for every pod (what the list's sparklines read). No Docker: the pods list renders from D1.
+ * hour for every pod (what the list's sparklines read; `--samples 0` leaves them out, to see what
+ * they cost). No Docker: the pods list renders from D1.
  *
  * 1. Time to first byte of the pods list, `GET /app` (signed in with the session cookie; the first
  *    page as the dashboard pages it, 50 pods), beside `GET /api/pods?limit=50&offset=0` (the same
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     reps: { type: "string", default: "40" },
     warmup: { type: "string", default: "5" },
     polls: { type: "string", default: "20" },
+    samples: { type: "string", default: "12" },
   },
 });
 const PODS = positiveInt("pods", args.pods);
@@ -62,6 +64,9 @@ const REPS = positiveInt("reps", args.reps);
 const WARMUP = Number(args.warmup);
 if (!Number.isInteger(WARMUP) || WARMUP < 0) throw new Error("--warmup: expected an integer ≥ 0");
 const POLLS = positiveInt("polls", args.polls);
+/** metrics samples a pod in the last hour (the sparklines' 12 points); 0 shows the rows' cost without them */
+const SAMPLES = Number(args.samples);
+if (!Number.isInteger(SAMPLES) || SAMPLES < 0 || SAMPLES > 12) throw new Error("--samples: 0 to 12");
 
 const run = promisify(execFile);
 const v = verdicts("dashboard");
@@ -155,16 +160,16 @@ async function main() {
     try {
       await seedFleet(d1, { pods: PODS, teams: 1, accounts: true, now: new Date().toISOString() });
       [token = ""] = await seedSessions(d1, [0]);
-      // a sample every 5 minutes of the last hour for every pod: the sparklines' 12 points
+      // a sample every 5 minutes of the last hour for every pod: the sparklines' points
       const at = Date.now();
       await insertRows(
         d1,
         "pod_metrics",
         ["pod_id", "recorded_at", "cpu_usage", "memory_usage", "storage_used", "network_in", "network_out"],
-        PODS * 12,
+        PODS * SAMPLES,
         (k) => [
-          `pod_${Math.floor(k / 12)}`,
-          new Date(at - (k % 12) * 300_000 - 1000).toISOString(),
+          `pod_${Math.floor(k / SAMPLES)}`,
+          new Date(at - (k % SAMPLES) * 300_000 - 1000).toISOString(),
           (k * 7) % 100,
           (k * 13) % 100,
           1_000_000,
