@@ -5,7 +5,7 @@ import { page, signedIn } from "./support/dashboard";
 /**
  * The Terminal tab's page (docs/dashboard.md "Terminal"): what the server renders for the browser's
  * script, the API line beside it, and who may see it. The session itself is the API's WebSocket
- * (test/worker/terminal.test.ts) and is driven in Chromium by test/e2e/dashboard-terminal.test.ts.
+ * (test/worker/terminal.test.ts) and is driven in Chromium by test/e2e/dashboard.test.ts ("terminal").
  */
 
 async function podOf(user: { user: { active_team_id: string } }, status = "running") {
