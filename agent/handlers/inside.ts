@@ -40,7 +40,9 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   // commands through `runc exec` where the host has runc's state of the engine's containers
   const runc = deps.config.runcRoot ? new RuncContainers(docker, deps.config.runcRoot) : null;
   const follows = new LogFollows(podStreams(deps), prefix, deps.relay, log);
-  const history = new LogHistory(docker, prefix, deps.config.stateDir, locks, log);
+  const history = new LogHistory(docker, prefix, deps.config.stateDir, locks, log, {
+    exec: podStreams(deps),
+  });
 
   const checkNames = (what: string, keys: string[]) => {
     for (const key of keys) {

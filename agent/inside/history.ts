@@ -1,13 +1,18 @@
 import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
+import { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
+import { createGunzip, gzipSync } from "node:zlib";
 import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
+import { CappedBytes } from "../docker/capped";
 import type { DockerClient } from "../docker/client";
-import { HOME } from "../docker/naming";
+import type { StreamExecutor } from "../docker/exec-stream";
+import { HOME, podNames } from "../docker/naming";
 import { BASH, SH, TIMEOUT } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
+import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { KeyedLock } from "../handlers/keyed-lock";
 import type { Logger } from "../logger";
@@ -16,6 +21,7 @@ import {
   GREP_LINE_BYTES,
   GREP_OUTPUT_BYTES,
   grepLines,
+  type LogLine,
   renderLine,
   withinBudget,
 } from "./logs";
@@ -66,12 +72,14 @@ tail -c +$((off + 1)) -- "$f" | head -c "$max"`;
 // count), newest day first; each day's matches newest first. `tee` to the output and `wc` counts
 // them, so the search stops once `n` were found (the rest of stdin is drained, never left unread
 // for the engine). A pattern that does not compile is exit 2 before anything is read.
-const SEARCH = `p=$1 n=$2 ci=$3; shift 3
+// `z` 1: the days come compressed (a stopped pod's helper container), 0: as text.
+const SEARCH = `p=$1 n=$2 ci=$3 z=$4; shift 4
 grep -P -e "$p" </dev/null; [ $? -eq 2 ] && exit 2
 if [ "$ci" = 1 ]; then i=-i; else i=-P; fi
+day() { if [ "$z" = 1 ]; then head -c "$1" | gzip -dc; else head -c "$1"; fi; }
 exec 3>&1
 for len; do
-  c=$(head -c "$len" | gzip -dc | grep -a -P "$i" -e "$p" | cut -b 1-${GREP_LINE_BYTES} | tail -n "$n" | tac | tee /dev/fd/3 | wc -l)
+  c=$(day "$len" | grep -a -P "$i" -e "$p" | cut -b 1-${GREP_LINE_BYTES} | tail -n "$n" | tac | tee /dev/fd/3 | wc -l)
   n=$((n - c))
   [ "$n" -gt 0 ] || break
 done
@@ -104,16 +112,31 @@ export interface Chunk {
   to: number;
   offset: number;
   length: number;
+  /** its lines' bytes, uncompressed */
+  raw: number;
 }
 
 export function parseIndex(text: string): Chunk[] {
   const chunks: Chunk[] = [];
   for (const line of text.split("\n")) {
-    const [from, to, offset, length] = line.split(" ").map(Number);
-    if ([from, to, offset, length].every((n) => Number.isSafeInteger(n) && (n as number) >= 0))
-      chunks.push({ from, to, offset, length } as Chunk);
+    const [from, to, offset, length, raw] = line.split(" ").map(Number);
+    if ([from, to, offset, length, raw].every((n) => Number.isSafeInteger(n) && (n as number) >= 0))
+      chunks.push({ from, to, offset, length, raw } as Chunk);
   }
   return chunks;
+}
+
+/** a day's chunks in a range: the gzip members as stored, and how long their text is */
+interface Part {
+  day: string;
+  bytes: Buffer;
+  raw: number;
+}
+
+interface Searched {
+  lines: LogLine[];
+  /** a bound (time, output) cut the search short */
+  cut: boolean;
 }
 
 export interface HistoryRead {
@@ -131,10 +154,16 @@ export class LogHistory {
     stateDir: string,
     private readonly locks: KeyedLock,
     private readonly log: Logger,
-    private readonly now: () => number = Date.now,
+    private readonly opts: {
+      /** how a read streams the history into the pod: the agent's own pipe (runc exec) where it can */
+      exec?: StreamExecutor;
+      now?: () => number;
+    } = {},
   ) {
     this.root = join(stateDir, "logs");
   }
+
+  private now = () => (this.opts.now ?? Date.now)();
 
   private podDir = (pod: string) => join(this.root, pod);
   private sourceDir = (pod: string, source: LogSource) => join(this.root, pod, source);
@@ -230,7 +259,9 @@ export class LogHistory {
     const offset = (await stat(gz).catch(() => null))?.size ?? 0;
     const member = gzipSync(lines);
     await appendFile(gz, member, { mode: 0o600 });
-    await appendFile(join(dir, `${day}.idx`), `${from} ${to} ${offset} ${member.length}\n`, { mode: 0o600 });
+    await appendFile(join(dir, `${day}.idx`), `${from} ${to} ${offset} ${member.length} ${lines.length}\n`, {
+      mode: 0o600,
+    });
   }
 
   /** bytes the pod's history takes */
@@ -286,8 +317,10 @@ export class LogHistory {
   }
 
   /**
-   * The last `lines` lines (or matches of `grep`) written between `since` and `until`: the log's
-   * new lines are collected first, so the history reaches up to now.
+   * The last `lines` lines (or matches of `grep`) written between `since` and `until`. When the
+   * range reaches past the last collection, the log's new lines are collected meanwhile (not
+   * first: that would put one more exec in front of every search) and searched after, as the
+   * newest.
    */
   async read(
     pod: string,
@@ -299,32 +332,107 @@ export class LogHistory {
         `source: ${q.source} has no history (only ${LOG_HISTORY_SOURCES.join(", ")})`,
       );
     }
-    await this.collect(pod, [q.source]);
-    const { parts, truncated: cut } = await this.locks.run(lockKey(pod), () =>
-      this.select(pod, q.source, q.since, q.until),
-    );
     const filtered = q.grep !== undefined && q.grep !== "";
     const pattern = filtered ? (q.grep as string) : "";
-    if (parts.length === 0 && !filtered) return { lines: [], exists: false, truncated: cut };
-    const stdin = Buffer.concat(parts.map((p) => p.bytes));
-    const r = await runAsPodUser(
-      this.docker,
-      this.prefix,
-      pod,
-      [
-        TIMEOUT,
-        String(SEARCH_TIMEOUT_S),
-        BASH,
-        "-c",
-        SEARCH,
-        "bash",
-        pattern,
-        String(q.lines),
-        caseInsensitive(pattern) ? "1" : "0",
-        ...parts.map((p) => String(p.bytes.length)),
-      ],
-      { stdin, timeoutMs: (SEARCH_TIMEOUT_S + 10) * 1000, maxOutputBytes: GREP_OUTPUT_BYTES },
-    );
+    const snapshot = await this.locks.run(lockKey(pod), async () => ({
+      ...(await this.select(pod, q.source, q.since, q.until)),
+      cursor: await this.cursor(pod, q.source),
+      newest: await this.newestChunk(pod, q.source),
+    }));
+    const collecting =
+      snapshot.cursor === null || q.until > snapshot.cursor.at
+        ? this.collect(pod, [q.source]).then(() => true)
+        : Promise.resolve(false);
+    // a pattern that does not compile is refused even when there is nothing to search
+    const older =
+      snapshot.parts.length > 0 || filtered ? this.search(pod, snapshot.parts, pattern, q.lines) : null;
+    const [old, collected] = await Promise.all([older, collecting]);
+    let fresh: Searched | null = null;
+    let freshParts = 0;
+    if (collected) {
+      // what the snapshot did not have: collected after its newest chunk
+      const after = Math.max(snapshot.cursor?.at ?? -1, snapshot.newest);
+      const more = await this.locks.run(lockKey(pod), () =>
+        this.select(pod, q.source, q.since, q.until, after),
+      );
+      freshParts = more.parts.length;
+      if (freshParts > 0) fresh = await this.search(pod, more.parts, pattern, q.lines);
+    }
+    let lines = [...(fresh?.lines ?? []), ...(old?.lines ?? [])].slice(0, q.lines).map(renderLine);
+    lines = withinBudget(lines, true);
+    if (!filtered) lines.reverse();
+    return {
+      lines,
+      exists: snapshot.parts.length + freshParts > 0,
+      truncated: snapshot.truncated || Boolean(old?.cut) || Boolean(fresh?.cut),
+    };
+  }
+
+  /** when the newest chunk of `source` was collected (ms), -1 without one */
+  private async newestChunk(pod: string, source: LogSource): Promise<number> {
+    const dir = this.sourceDir(pod, source);
+    const newest = (await readdir(dir).catch(() => []))
+      .filter((n) => n.endsWith(".idx"))
+      .sort()
+      .at(-1);
+    if (!newest) return -1;
+    const chunks = parseIndex(await readFile(join(dir, newest), "utf8"));
+    return chunks.reduce((t, c) => Math.max(t, c.to), -1);
+  }
+
+  private async cursor(pod: string, source: LogSource): Promise<Cursor | null> {
+    const raw = await readFile(join(this.sourceDir(pod, source), "cursor.json"), "utf8").catch(() => null);
+    const parsed = raw ? Cursor.safeParse(JSON.parse(raw)) : null;
+    return parsed?.success ? parsed.data : null;
+  }
+
+  /**
+   * `parts` (newest day first) streamed into the pod and searched there; their matches, newest
+   * first. A running pod gets the text through the agent's own pipe, decompressed here (zlib: no
+   * tenant input), so the pod's CPU share goes to grep alone; a stopped pod's helper container gets
+   * the gzip members and decompresses them itself.
+   */
+  private async search(pod: string, parts: Part[], pattern: string, lines: number): Promise<Searched> {
+    const container = podNames(this.prefix, pod).container;
+    const running = this.opts.exec ? (await inspectContainer(this.docker, container))?.State.Running : false;
+    const argv = (z: "0" | "1", lengths: number[]) => [
+      TIMEOUT,
+      String(SEARCH_TIMEOUT_S),
+      BASH,
+      "-c",
+      SEARCH,
+      "bash",
+      pattern,
+      String(lines),
+      caseInsensitive(pattern) ? "1" : "0",
+      z,
+      ...lengths.map(String),
+    ];
+    const r =
+      running && this.opts.exec
+        ? await streamText(
+            this.opts.exec,
+            container,
+            argv(
+              "0",
+              parts.map((p) => p.raw),
+            ),
+            parts,
+          )
+        : await runAsPodUser(
+            this.docker,
+            this.prefix,
+            pod,
+            argv(
+              "1",
+              parts.map((p) => p.bytes.length),
+            ),
+            {
+              stdin: Buffer.concat(parts.map((p) => p.bytes)),
+              timeoutMs: (SEARCH_TIMEOUT_S + 10) * 1000,
+              maxOutputBytes: GREP_OUTPUT_BYTES,
+            },
+          );
     if (r.exitCode === 2) {
       const message =
         r.stderr
@@ -338,10 +446,7 @@ export class LogHistory {
       throw new AgentError("internal", `searching the log history failed: ${r.stderr.trim().slice(0, 300)}`);
     }
     const outputCut = r.omitted.stdout > 0;
-    let lines = grepLines(r.stdout, outputCut).slice(0, q.lines).map(renderLine);
-    lines = withinBudget(lines, true);
-    if (!filtered) lines.reverse();
-    return { lines, exists: parts.length > 0, truncated: cut || timedOut || outputCut };
+    return { lines: grepLines(r.stdout, outputCut), cut: timedOut || outputCut };
   }
 
   /**
@@ -353,18 +458,20 @@ export class LogHistory {
     source: LogSource,
     since: number,
     until: number,
-  ): Promise<{ parts: { day: string; bytes: Buffer }[]; truncated: boolean }> {
+    /** only chunks collected after this time (ms) */
+    after = -1,
+  ): Promise<{ parts: Part[]; truncated: boolean }> {
     const dir = this.sourceDir(pod, source);
     const days = (await readdir(dir).catch(() => []))
       .map((n) => /^(\d{4}-\d{2}-\d{2})\.idx$/.exec(n)?.[1])
       .filter((d): d is string => d !== undefined)
       .sort()
       .reverse();
-    const parts: { day: string; bytes: Buffer }[] = [];
+    const parts: Part[] = [];
     let left = SEARCH_MAX_BYTES;
     for (const day of days) {
       const chunks = parseIndex(await readFile(join(dir, `${day}.idx`), "utf8")).filter(
-        (c) => c.to >= since && c.from <= until,
+        (c) => c.to >= since && c.from <= until && c.to > after,
       );
       if (chunks.length === 0) continue;
       if (left <= 0) return { parts, truncated: true };
@@ -384,7 +491,7 @@ export class LogHistory {
         const file = await readFile(join(dir, `${day}.gz`));
         // the chunks of a range are consecutive members: one slice of the file
         const bytes = file.subarray(first.offset, lastChunk.offset + lastChunk.length);
-        parts.push({ day, bytes });
+        parts.push({ day, bytes, raw: use.reduce((n, c) => n + c.raw, 0) });
         left -= bytes.length;
       }
       if (kept < chunks.length) return { parts, truncated: true };
@@ -394,6 +501,34 @@ export class LogHistory {
 }
 
 const lockKey = (pod: string) => `log-history:${pod}`;
+
+/** Each part's text, exactly `raw` bytes of it (cut, or padded with newlines, if the file lied). */
+async function* texts(parts: Part[]): AsyncGenerator<Buffer> {
+  for (const part of parts) {
+    let sent = 0;
+    for await (const chunk of Readable.from([part.bytes]).pipe(createGunzip()) as AsyncIterable<Buffer>) {
+      const take = Math.min(chunk.length, part.raw - sent);
+      if (take > 0) yield chunk.subarray(0, take);
+      sent += take;
+    }
+    if (sent < part.raw) yield Buffer.alloc(part.raw - sent, 0x0a);
+  }
+}
+
+/** The search through the agent's pipe into a running pod, its stdout kept up to GREP_OUTPUT_BYTES. */
+async function streamText(exec: StreamExecutor, container: string, argv: string[], parts: Part[]) {
+  const run = await exec(container, argv, {
+    workingDir: HOME,
+    stdin: Readable.from(texts(parts)),
+    signal: AbortSignal.timeout((SEARCH_TIMEOUT_S + 10) * 1000),
+  });
+  const out = new CappedBytes(GREP_OUTPUT_BYTES);
+  run.stdout.on("data", out.push);
+  const drained = finished(run.stdout).catch(() => undefined);
+  const { exitCode, stderr } = await run.done;
+  await drained;
+  return { exitCode, stdout: out.text(), stderr, omitted: { stdout: out.omitted } };
+}
 
 async function writeAtomic(path: string, text: string) {
   await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });

@@ -24,11 +24,16 @@ async function plantDay(agent: Agent, pod: string, source: string, at: number, l
   await mkdir(dir, { recursive: true });
   const gz = join(dir, `${dayOf(at)}.gz`);
   const offset = (await stat(gz).catch(() => null))?.size ?? 0;
-  const member = gzipSync(Buffer.from(`${lines.join("\n")}\n`));
+  const text = Buffer.from(`${lines.join("\n")}\n`);
+  const member = gzipSync(text);
   await writeFile(gz, member, { flag: "a" });
-  await writeFile(join(dir, `${dayOf(at)}.idx`), `${at - 60_000} ${at} ${offset} ${member.length}\n`, {
-    flag: "a",
-  });
+  await writeFile(
+    join(dir, `${dayOf(at)}.idx`),
+    `${at - 60_000} ${at} ${offset} ${member.length} ${text.length}\n`,
+    {
+      flag: "a",
+    },
+  );
 }
 
 const sha = async (path: string) =>
@@ -197,4 +202,19 @@ true`;
     expect(createHash("sha256").update(idxNow.subarray(0, before.idxSize)).digest("hex")).toBe(before.idx);
     expect(parseIndex(idxNow.toString()).length).toBe(chunksBefore + 1);
   });
+
+  it("searches a stopped pod's history too (in a helper container, from the gzip members)", async () => {
+    await resize(30, 64);
+    const now = Date.now();
+    await plantDay(agent, POD, "error", now - 2 * DAY, ["stopped boom f", "stopped calm"]);
+    await plantDay(agent, POD, "error", now - DAY, ["stopped boom e"]);
+    await agent.handlers["pod.stop"]({ name: POD }, agent.ctx);
+    const r = await read({
+      source: "error",
+      grep: "stopped boom",
+      since: now - 3 * DAY,
+      until: now,
+    });
+    expect(r.lines).toEqual(["stopped boom e", "stopped boom f"]);
+  }, 60_000);
 });
