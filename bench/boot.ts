@@ -10,12 +10,11 @@
  * runsvdir, the preset's services, cron) and, as the floor, with the `Cmd` replaced by the bare server
  * the preset serves with (`nginx` with the image's config; `node server.js`; `python3 app.py`; for php
  * `php-fpm -D` then `nginx`, as a page of the php preset needs both). Timed: `start()` → HTTP 200 on the
- * web port (polled every 2 ms), split into the engine's start call and what comes after it returned
- * (the image's own boot); then the same after a `stop` (start after stop). Variants take turns in
- * rotating order. Target: start → page ≤ 1.5× the bare server's (the issue's "started by docker run"),
- * per preset, first start and start after stop. The part after the start call returned is printed
- * beside it: a bare server's is a few milliseconds, so there the ratio measures process spawns
- * (runsvdir → runsv → run script → server) rather than anything a user waits for.
+ * web port (polled every 2 ms); then the same after a `stop` (start after stop). Variants take turns in
+ * rotating order. Target (issue #30 item 2): the pod's own boot — from the moment its process started
+ * (the engine's `State.StartedAt`) until the page's first answer — ≤ 1.5× the bare server's, per preset,
+ * first start and start after stop. The engine's start call, which both share, is printed beside it
+ * (start → page) but not judged: it would hide a slow boot behind the ~0.4 s both spend in the engine.
  * Exits non-zero when a target is missed. Everything is removed at the end.
  */
 import http from "node:http";
@@ -30,8 +29,10 @@ import { fmt, formatTable, median } from "./stats";
 import { positiveInt } from "./support/args";
 import { removePrefixed } from "./support/floor-cleanup";
 import { machineLoad } from "./support/sampling";
+import { verdicts } from "./support/verdict";
 
 const TARGET_RATIO = 1.5;
+const v = verdicts("boot");
 const POLL_MS = 2;
 const PREFIX = `bb${process.pid.toString(36)}`;
 
@@ -89,9 +90,9 @@ function getStatus(host: string, port: number): Promise<number> {
 }
 
 interface Boot {
-  /** the engine's start call */
-  startMs: number;
-  /** after the start call returned, until the page answers 200 */
+  /** the start call, until the page answers 200 */
+  totalMs: number;
+  /** from the container's process starting (State.StartedAt) until the page answers 200 */
   bootMs: number;
 }
 
@@ -125,15 +126,18 @@ async function measure(preset: Preset, variant: "ours" | "bare", n: number): Pro
   const boot = async (): Promise<Boot> => {
     const t0 = now();
     await container.start();
-    const t1 = now();
     const info = await container.inspect();
     const ip = info.NetworkSettings.Networks[names.network]?.IPAddress;
     if (!ip) throw new Error(`${pod}: no address after start`);
     while ((await getStatus(ip, port)) !== 200) {
-      if (now() - t1 > 20_000) throw new Error(`${pod}: no page within 20 s`);
+      if (now() - t0 > 20_000) throw new Error(`${pod}: no page within 20 s`);
       await sleep(POLL_MS);
     }
-    return { startMs: t1 - t0, bootMs: now() - t1 };
+    const answered = now();
+    // the engine's clock and ours are the host's; StartedAt is when the container's process began
+    const startedAt = Date.parse(info.State.StartedAt);
+    if (!Number.isFinite(startedAt)) throw new Error(`${pod}: no StartedAt (${info.State.StartedAt})`);
+    return { totalMs: answered - t0, bootMs: performance.timeOrigin + answered - startedAt };
   };
   const first = await boot();
   await container.stop({ t: 10 });
@@ -159,7 +163,6 @@ async function main() {
     }
   }
 
-  let missed = 0;
   const rows: string[][] = [];
   for (const preset of presets) {
     for (const when of ["first", "again"] as const) {
@@ -167,11 +170,9 @@ async function main() {
       const bare = samples.get(`${preset}/bare/${when}`) ?? [];
       const oursBoot = median(ours.map((b) => b.bootMs));
       const bareBoot = median(bare.map((b) => b.bootMs));
-      const oursTotal = median(ours.map((b) => b.startMs + b.bootMs));
-      const bareTotal = median(bare.map((b) => b.startMs + b.bootMs));
+      const oursTotal = median(ours.map((b) => b.totalMs));
+      const bareTotal = median(bare.map((b) => b.totalMs));
       const ratio = oursTotal / bareTotal;
-      const met = ratio <= TARGET_RATIO;
-      if (!met) missed++;
       rows.push([
         preset,
         when === "first" ? "first start" : "start after stop",
@@ -181,8 +182,14 @@ async function main() {
         fmt(oursTotal, 0),
         fmt(bareTotal, 0),
         `${fmt(ratio, 2)}x`,
-        `≤ ${TARGET_RATIO}x ${met ? "MET" : "NOT MET"}`,
       ]);
+      v.ratio({
+        figure: `${preset} ${when === "first" ? "first start" : "start after stop"}: process start → page vs bare server`,
+        ours: oursBoot,
+        floor: bareBoot,
+        target: TARGET_RATIO,
+        unit: "ms",
+      });
     }
   }
   console.log(
@@ -196,16 +203,16 @@ async function main() {
         "start→page ms (ours)",
         "start→page (bare)",
         "ratio",
-        "target (start→page)",
       ],
       rows,
     )}`,
   );
   console.log(
-    "\nboot = after the engine's start call returned, until the page answers (p50); start→page includes the start call.",
+    "\nboot = from the container's process starting (the engine's StartedAt) until the page answers (p50, judged); " +
+      "start→page = from the engine's start call (shown, not judged).",
   );
   console.log(`at end: ${machineLoad()}`);
-  if (missed > 0) process.exitCode = 1;
+  v.finish();
 }
 
 const cleanup = () => removePrefixed(docker, PREFIX);
