@@ -13,7 +13,8 @@
  * - floor: `gzip -dc <the same .gz files> | grep -a -P -i <the same pattern>` on the host;
  * - shown: `grep -P` over the same lines uncompressed (what grep alone costs).
  *
- * Verdicts: ours ≤ 2 s for 1,000,000 lines (the issue's promise) and ≤ 1.5× the floor. Everything
+ * Verdicts: ours ≤ 1.5× the floor, and ≤ 2 s for 1,000,000 lines (the issue's promise; only shown,
+ * not judged, when the floor itself took longer than that on a busy machine). Everything
  * is removed at the end, also on failure.
  */
 import { spawn } from "node:child_process";
@@ -151,13 +152,16 @@ async function main() {
     console.log(
       `medians: ours ${fmt(ours, 0)} ms, gzip -dc | grep -P ${fmt(floor, 0)} ms, grep -P on plain text ${fmt(plainMs, 0)} ms`,
     );
-    v.absolute({
+    // The promise is judged when the bare tools keep it themselves; when the machine is so busy that
+    // the floor alone is over 2 s, no code could, and it is shown beside the ratio (bench/support/verdict.ts).
+    const promise = {
       figure: `search ${LINES} lines over ${DAYS} days`,
       value: ours * (1_000_000 / LINES),
       limit: 2000,
       unit: "ms per 1M lines",
-      promise: true,
-    });
+    };
+    if (floor * (1_000_000 / LINES) <= 2000) v.absolute({ ...promise, promise: true });
+    else v.shown(promise);
     v.ratio({ figure: "search beside gzip -dc | grep -P", ours, floor, target: 1.5, unit: "ms" });
     v.shown({ figure: "grep -P over the same lines uncompressed", value: plainMs, limit: ours, unit: "ms" });
   } finally {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
 import { KeyedLock } from "../../agent/handlers/keyed-lock";
-import { dayOf, LogHistory, parseIndex } from "../../agent/inside/history";
+import { collectAll, dayOf, LogHistory, parseIndex } from "../../agent/inside/history";
 import { type Agent, podShell, podSpec, startAgent } from "./helpers";
 
 /**
@@ -201,6 +201,23 @@ true`;
     expect(createHash("sha256").update(gzNow.subarray(0, before.gzSize)).digest("hex")).toBe(before.gz);
     expect(createHash("sha256").update(idxNow.subarray(0, before.idxSize)).digest("hex")).toBe(before.idx);
     expect(parseIndex(idxNow.toString()).length).toBe(chunksBefore + 1);
+  });
+
+  it("collects every running pod on the periodic pass, and forgets pods that have no container any more", async () => {
+    const history = new LogHistory(
+      agent.docker,
+      agent.config.namePrefix,
+      agent.stateDir,
+      agent.locks ?? new KeyedLock(),
+      agent.log,
+    );
+    await sh('echo "periodic line" >> ~/logs/error.log');
+    await mkdir(join(agent.stateDir, "logs", "gone-pod", "app"), { recursive: true });
+    const exists = async (pod: string) => pod === POD;
+    await collectAll(history, [POD], exists, agent.log);
+    expect(await history.pods()).toEqual([POD]);
+    const gz = await readFile(join(agent.stateDir, "logs", POD, "error", `${dayOf(Date.now())}.gz`));
+    expect(gunzipSync(gz).toString()).toContain("periodic line\n");
   });
 
   it("searches a stopped pod's history too (in a helper container, from the gzip members)", async () => {
