@@ -123,7 +123,7 @@ describe("pod_error", () => {
     expect(hits[1]?.incident.id).toBe(fired?.incident.id);
   });
 
-  it("a failed creation alerts once, however often its failure is recorded", async () => {
+  it("a failed creation alerts once, however often its failure is recorded; deleting the pod closes the incident quietly", async () => {
     const team = await watchedTeam();
     const pod = await insertPod({ hostId: null, teamId: team.teamId, status: "creating" });
     await markCreateFailed(env, db, pod.id, "the image could not be pulled");
@@ -131,6 +131,16 @@ describe("pod_error", () => {
     const [fired] = await expectAlerts(team.path, 1);
     expect(fired).toMatchObject({ event: "pod_error", pod: { name: pod.name } });
     expect(fired?.summary).toContain("creating the pod failed: the image could not be pulled");
+    // deleted, its incident closes without a message
+    const del = await call("DELETE", `/api/pods/${pod.name}`, undefined, { token: team.user.token });
+    expect(del.status, JSON.stringify(del.body)).toBeLessThan(300);
+    const open = await env.DB.prepare(
+      "SELECT count(*) AS n FROM alert_incidents WHERE pod_id = ? AND resolved_at IS NULL",
+    )
+      .bind(pod.id)
+      .first<{ n: number }>();
+    expect(open?.n).toBe(0);
+    await expectAlerts(team.path, 1);
   });
 });
 

@@ -292,3 +292,19 @@ export async function resolveTeamAlert(env: Bindings, db: Db, input: TeamAlertIn
     logFailure("alert not resolved", { event: input.event, teamId: input.teamId }, error);
   }
 }
+
+/**
+ * A deleted pod's open incidents close without a message (nothing is left to clear, and a later pod
+ * is another pod): a statement for the deletion's batch.
+ */
+export const closePodIncidentsStatement = (db: Db, teamId: string, podId: string) =>
+  db
+    .update(alertIncidents)
+    .set({ resolvedAt: nowIso() })
+    .where(
+      and(
+        eq(alertIncidents.teamId, teamId),
+        eq(alertIncidents.podId, podId),
+        isNull(alertIncidents.resolvedAt),
+      ),
+    );

@@ -3,6 +3,7 @@ import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
 import { domains, feedback, feedbackSettings, podCodingAgents, podServices, pods } from "../../db/schema";
 import { nowIso } from "../../lib/time";
+import { closePodIncidentsStatement } from "../alerts/raise";
 import { deletePodBackups } from "../backups/remove";
 import type { TeamCall } from "../context";
 import { disconnectRepository } from "../git/config";
@@ -66,6 +67,7 @@ export async function deletePod({
       .set({ status: "deleted", deletedAt: now, sshPort: null, ip: null, updatedAt: now })
       .where(eq(pods.id, pod.id)),
     recordEventStatement(ctx.db, pod.id, "deleted", `pod ${name} deleted; the name is reserved for 7 days`),
+    closePodIncidentsStatement(ctx.db, teamId, pod.id),
     ...(pod.hostId && plan ? [releaseCapacity(ctx.db, pod.hostId, planResources(plan))] : []),
   ]);
   return ok(undefined);
