@@ -1,19 +1,20 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { d1Execute, d1Migrate } from "../../scripts/lib/d1";
+import { migratedPersistDir } from "../../bench/support/worker";
+import { execLocalD1, queryLocalD1 } from "../support/local-d1";
 
 /**
  * The affiliate program's operator commands (docs/affiliates.md), run as the operator runs them
- * (`npm run affiliate:tier|affiliate:payout`) against a local D1 made by wrangler from the migrations.
+ * (`npm run affiliate:tier|affiliate:payout`, through wrangler) against a local D1 migrated from the
+ * migrations (a copy of bench/support/worker.ts's template); the test's own look-ups and seed rows
+ * skip wrangler's seconds per run (test/support/local-d1.ts).
  */
 
 const run = promisify(execFile);
 let dir = "";
-const target = () => ({ persistTo: dir });
+// each operator command is an npm, a tsx and wrangler's runs: seconds each, many more on a busy machine
 
 async function operator(script: "affiliate:tier" | "affiliate:payout", ...args: string[]) {
   return run("npm", ["run", "--silent", script, "--", ...args, "--persist-to", dir], {
@@ -25,24 +26,20 @@ async function operator(script: "affiliate:tier" | "affiliate:payout", ...args: 
 }
 
 const affiliate = async (id: string) =>
-  (
-    await d1Execute<{ tier_slug: string }>(`SELECT tier_slug FROM affiliates WHERE id = '${id}'`, target())
-  )[0];
+  (await queryLocalD1<{ tier_slug: string }>(dir, `SELECT tier_slug FROM affiliates WHERE id = '${id}'`))[0];
 const earnings = (id: string) =>
-  d1Execute<{ kind: string; commission_amount: number; tier_slug: string }>(
+  queryLocalD1<{ kind: string; commission_amount: number; tier_slug: string }>(
+    dir,
     `SELECT kind, commission_amount, tier_slug FROM affiliate_earnings WHERE affiliate_id = '${id}' ORDER BY created_at`,
-    target(),
   );
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "podhost-affiliate-ops-"));
-  await d1Migrate(target());
+  dir = await migratedPersistDir();
   const now = new Date().toISOString();
-  await d1Execute(
+  await execLocalD1(dir, [
     `INSERT INTO affiliates (id, user_id, referral_code, custom_slug, tier_slug, status, paypal_email, created_at, updated_at)
      VALUES ('aff_ops1', 'usr_ops1', 'OPS1CODE', NULL, 'partner', 'active', NULL, '${now}', '${now}')`,
-    target(),
-  );
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -64,7 +61,7 @@ describe("npm run affiliate:tier", () => {
     expect(await affiliate("aff_ops1")).toEqual({ tier_slug: "pro" });
     expect((await operator("affiliate:tier", "aff_ops1", "elite")).code).toBe(0);
     expect((await earnings("aff_ops1")).length).toBe(1);
-  });
+  }, 240_000);
 
   it("refuses an unknown tier or affiliate, and SQL in either, changing nothing", async () => {
     const unknownTier = await operator("affiliate:tier", "aff_ops1", "platinum");
@@ -76,7 +73,7 @@ describe("npm run affiliate:tier", () => {
     const injected = await operator("affiliate:tier", "x' OR '1'='1", "starter");
     expect(injected.code).toBe(1);
     expect(await affiliate("aff_ops1")).toEqual({ tier_slug: "elite" });
-  });
+  }, 240_000);
 });
 
 describe("npm run affiliate:payout", () => {
@@ -87,11 +84,11 @@ describe("npm run affiliate:payout", () => {
     const paid = await operator("affiliate:payout", "aff_ops1", "--amount", "20000", "--reference", "PP-1");
     expect(paid.code, paid.out).toBe(0);
     expect(paid.out).toContain("pending now 5000");
-    const rows = await d1Execute<{ amount: number; reference: string }>(
+    const rows = await queryLocalD1<{ amount: number; reference: string }>(
+      dir,
       "SELECT amount, reference FROM affiliate_payouts WHERE affiliate_id = 'aff_ops1'",
-      target(),
     );
     expect(rows).toEqual([{ amount: 20_000, reference: "PP-1" }]);
     expect((await operator("affiliate:payout", "aff_ops1", "--amount", "0")).code).toBe(2);
-  });
+  }, 240_000);
 });

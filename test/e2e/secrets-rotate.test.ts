@@ -1,23 +1,23 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { d1Execute, d1Migrate } from "../../scripts/lib/d1";
+import { migratedPersistDir } from "../../bench/support/worker";
 import { open, seal, sealedWith } from "../../worker/lib/sealing";
+import { execLocalD1, queryLocalD1 } from "../support/local-d1";
 
 /**
  * `npm run secrets:rotate` (docs/security.md "Rotating the keys at rest"), run as the operator runs
- * it against a local D1 made by wrangler from the migrations and a .dev.vars of its own: every
- * sealed value comes out under the new key with its purpose and owner as associated data, values
- * sealed before associated data (v1) included.
+ * it (through wrangler) against a local D1 migrated from the migrations (a copy of
+ * bench/support/worker.ts's template) and a .dev.vars of its own: every sealed value comes out
+ * under the new key with its purpose and owner as associated data, values sealed before associated
+ * data (v1) included. The test's own seed rows and look-ups skip wrangler (test/support/local-d1.ts).
  */
 
 const run = promisify(execFile);
 let dir = "";
-const target = () => ({ persistTo: dir });
 const devVars = () => join(dir, ".dev.vars");
 const newKey = () => randomBytes(32).toString("base64");
 
@@ -56,20 +56,19 @@ const service = (id: string, podId: string, password: string) =>
   `INSERT INTO pod_services (id, pod_id, service_type, status, port, password_encrypted, created_at, updated_at)
    VALUES ('${id}', '${podId}', 'postgresql', 'running', 5432, '${password}', '${now}', '${now}')`;
 
-/** Every sealed value, by `<table>/<row>/<column>` (one wrangler call: each takes seconds). */
+/** Every sealed value, by `<table>/<row>/<column>`. */
 async function sealedValues(): Promise<Record<string, string>> {
-  const rows = await d1Execute<{ k: string; v: string }>(
+  const rows = await queryLocalD1<{ k: string; v: string }>(
+    dir,
     `SELECT 'git/' || pod_id || '/token' AS k, token_encrypted AS v FROM git_configs
      UNION ALL SELECT 'git/' || pod_id || '/webhook', webhook_secret_encrypted FROM git_configs
      UNION ALL SELECT 'svc/' || id || '/password', password_encrypted FROM pod_services`,
-    target(),
   );
   return Object.fromEntries(rows.map((r) => [r.k, r.v]));
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "podhost-secrets-rotate-"));
-  await d1Migrate(target());
+  dir = await migratedPersistDir();
 }, 240_000);
 
 afterAll(async () => {
@@ -85,18 +84,15 @@ describe("npm run secrets:rotate", () => {
       `OTHER_SETTING="kept"\nGIT_TOKEN_KEY="${gitKey}"\nSERVICE_PASSWORD_KEY="${serviceKey}"\n`,
     );
     // one row sealed before associated data, one after
-    await d1Execute(
-      [
-        gitConfig("pod_rot_a", await sealV1(gitKey, "ghp_token_a"), await sealV1(gitKey, "whs_secret_a")),
-        gitConfig(
-          "pod_rot_b",
-          await seal({ current: gitKey }, "git-token", "pod_rot_b", "ghp_token_b"),
-          await seal({ current: gitKey }, "git-webhook-secret", "pod_rot_b", "whs_secret_b"),
-        ),
-        service("svc_rot_a", "pod_rot_a", await sealV1(serviceKey, "service-password-a")),
-      ].join(";\n"),
-      target(),
-    );
+    await execLocalD1(dir, [
+      gitConfig("pod_rot_a", await sealV1(gitKey, "ghp_token_a"), await sealV1(gitKey, "whs_secret_a")),
+      gitConfig(
+        "pod_rot_b",
+        await seal({ current: gitKey }, "git-token", "pod_rot_b", "ghp_token_b"),
+        await seal({ current: gitKey }, "git-webhook-secret", "pod_rot_b", "whs_secret_b"),
+      ),
+      service("svc_rot_a", "pod_rot_a", await sealV1(serviceKey, "service-password-a")),
+    ]);
 
     const rotated = await rotate();
     expect(rotated.code, rotated.out).toBe(0);
@@ -187,14 +183,13 @@ describe("npm run secrets:rotate", () => {
     const stray = await seal({ current: newKey() }, "git-token", "pod_rot_c", "ghp_stray");
     const vars = await readFile(devVars(), "utf8");
     const before = readVar(vars, "GIT_TOKEN_KEY") ?? "";
-    await d1Execute(
+    await execLocalD1(dir, [
       gitConfig(
         "pod_rot_c",
         stray,
         await seal({ current: before }, "git-webhook-secret", "pod_rot_c", "whs_c"),
       ),
-      target(),
-    );
+    ]);
     const rotated = await rotate("--key", "GIT_TOKEN_KEY");
     expect(rotated.code, rotated.out).toBe(1);
     expect(rotated.out).toContain("git_configs pod_rot_c token_encrypted cannot be opened");
