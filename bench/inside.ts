@@ -49,8 +49,10 @@ import { fmt, formatTable, median, summarize } from "./stats";
 import { positiveInt } from "./support/args";
 import { CpuMeter, pidsNamed } from "./support/cpu";
 import { descendants, interleaved, machineLoad, readProcess } from "./support/sampling";
+import { verdicts } from "./support/verdict";
 
 const TARGET = { exec: 1.1, transfer: 1.3, list: 1.5 };
+const v = verdicts("inside");
 
 const { values: args } = parseArgs({
   options: {
@@ -95,12 +97,6 @@ function agentCommandMs(output: string[], op: string): number[] {
 }
 const docker = createDockerClient("/var/run/docker.sock");
 
-interface Verdict {
-  target: string;
-  measured: string;
-  met: boolean;
-}
-
 /** One table of the samples, and the verdict of `ours` against `floor` (medians). */
 function report(
   title: string,
@@ -108,7 +104,7 @@ function report(
   ours: string,
   floor: string,
   target: number,
-): Verdict {
+): void {
   console.log(`\n${title}\n`);
   const rows = Object.entries(samples).map(([name, xs]) => {
     const s = summarize(xs);
@@ -117,15 +113,7 @@ function report(
   console.log(formatTable(["variant", "p50 ms", "p90 ms", "min", "max"], rows));
   const a = median(samples[ours] ?? []);
   const b = median(samples[floor] ?? []);
-  const ratio = a / b;
-  console.log(
-    `\n${ours} / ${floor} (medians): ${fmt(ratio, 2)}x — target ≤ ${target}x: ${ratio <= target ? "met" : "NOT met"}`,
-  );
-  return {
-    target: `${ours} ≤ ${target}x ${floor}`,
-    measured: `${fmt(ratio, 2)}x (${fmt(a, 1)} vs ${fmt(b, 1)} ms)`,
-    met: ratio <= target,
-  };
+  v.ratio({ figure: `${ours} vs ${floor}`, ours: a, floor: b, target, unit: "ms" });
 }
 
 async function main() {
@@ -158,7 +146,6 @@ async function main() {
       if (!res.ok) throw new Error(`${what}: ${res.status} ${await res.text()}`);
       return res;
     };
-    const verdicts: Verdict[] = [];
 
     // 1. exec of `true`
     if (PARTS.has("exec")) {
@@ -195,14 +182,12 @@ async function main() {
         median(execSamples["dockerode exec true (in-process)"] ?? [])
           ? "runc exec <id> true (bare)"
           : "dockerode exec true (in-process)";
-      verdicts.push(
-        report(
-          `1. exec of true, ${REPS} repetitions after ${WARMUP} warm-up`,
-          execSamples,
-          "API exec true",
-          floor,
-          TARGET.exec,
-        ),
+      report(
+        `1. exec of true, ${REPS} repetitions after ${WARMUP} warm-up`,
+        execSamples,
+        "API exec true",
+        floor,
+        TARGET.exec,
       );
       const cli = median(execSamples["docker exec <c> true (CLI)"] ?? []);
       console.log(
@@ -296,8 +281,8 @@ async function main() {
         "API download": transfer["API download"] ?? [],
         "docker cp out": transfer["docker cp out"] ?? [],
       };
-      verdicts.push(report("2a. upload", up, "API upload", "docker cp in", TARGET.transfer));
-      verdicts.push(report("2b. download", down, "API download", "docker cp out", TARGET.transfer));
+      report("2a. upload", up, "API upload", "docker cp in", TARGET.transfer);
+      report("2b. download", down, "API download", "docker cp out", TARGET.transfer);
     }
 
     // 3. listing a directory of FILES files
@@ -326,26 +311,17 @@ async function main() {
         REPS,
         WARMUP,
       );
-      verdicts.push(
-        report(
-          `3. listing ${FILES} files, ${REPS} repetitions after ${WARMUP} warm-up`,
-          listing,
-          "API list",
-          "docker exec <c> ls -la",
-          TARGET.list,
-        ),
+      report(
+        `3. listing ${FILES} files, ${REPS} repetitions after ${WARMUP} warm-up`,
+        listing,
+        "API list",
+        "docker exec <c> ls -la",
+        TARGET.list,
       );
     }
 
-    console.log("\nsummary\n");
-    console.log(
-      formatTable(
-        ["target", "measured", "met"],
-        verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
-      ),
-    );
     console.log(`\nat end: ${machineLoad()}`);
-    if (verdicts.some((v) => !v.met)) process.exitCode = 1;
+    v.finish();
   } finally {
     await cleanup();
   }
