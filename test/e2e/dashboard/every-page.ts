@@ -79,11 +79,14 @@ export function everyPageSteps(j: Journey) {
         const out = await signedInContext(j.browser, j.stack.api, undefined, { width });
         const inside = await signedInContext(j.browser, j.stack.api, j.showcase.token, { width });
         try {
+          // one tab per context, navigated from page to page: the renderer keeps axe compiled
+          const tabs = { out: await out.newPage(), inside: await inside.newPage() };
+          const heard = { out: recordComplaints(tabs.out, []), inside: recordComplaints(tabs.inside, []) };
           for (const { path: p, signedIn } of pages()) {
             // every page at 1440 px; the main ones at 390 px too
             if (width === 390 && !main.has(p)) continue;
-            const page = await (signedIn ? inside : out).newPage();
-            const complaints = recordComplaints(page, []);
+            const page = signedIn ? tabs.inside : tabs.out;
+            const complaints = signedIn ? heard.inside : heard.out;
             const status = (await page.goto(`${j.stack.api}${p}`, { waitUntil: "load" }))?.status() ?? 0;
             if (status !== 200) problems.push(`${p} at ${width} px: HTTP ${status}`);
             if (width === 1440) findings.push(...(await axeFindings(page, `${p} at ${width} px`)));
@@ -102,8 +105,8 @@ export function everyPageSteps(j: Journey) {
               }
             }
             // read after axe's run, which gives late scripts (live regions, polls) their time
-            for (const c of complaints) problems.push(`${p} at ${width} px: ${c}`);
-            await page.close();
+            // (what the tab says after this, as it leaves the page, is counted for the next one)
+            for (const c of complaints.splice(0)) problems.push(`${p} at ${width} px: ${c}`);
           }
         } finally {
           await out.close();
