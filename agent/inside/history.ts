@@ -1,8 +1,9 @@
-import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
-import { createGunzip, gzipSync } from "node:zlib";
+import { promisify } from "node:util";
+import { createGunzip, gzip } from "node:zlib";
 import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
@@ -257,7 +258,8 @@ export class LogHistory {
     }
     const gz = join(dir, `${day}.gz`);
     const offset = (await stat(gz).catch(() => null))?.size ?? 0;
-    const member = gzipSync(lines);
+    // on libuv's threads: a 16 MiB step gzipped inline would hold the agent's event loop up
+    const member = await gzipAsync(lines);
     await appendFile(gz, member, { mode: 0o600 });
     await appendFile(join(dir, `${day}.idx`), `${from} ${to} ${offset} ${member.length} ${lines.length}\n`, {
       mode: 0o600,
@@ -488,9 +490,12 @@ export class LogHistory {
       const first = use[0];
       const lastChunk = use.at(-1);
       if (first && lastChunk) {
-        const file = await readFile(join(dir, `${day}.gz`));
-        // the chunks of a range are consecutive members: one slice of the file
-        const bytes = file.subarray(first.offset, lastChunk.offset + lastChunk.length);
+        // the chunks of a range are consecutive members: one slice of the file, read alone
+        const bytes = await readRange(
+          join(dir, `${day}.gz`),
+          first.offset,
+          lastChunk.offset + lastChunk.length,
+        );
         parts.push({ day, bytes, raw: use.reduce((n, c) => n + c.raw, 0) });
         left -= bytes.length;
       }
@@ -501,6 +506,19 @@ export class LogHistory {
 }
 
 const lockKey = (pod: string) => `log-history:${pod}`;
+const gzipAsync = promisify(gzip);
+
+/** bytes `start`…`end` of a file (fewer when it is shorter: an index that outlived its data) */
+async function readRange(path: string, start: number, end: number): Promise<Buffer> {
+  const file = await open(path, "r");
+  try {
+    const buffer = Buffer.alloc(end - start);
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, start);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await file.close();
+  }
+}
 
 /** Each part's text, exactly `raw` bytes of it (cut, or padded with newlines, if the file lied). */
 async function* texts(parts: Part[]): AsyncGenerator<Buffer> {
