@@ -22,8 +22,10 @@ import { httpGet } from "../test/support/http";
 import { startImportSiteDouble } from "../test/support/import-site";
 import { fmt, formatTable, median } from "./stats";
 import { machineLoad } from "./support/sampling";
+import { verdicts } from "./support/verdict";
 
 const TARGET_RATIO = 1.3;
+const v = verdicts("imports");
 
 const { values: args } = parseArgs({
   options: { reps: { type: "string", default: "3" }, pages: { type: "string", default: "20" } },
@@ -64,7 +66,7 @@ async function accepted(api: ApiClient, path: string, body: unknown): Promise<st
   return (res.body.pod?.name ?? res.body.name) as string;
 }
 
-async function main(): Promise<number> {
+async function main(): Promise<void> {
   const site = await startImportSiteDouble();
   const stack = await startStack("bimp");
   const made: string[] = [];
@@ -135,8 +137,6 @@ async function main(): Promise<number> {
       while (made.length > 0) await api.delete(`/api/pods/${made.pop()}`);
     }
     const m = (n: string) => median(samples[n] ?? []);
-    const pasteRatio = m("paste import") / m("floor: create");
-    const siteRatio = m(`site snapshot (${PAGES} pages)`) / m("floor: fetch + create");
     console.log(`imports bench: ${REPS} repetition(s), ${machineLoad()}`);
     console.log(
       formatTable(
@@ -144,13 +144,6 @@ async function main(): Promise<number> {
         names.map((n) => [n, fmt(m(n), 0), (samples[n] ?? []).map((s) => fmt(s, 0)).join(" ")]),
       ),
     );
-    const verdict = (label: string, ratio: number) => {
-      const met = ratio <= TARGET_RATIO;
-      console.log(
-        `${label}: ${fmt(ratio)}× the floor (target ≤ ${TARGET_RATIO}×): ${met ? "MET" : "NOT MET"}`,
-      );
-      return met;
-    };
     // where an import's extra time goes: the agent's own `pod.create` time (its log lines, which
     // include unpacking the archive and the reload) against the plain creates'; the rest is the
     // control plane's (the artifact, its staging in R2, the workflow's steps)
@@ -174,21 +167,28 @@ async function main(): Promise<number> {
       console.log(
         `profile (p50): the paste import's extra ${fmt(m("paste import") - m("floor: create"), 0)} ms = the agent's pod.create ${fmt(agentPaste, 0)} vs ${fmt(agentFloor, 0)} ms (+${fmt(agentPaste - agentFloor, 0)}: the archive unpacked, the app reloaded) and the control plane's +${fmt(m("paste import") - m("floor: create") - (agentPaste - agentFloor), 0)} ms`,
       );
-    const paste = verdict("paste import → page served", pasteRatio);
-    const snap = verdict(`site snapshot of ${PAGES} pages → served`, siteRatio);
-    return paste && snap ? 0 : 1;
+    v.ratio({
+      figure: "paste import → page served vs create → page",
+      ours: m("paste import"),
+      floor: m("floor: create"),
+      target: TARGET_RATIO,
+      unit: "ms",
+    });
+    v.ratio({
+      figure: `site snapshot of ${PAGES} pages → served vs fetch + create`,
+      ours: m(`site snapshot (${PAGES} pages)`),
+      floor: m("floor: fetch + create"),
+      target: TARGET_RATIO,
+      unit: "ms",
+    });
+    v.finish();
   } finally {
     await stack.stop();
     await site.close();
   }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error) => {
-    console.error(error);
-    process.exitCode = 1;
-  },
-);
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
