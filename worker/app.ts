@@ -1,5 +1,6 @@
 import { dashboardRouter } from "./dashboard";
 import type { AppEnv } from "./http/app-env";
+import { auditTrail } from "./http/audit-trail";
 import { errorResponse } from "./http/errors";
 import { createFallbackHandler } from "./http/fallbacks";
 import { requestContext } from "./http/middleware";
@@ -12,6 +13,7 @@ import { agentRelayRouter } from "./routes/agent-relay";
 import { agentTerminalRouter } from "./routes/agent-terminal";
 import { alertsRouter } from "./routes/alerts";
 import { apiTokensRouter } from "./routes/api-tokens";
+import { auditRouter } from "./routes/audit";
 import { authRouter } from "./routes/auth";
 import { backupsRouter } from "./routes/backups";
 import { billingRouter } from "./routes/billing";
@@ -43,10 +45,13 @@ export function createApp() {
   const app = createRouter();
 
   app.use("*", requestContext);
+  // Every change through the API is recorded in its team's audit log (docs/audit.md).
+  app.use("/api/*", auditTrail);
 
   app.route("/api/auth", authRouter);
   app.route("/api/teams", teamsRouter);
   app.route("/api/teams", alertsRouter);
+  app.route("/api/teams", auditRouter);
   app.route("/api/invitations", invitationsRouter);
   app.route("/api/api-tokens", apiTokensRouter);
   // Connectors: OAuth grants to AI assistants (the consent page, the provider's endpoints under

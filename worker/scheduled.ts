@@ -4,6 +4,7 @@ import type { Bindings } from "./env";
 import "./services/affiliates/commission";
 import { expireVisits } from "./services/affiliates/visit";
 import { redispatchPendingDeliveries } from "./services/alerts/deliver";
+import { pruneAuditLog } from "./services/audit/retention";
 import { runDueSchedules } from "./services/backups/schedule";
 import { sweepStuckBackups } from "./services/backups/sweep";
 import { runBilling } from "./services/billing/job";
@@ -84,6 +85,8 @@ export const scheduledJobs: ScheduledJob[] = [
     name: "mail-redispatch",
     run: ({ env, db, now }) => redispatchQueuedMail(env, db, now).then(() => undefined),
   },
+  // Audit log rows past their team's retention, a bounded page set per run (docs/audit.md).
+  { name: "audit-retention", run: ({ db, now }) => pruneAuditLog(db, now).then(() => undefined) },
   {
     name: "stuck-agent-installs",
     run: ({ env, db, now }) => failStuckAgentInstalls(env, db, now).then(() => undefined),

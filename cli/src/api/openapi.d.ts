@@ -367,6 +367,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/teams/{id}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team's audit log, newest first (owner only): who changed what, with which credential, from which IP, and how it ended; filtered by actor, pod, action and time, a page at a time */
+        get: operations["listTeamAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/invitations/{token}": {
         parameters: {
             query?: never;
@@ -2301,6 +2318,40 @@ export interface components {
          * @enum {string}
          */
         AlertEventName: "deploy_failed" | "backup_failed" | "service_failed" | "pod_error" | "app_unhealthy" | "disk_full" | "payment_failed" | "team_suspended" | "host_lost";
+        AuditPage: {
+            events: components["schemas"]["AuditEvent"][];
+            /** @description for the next, older page; null on the last */
+            next_cursor: string | null;
+        };
+        AuditEvent: {
+            id: string;
+            /** @description when the change was made (ISO 8601, UTC) */
+            at: string;
+            actor: {
+                id: string;
+                email: string;
+            };
+            credential: {
+                /** @enum {string} */
+                kind: "session" | "api_token" | "connector";
+                /** @description an API token's prefix, a connector's client name; null for a session */
+                label: string | null;
+            };
+            ip: string | null;
+            /** @enum {string} */
+            action: "auth.logout" | "auth.resend_verification" | "team.create" | "team.switch" | "team.rename" | "team.delete" | "member.add" | "member.remove" | "invitation.create" | "invitation.delete" | "invitation.accept" | "alert_channel.create" | "alert_channel.update" | "alert_channel.delete" | "alert_channel.test" | "alert_event.set" | "api_token.create" | "api_token.revoke" | "connector.grant" | "connector.revoke" | "pod.create" | "pod.create_from_zip" | "pod.create_from_repo" | "pod.delete" | "pod.start" | "pod.stop" | "pod.restart" | "pod.resize" | "pod.clone" | "pod.reload" | "pod.node_version" | "pod.diagnosis_fix" | "pod_ssh_key.add" | "pod_ssh_key.remove" | "exec.run" | "env.set" | "env.unset" | "zip.upload" | "file.write" | "file.upload" | "file.delete" | "file.rename" | "file.copy" | "folder.create" | "service.install" | "service.remove" | "domain.add" | "domain.remove" | "domain.verify" | "feedback.settings" | "feedback.update" | "feedback.delete" | "git.connect" | "git.update" | "git.disconnect" | "deploy.run" | "deploy.rollback" | "agent.install" | "agent.remove" | "backup.create" | "backup.schedule" | "backup.import" | "backup.delete" | "backup.restore" | "billing.subscribe" | "billing.plan_change" | "billing.cancel" | "billing.resume" | "billing.invoice_pay" | "billing.payment_method_add" | "billing.payment_method_default" | "billing.payment_method_delete" | "billing.setup_intent" | "billing.setup_session" | "affiliate.enroll" | "affiliate.settings" | "import.create" | "ssh_key.create" | "ssh_key.update" | "ssh_key.delete";
+            pod: string | null;
+            /** @description what else the change named: an id, a name, a path */
+            target: string | null;
+            /** @enum {string} */
+            outcome: "ok" | "error";
+            /** @description the HTTP status the change was answered with */
+            status: number;
+            /** @description bounded facts: exec's `argv`, env's `keys` (names only), a move's `to` */
+            detail: {
+                [key: string]: unknown;
+            } | null;
+        };
         InvitationSummary: {
             team_name: string;
             inviter_name: string;
@@ -4712,6 +4763,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AlertEvents"];
+                };
+            };
+            /** @description Invalid input; `error` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also hides resources of other teams) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTeamAudit: {
+        parameters: {
+            query?: {
+                /** @description a user id, or an e-mail address */
+                actor?: string;
+                pod?: string;
+                action?: "auth.logout" | "auth.resend_verification" | "team.create" | "team.switch" | "team.rename" | "team.delete" | "member.add" | "member.remove" | "invitation.create" | "invitation.delete" | "invitation.accept" | "alert_channel.create" | "alert_channel.update" | "alert_channel.delete" | "alert_channel.test" | "alert_event.set" | "api_token.create" | "api_token.revoke" | "connector.grant" | "connector.revoke" | "pod.create" | "pod.create_from_zip" | "pod.create_from_repo" | "pod.delete" | "pod.start" | "pod.stop" | "pod.restart" | "pod.resize" | "pod.clone" | "pod.reload" | "pod.node_version" | "pod.diagnosis_fix" | "pod_ssh_key.add" | "pod_ssh_key.remove" | "exec.run" | "env.set" | "env.unset" | "zip.upload" | "file.write" | "file.upload" | "file.delete" | "file.rename" | "file.copy" | "folder.create" | "service.install" | "service.remove" | "domain.add" | "domain.remove" | "domain.verify" | "feedback.settings" | "feedback.update" | "feedback.delete" | "git.connect" | "git.update" | "git.disconnect" | "deploy.run" | "deploy.rollback" | "agent.install" | "agent.remove" | "backup.create" | "backup.schedule" | "backup.import" | "backup.delete" | "backup.restore" | "billing.subscribe" | "billing.plan_change" | "billing.cancel" | "billing.resume" | "billing.invoice_pay" | "billing.payment_method_add" | "billing.payment_method_default" | "billing.payment_method_delete" | "billing.setup_intent" | "billing.setup_session" | "affiliate.enroll" | "affiliate.settings" | "import.create" | "ssh_key.create" | "ssh_key.update" | "ssh_key.delete";
+                /** @description from this time on (inclusive) */
+                since?: string;
+                /** @description up to this time (inclusive) */
+                until?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
                 };
             };
             /** @description Invalid input; `error` names the field */

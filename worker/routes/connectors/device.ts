@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { teams } from "../../db/schema";
 import type { AppEnv } from "../../http/app-env";
+import { auditDirectly } from "../../http/audit-trail";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError } from "../../http/errors";
 import { crossSiteRefusal } from "../../http/middleware";
@@ -116,6 +117,7 @@ async function submitDevice(c: Ctx) {
   const approve = field("decision") === "approve";
   const decided = await decideDevice(c.env, c.get("db"), caller, typed, approve);
   if (!decided.ok) return page(c, deviceCodePage("", decided.reason), 400);
+  if (approve) auditDirectly(c, caller, "connector.grant", 200, decided.clientName);
   return page(c, deviceDonePage(approve, decided.clientName), 200);
 }
 

@@ -5,6 +5,7 @@ import { Hono } from "hono";
 import { newId } from "../../../shared/ids";
 import { teams } from "../../db/schema";
 import type { AppEnv } from "../../http/app-env";
+import { auditDirectly } from "../../http/audit-trail";
 import { jsonBodyLimit, oauthRegistrationBodyLimit } from "../../http/body-limit";
 import { ApiError } from "../../http/errors";
 import { crossSiteRefusal } from "../../http/middleware";
@@ -184,6 +185,7 @@ async function decide(c: Ctx, handle: string, decision: string) {
       expiresAt: isoIn(CONNECTOR_TTL_S * 1000),
       createdAt: now,
     });
+    auditDirectly(c, caller, "connector.grant", 302, client?.clientName ?? approved.request.clientId);
     approved.headers.set("Location", redirectTo);
     return new Response(null, { status: 302, headers: approved.headers });
   } catch (error) {

@@ -2,11 +2,13 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../../http/app-env";
+import { clientIp } from "../../http/audit-trail";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError } from "../../http/errors";
 import { requireAuth } from "../../http/middleware";
 import { enforceCallerRateLimit, enforceFairShare } from "../../http/rate-limit";
 import { serviceContext } from "../../http/router";
+import { auditRow, recordAudit } from "../../services/audit/record";
 import { resourceOf } from "../../services/connectors/oauth";
 import { registerTools } from "./tools";
 
@@ -52,6 +54,18 @@ export const mcpRouter = new Hono<AppEnv>()
       // Per account and team, not per IP: every user of an AI platform calls from its servers' IPs.
       limitCreate: () => enforceCallerRateLimit(c, "createPod"),
       limitFairShare: (kind, pod) => enforceFairShare(c.env, kind, c.get("caller").teamId, pod),
+      audit: (entry, input, status) => {
+        const caller = c.get("caller");
+        const facts = {
+          param: (name: string) =>
+            name === "name" && typeof input.name === "string" ? input.name : undefined,
+          body: input,
+          query: undefined,
+          response: undefined,
+        };
+        const row = auditRow(entry, facts, { caller, ip: clientIp(c), teamId: caller.teamId, status });
+        if (row) c.executionCtx.waitUntil(recordAudit(c.get("db"), caller, [row]));
+      },
     });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -3,6 +3,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ok, type Result } from "../../../shared/errors";
 import type { FAIR_SHARE_LIMITS } from "../../http/rate-limit";
+import { type RouteAudit, TOOL_ACTIONS } from "../../services/audit/actions";
 import type { Caller } from "../../services/auth/caller";
 import { createBackup } from "../../services/backups/create";
 import { listBackups } from "../../services/backups/manage";
@@ -50,6 +51,16 @@ export interface ToolContext {
   limitCreate(): Promise<void>;
   /** the REST route's per-pod and per-team fair share */
   limitFairShare(kind: keyof typeof FAIR_SHARE_LIMITS, pod: string): Promise<void>;
+  /** records a changing tool's call in the audit log, as the REST route's middleware does */
+  audit(entry: RouteAudit, input: Record<string, unknown>, status: number): void;
+}
+
+/** The REST status a tool's result stands for: a tool error's text starts with it (toolError). */
+function statusOf(result: CallToolResult): number {
+  if (!result.isError) return 200;
+  const first = result.content[0];
+  const status = first?.type === "text" ? Number(first.text.slice(0, 3)) : Number.NaN;
+  return Number.isInteger(status) && status >= 400 && status < 600 ? status : 500;
 }
 
 const Pod = PodParams.shape.name.describe("the pod's name");
@@ -83,8 +94,13 @@ export function registerTools(server: McpServer, t: ToolContext) {
     annotations: { readOnlyHint?: boolean; destructiveHint?: boolean } = {},
   ) =>
     // The SDK validates the arguments against the schema (400-style tool errors name the field).
-    server.registerTool(name, { description, inputSchema, annotations }, ((input: z.infer<S>) =>
-      run(input)) as never);
+    // A changing tool is recorded in the audit log with its outcome (TOOL_ACTIONS).
+    server.registerTool(name, { description, inputSchema, annotations }, (async (input: z.infer<S>) => {
+      const result = await run(input);
+      const entry = TOOL_ACTIONS[name];
+      if (entry) t.audit(entry, input, statusOf(result));
+      return result;
+    }) as never);
 
   tool(
     "list_pods",

@@ -13,4 +13,6 @@ export interface Caller {
   apiTokenId?: string;
   /** the connector grant behind an OAuth access token (docs/connectors.md) */
   connectorId?: string;
+  /** how the audit log names the credential: an API token's prefix, a connector's client name */
+  credentialLabel?: string;
 }

@@ -84,6 +84,7 @@ async function resolveApiToken(db: Db, tokenHash: string, now: string): Promise<
   const [row] = await db
     .select({
       tokenId: apiTokens.id,
+      prefix: apiTokens.prefix,
       teamId: apiTokens.teamId,
       expiresAt: apiTokens.expiresAt,
       lastUsedAt: apiTokens.lastUsedAt,
@@ -107,6 +108,7 @@ async function resolveApiToken(db: Db, tokenHash: string, now: string): Promise<
       teamId: row.teamId,
       via: "api_token",
       apiTokenId: row.tokenId,
+      credentialLabel: row.prefix,
     },
     afterResponse: stale
       ? db.update(apiTokens).set({ lastUsedAt: now }).where(eq(apiTokens.id, row.tokenId))

@@ -37,6 +37,7 @@ export async function resolveConnectorToken(env: Bindings, db: Db, token: string
   const [row] = await db
     .select({
       grantId: connectorGrants.id,
+      clientName: connectorGrants.clientName,
       teamId: connectorGrants.teamId,
       expiresAt: connectorGrants.expiresAt,
       lastUsedAt: connectorGrants.lastUsedAt,
@@ -65,6 +66,7 @@ export async function resolveConnectorToken(env: Bindings, db: Db, token: string
       teamId: row.teamId,
       via: "connector",
       connectorId: row.grantId,
+      credentialLabel: row.clientName,
     },
     afterResponse: stale
       ? db.update(connectorGrants).set({ lastUsedAt: now }).where(eq(connectorGrants.id, row.grantId))
