@@ -38,6 +38,8 @@ export interface StartLocalWorkerOptions {
   config?: string;
   /** Use this persist directory as is (not copied, not deleted on stop, pending migrations applied). */
   persistDir?: string;
+  /** `persistDir` came from `migratedPersistDir` (or a Worker already ran on it): nothing to apply. */
+  migrated?: boolean;
   /** Plain-text vars that override `[vars]` / `.dev.vars` (e.g. a local Stripe double's host). */
   vars?: Record<string, string>;
   /**
@@ -273,7 +275,7 @@ export async function startLocalWorker(options: StartLocalWorkerOptions = {}): P
     }
     if (options.persistDir) {
       persistDir = path.resolve(options.persistDir);
-      await applyMigrations(persistDir, configPath);
+      if (!options.migrated) await applyMigrations(persistDir, configPath);
     } else {
       persistDir = await freshPersistDir(configPath);
       cleanup.push(persistDir);

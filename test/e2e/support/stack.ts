@@ -135,6 +135,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   const port = options.publicUrl ? await freePort() : undefined;
   const workerOptions = {
     persistDir,
+    migrated: true,
     ...(port ? { port } : {}),
     vars: {
       POD_DOMAIN: "pods.localhost",
