@@ -1,15 +1,20 @@
 /**
  * Daily accrual bench: the billing cron's accrual of one day (worker/services/billing/accrual.ts)
  * over a fleet in local D1 (Miniflare, the same SQLite engine as `wrangler dev`), at two sizes:
- * 10,000 pods in 2,000 teams and 100,000 pods in 20,000 teams. It prints the time and the rows D1
- * read per team; both should stay flat as the fleet grows (a page is an index range over team ids,
- * never a scan of the fleet), and a second run of the same day must charge nothing.
+ * 1,000 pods in 200 teams and 100,000 pods in 20,000 teams. It prints the time and the rows D1
+ * read per team; both must stay flat as the fleet grows (a page is an index range over team ids,
+ * never a scan of the fleet): target, per team at 100k ≤ 1.5× the time and ≤ 1.1× the rows at 1k.
+ * A second run of the same day must charge nothing.
  *
  *   tsx bench/billing.ts
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { Miniflare } from "miniflare";
 import { seedFleet } from "./support/fleet";
+import { verdicts } from "./support/verdict";
+
+const TARGET = { perTeamTime: 1.5, perTeamRows: 1.1 };
+const v = verdicts("billing");
 
 /**
  * The accrual is the Worker's own code, typed against workers-types (D1Database), which this Node
@@ -79,9 +84,30 @@ async function measure(pods: number, teams: number) {
       `${(first.rowsRead / teams).toFixed(1)} rows read/team, ${first.charged} charges; ` +
       `re-run: ${again.charged} charges, ${(again.rowsRead / teams).toFixed(1)} rows read/team`,
   );
-  if (first.charged !== pods || again.charged !== 0)
-    throw new Error("accrual charged the wrong number of pods");
+  if (first.charged !== pods) throw new Error(`accrual charged ${first.charged} of ${pods} pods`);
+  return { usPerTeam: (first.ms / teams) * 1000, rowsPerTeam: first.rowsRead / teams, again: again.charged };
 }
 
-await measure(10_000, 2_000);
-await measure(100_000, 20_000);
+const small = await measure(1_000, 200);
+const large = await measure(100_000, 20_000);
+v.ratio({
+  figure: "accrual time per team, 100k pods vs 1k pods",
+  ours: large.usPerTeam,
+  floor: small.usPerTeam,
+  target: TARGET.perTeamTime,
+  unit: "µs",
+});
+v.ratio({
+  figure: "rows read per team, 100k pods vs 1k pods",
+  ours: large.rowsPerTeam,
+  floor: small.rowsPerTeam,
+  target: TARGET.perTeamRows,
+  unit: "rows",
+});
+v.absolute({
+  figure: "charges of a second run of the same day",
+  value: small.again + large.again,
+  limit: 0,
+  unit: "",
+});
+v.finish();

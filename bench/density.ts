@@ -60,8 +60,10 @@ import { fmt, formatTable, median } from "./stats";
 import { positiveInt } from "./support/args";
 import { removePrefixed } from "./support/floor-cleanup";
 import { machineLoad } from "./support/sampling";
+import { verdicts } from "./support/verdict";
 
 const TARGET = { pods: 300, agentCpuPercent: 2 };
+const v = verdicts("density");
 const CHECKPOINTS = [50, 200];
 const IMAGE = "podhost/static:latest";
 const POLL_MS = 20;
@@ -459,12 +461,6 @@ async function measure(
 
 // ---------------------------------------------------------------------------------------------- main
 
-interface Verdict {
-  target: string;
-  measured: string;
-  met: boolean;
-}
-
 async function main() {
   console.log(`at start: ${machineLoad()}`);
   const plan = findPlan("launch");
@@ -683,28 +679,28 @@ function report(
   );
 
   const last = checkpoints.at(-1);
-  const verdicts: Verdict[] = [
-    {
-      target: `≥ ${TARGET.pods} idle static pods on this machine`,
-      measured: `${outcome.reached} (with the machine's own capacity registered: ${outcome.realCapacityPods}, then ${outcome.placementStop}; overcommitted: stopped by ${outcome.stop})`,
-      met: outcome.reached >= TARGET.pods,
-    },
-    {
-      target: `agent CPU at idle < ${TARGET.agentCpuPercent}% with the most pods`,
-      measured: last
-        ? `${fmt(last.idle.cpuPercent, 2)}% at ${last.pods} pods (empty host ${fmt(emptyIdle.cpuPercent, 2)}%; metrics every ${INTERVAL_S} s)`
-        : "not measured",
-      met: !!last && last.idle.cpuPercent < TARGET.agentCpuPercent,
-    },
-  ];
-  console.log("\nsummary\n");
   console.log(
-    formatTable(
-      ["target", "measured", "met"],
-      verdicts.map((v) => [v.target, v.measured, v.met ? "MET" : "NOT MET"]),
-    ),
+    `\npods: ${outcome.reached} (with the machine's own capacity registered: ${outcome.realCapacityPods}, then ${outcome.placementStop}; overcommitted: stopped by ${outcome.stop})`,
   );
-  if (verdicts.some((v) => !v.met)) process.exitCode = 1;
+  if (last) {
+    console.log(
+      `agent CPU at idle: ${fmt(last.idle.cpuPercent, 2)}% at ${last.pods} pods (empty host ${fmt(emptyIdle.cpuPercent, 2)}%; metrics every ${INTERVAL_S} s)\n`,
+    );
+  }
+  v.absolute({
+    figure: "idle static pods on this machine",
+    value: outcome.reached,
+    limit: TARGET.pods,
+    direction: "at least",
+    unit: "pods",
+  });
+  v.absolute({
+    figure: `agent CPU at idle with ${last?.pods ?? 0} pods`,
+    value: last ? last.idle.cpuPercent : Number.NaN,
+    limit: TARGET.agentCpuPercent,
+    unit: "%",
+  });
+  v.finish();
 }
 
 main().catch((err: unknown) => {

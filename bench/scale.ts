@@ -72,9 +72,11 @@ import {
   readProcess,
 } from "./support/sampling";
 import { SimAgent } from "./support/sim-agent";
+import { verdicts } from "./support/verdict";
 import { applyMigrations, type LocalWorker, openLocalD1, startLocalWorker } from "./support/worker";
 
 const TARGET = { ratio: 1.2, agents: 1000, metricsPerSecond: (1000 * 50) / 60 };
+const v = verdicts("scale");
 /** the real agent's cadences (agent/connection/socket.ts, agent/config.ts) */
 const HEARTBEAT_MS = 15_000;
 const METRICS_MS = 60_000;
@@ -585,7 +587,7 @@ interface Row {
 const pairedRatio = ({ floor, fleet }: { floor: number[]; fleet: number[] }) =>
   median(floor.map((f, i) => (fleet[i] ?? Number.NaN) / f).filter((x) => !Number.isNaN(x)));
 
-function report(floor: PhaseResult, fleet: PhaseResult): boolean {
+function report(floor: PhaseResult, fleet: PhaseResult): void {
   const p = (xs: number[], q: number) => summarize(xs)[q === 50 ? "p50" : "p99"];
   const rows: Row[] = [
     {
@@ -731,14 +733,21 @@ function report(floor: PhaseResult, fleet: PhaseResult): boolean {
       decimals: 0,
     });
   }
-  const verdicts: { target: string; met: boolean }[] = [];
+  const judged: (() => void)[] = [];
   const table = rows.map((r) => {
     const ratio = r.paired ? pairedRatio(r.paired) : r.fleet / r.floor;
     let verdict = "";
     if (r.ratioTarget) {
-      const met = r.ratioTarget === "down" ? ratio <= TARGET.ratio : ratio >= 1 / TARGET.ratio;
-      verdict = `${r.ratioTarget === "down" ? "≤" : "≥"} ${r.ratioTarget === "down" ? TARGET.ratio : fmt(1 / TARGET.ratio)}× ${met ? "MET" : "NOT MET"}`;
-      verdicts.push({ target: r.measure, met });
+      verdict = `${r.ratioTarget === "down" ? "≤" : "≥"} ${r.ratioTarget === "down" ? TARGET.ratio : fmt(1 / TARGET.ratio)}×`;
+      // a paired ratio (per-request, fleet over floor in the same rounds) is judged as it is
+      const x = r.paired
+        ? { figure: `${r.measure} (paired ratio)`, ours: ratio, floor: 1, unit: "" }
+        : { figure: r.measure, ours: r.fleet, floor: r.floor, unit: r.unit };
+      judged.push(() =>
+        r.ratioTarget === "down"
+          ? v.ratio({ ...x, target: TARGET.ratio })
+          : v.atLeast({ ...x, target: Number(fmt(1 / TARGET.ratio)) }),
+      );
     }
     return [
       r.measure,
@@ -761,16 +770,6 @@ function report(floor: PhaseResult, fleet: PhaseResult): boolean {
     )}`,
   );
 
-  const ingestMet =
-    fleet.metrics.ingestPerSecond >= TARGET.metricsPerSecond && fleet.metrics.landed >= fleet.metrics.sent;
-  verdicts.push({
-    target: `metrics ingest ≥ ${fmt(TARGET.metricsPerSecond, 0)} samples/s sustained (1,000 hosts × 50 pods a minute)`,
-    met: ingestMet,
-  });
-  const agentsMet =
-    AGENTS >= TARGET.agents && fleet.connected >= TARGET.agents && floor.connected >= TARGET.agents;
-  verdicts.push({ target: `${TARGET.agents.toLocaleString("en")} agents connected at once`, met: agentsMet });
-
   console.log(
     `\nmetrics at ${fleet.size.label}: ${fleet.metrics.sent} samples in ${fleet.metrics.messages} messages, ` +
       `${fleet.metrics.landed} landed; at ${floor.size.label}: ${floor.metrics.sent} in ${floor.metrics.messages}, ${floor.metrics.landed} landed`,
@@ -788,8 +787,27 @@ function report(floor: PhaseResult, fleet: PhaseResult): boolean {
     );
   }
   console.log("");
-  for (const v of verdicts) console.log(`${v.met ? "MET    " : "NOT MET"}  ${v.target}`);
-  return verdicts.every((v) => v.met);
+  for (const judge of judged) judge();
+  v.absolute({
+    figure: "metrics ingest sustained (1,000 hosts × 50 pods a minute)",
+    value: fleet.metrics.ingestPerSecond,
+    limit: TARGET.metricsPerSecond,
+    direction: "at least",
+    unit: "samples/s",
+  });
+  v.absolute({
+    figure: "metrics samples sent but not landed",
+    value: Math.max(0, fleet.metrics.sent - fleet.metrics.landed),
+    limit: 0,
+    unit: "",
+  });
+  v.absolute({
+    figure: "agents connected at once (the fewer of both phases)",
+    value: Math.min(AGENTS, fleet.connected, floor.connected),
+    limit: TARGET.agents,
+    direction: "at least",
+    unit: "",
+  });
 }
 
 // --------------------------------------------------------------------------------------------- main
@@ -871,9 +889,9 @@ async function main() {
     for (const stand of up) await finish(stand);
     const results = up.map((s) => s.result);
     const [floor, fleet] = results as [PhaseResult, PhaseResult];
-    const met = report(floor, fleet);
+    report(floor, fleet);
     console.log(`\n${machineLoad()}; total ${fmt((now() - t0) / 1000, 0)} s`);
-    if (!met) process.exitCode = 1;
+    v.finish();
   } finally {
     for (const stand of stands) await tearDown(stand);
     await Promise.all(seeded.map((s) => rm(s.dir, { recursive: true, force: true })));
