@@ -18,10 +18,12 @@ async function setup() {
 }
 
 describe("the Overview's live facts", () => {
-  it("polls the facts fragment every 2 s, and the fragment shows what changed since the page was drawn", async () => {
+  it("polls the facts fragment every 1.5 s, and the fragment shows what changed since the page was drawn", async () => {
     const { user, pod } = await setup();
     const html = (await page(`/app/pods/${pod.name}`, { session: user.session })).text;
-    expect(html).toContain(`hx-get="/app/pods/${pod.name}/facts" hx-trigger="every 2s" hx-swap="innerHTML"`);
+    expect(html).toContain(
+      `hx-get="/app/pods/${pod.name}/facts" hx-trigger="every 1500ms" hx-swap="innerHTML"`,
+    );
     expect(html).toContain("/app/assets/overview.js");
     expect(html).toContain("has no SSH port allocated yet");
 

@@ -43,7 +43,7 @@ describe("the dashboard's shell", () => {
     expect(res.text).toContain(pod.name);
     expect(res.text).toContain(user.user.email);
     expect(res.text).toContain('class="badge status-creating"');
-    expect(res.text).toContain('hx-trigger="every 2s"');
+    expect(res.text).toContain('hx-trigger="every 1500ms"');
     expect(res.text).toContain("curl &#39;http://localhost:8787/api/pods?limit=50&amp;offset=0&#39;");
 
     await env.DB.prepare("UPDATE pods SET status = 'running' WHERE id = ?").bind(pod.id).run();

@@ -3,6 +3,7 @@ import { findTeamPod } from "../../services/pods/lookup";
 import { type PodView, toPodView } from "../../services/pods/view";
 import type { AssetName } from "../assets";
 import { Page, type PageContext } from "../layout";
+import { STATUS_POLL } from "./live";
 import { podUrl, StatusBadge } from "./pod-bits";
 
 /** A pod's tabs, in the order the page shows them; the path segment after `/app/pods/{name}`. */
@@ -45,7 +46,7 @@ interface PodPageProps {
 }
 
 /**
- * A pod's page: its name, status (kept live by the same 2 s fragment poll as the list) and URL above
+ * A pod's page: its name, status (kept live by the same 1.5 s fragment poll as the list) and URL above
  * the tabs, then the tab's content.
  */
 export function PodPage({ page, pod, tab, children, scripts, styles }: PodPageProps) {
@@ -61,7 +62,7 @@ export function PodPage({ page, pod, tab, children, scripts, styles }: PodPagePr
           <span
             id="pod-status"
             hx-get={`${podPath(pod.name)}/status`}
-            hx-trigger="every 2s"
+            hx-trigger={STATUS_POLL}
             hx-swap="innerHTML"
           >
             <StatusBadge status={pod.status} />

@@ -5,6 +5,7 @@ import type { PodView } from "../../../services/pods/view";
 import type { SshAccess } from "../../../services/ssh/access";
 import { ApiForm } from "../../components/api-form";
 import { Curl } from "../../components/curl";
+import { STATUS_POLL } from "../../components/live";
 import { podUrl, StatusBadge, Time } from "../../components/pod-bits";
 import { PodPage, podPath } from "../../components/pod-page";
 import type { PageContext } from "../../layout";
@@ -91,7 +92,7 @@ function Action(props: { pod: string; verb: string; label: string; confirm?: str
 
 /**
  * What the Overview shows of the pod's state (status, URL, plan and resources, the SSH command, app
- * health), kept live: the page polls `/app/pods/{name}/facts` every 2 s (routes/pod-overview.tsx)
+ * health), kept live: the page polls `/app/pods/{name}/facts` every 1.5 s (routes/pod-overview.tsx)
  * and swaps this in again, as the pods list refreshes its rows.
  */
 export function OverviewFacts({ page, data }: { page: PageContext; data: OverviewData }) {
@@ -196,7 +197,7 @@ export function OverviewPage({ page, data }: { page: PageContext; data: Overview
       <div
         id="overview-facts"
         hx-get={`${podPath(pod.name)}/facts`}
-        hx-trigger="every 2s"
+        hx-trigger={STATUS_POLL}
         hx-swap="innerHTML"
         data-live-region
       >
