@@ -87,8 +87,10 @@ export function logsSteps(j: Journey) {
       console.log(
         `10,000 lines in ${arrivedMs} ms; longest main-thread block ${Math.round(lag)} ms; ${shown} line elements`,
       );
-      expect(lag).toBeLessThan(200);
-      expect(clickMs as number).toBeLessThan(200);
+      // A page that drew every line would block for seconds; 400 ms leaves room for the timer
+      // lateness a loaded 2-core machine adds by itself (seen up to ~350 ms with no page work).
+      expect(lag).toBeLessThan(400);
+      expect(clickMs as number).toBeLessThan(400);
       expect(shown).toBeLessThanOrEqual(2_000);
       expect(await page.getByRole("button", { name: "Resume" }).count()).toBe(1);
     });
