@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ErrorCode } from "../errors";
 import { Diagnosis } from "./health";
 import { OpName, PodName, PodState } from "./ops";
+import { ServiceType } from "./services";
 
 /**
  * The wire between a HostAgent Durable Object and its agent, one JSON message per WebSocket frame.
@@ -107,6 +108,26 @@ export const AgentHealth = z.object({
   pods: z.array(z.object({ name: PodName, diagnosis: Diagnosis.nullable() })).max(2000),
 });
 
+/**
+ * A running pod's database sidecars as the host sees them (docs/services.md "After the install"):
+ * every sidecar of the pod with its container's state; a service the Worker installed that is not
+ * in the list has no container on the host. Sent by the periodic watch for the pods whose list
+ * changed (a state counts once two looks in a row agree), every running pod after a (re)connect;
+ * a stopped pod, or one a command is working on, is left out.
+ */
+export const SidecarState = z.enum(["running", "restarting", "exited"]);
+export type SidecarState = z.infer<typeof SidecarState>;
+export const PodSidecars = z.object({
+  name: PodName,
+  services: z.array(z.object({ type: ServiceType, state: SidecarState })).max(ServiceType.options.length),
+});
+export type PodSidecars = z.infer<typeof PodSidecars>;
+export const AgentServices = z.object({
+  type: z.literal("agent:services"),
+  pods: z.array(PodSidecars).max(2000),
+});
+export type AgentServicesMessage = z.infer<typeof AgentServices>;
+
 /** The cap on one deployment's build log; past it the agent sends one last line saying so. */
 export const DEPLOY_LOG_MAX_BYTES = 1024 * 1024;
 
@@ -129,6 +150,7 @@ export const AgentMessage = z.union([
   AgentPing,
   AgentMetrics,
   AgentHealth,
+  AgentServices,
   AgentHostHealth,
   AgentDeployLog,
 ]);

@@ -12,6 +12,7 @@ import {
 import { createDb } from "../../db/client";
 import type { Bindings } from "../../env";
 import { hostLostAfterMs, unhealthyAfterMs } from "../../services/alerts/events";
+import { alertOnService } from "../../services/alerts/hooks";
 import {
   alertOnDiskUse,
   alertOnHostLost,
@@ -31,6 +32,7 @@ import { Timers } from "./timers";
 export type { Notify } from "./journal";
 
 import { applyPodState, reconcileInventory } from "../../services/pods/host-sync";
+import { applySidecarReports } from "../../services/services/sidecars";
 
 interface Pending {
   resolve: (result: Result<unknown>) => void;
@@ -311,6 +313,11 @@ export class HostAgent extends DurableObject<Bindings> {
         await this.healthChanged(db, attachment.hostId, changes.unhealthy, changes.recovered);
         return;
       }
+      // The database sidecars of its running pods: a service that fails after its install, and back.
+      case "agent:services":
+        for (const serviceId of await applySidecarReports(db, attachment.hostId, message.pods))
+          await alertOnService(this.env, db, serviceId);
+        return;
       case "agent:host-health":
         await setHostProblem(db, attachment.hostId, message.problem);
         return;

@@ -55,7 +55,10 @@ export async function alertOnBackupCompleted(env: Bindings, db: Db, podId: strin
   });
 }
 
-/** A database service's install ending `error` opens the pod's `service_failed`; one running closes it. */
+/**
+ * A database service that became `error` (its install failed, or its sidecar stopped running after
+ * it: worker/services/services/sidecars.ts) opens the pod's `service_failed`; one running closes it.
+ */
 export async function alertOnService(env: Bindings, db: Db, serviceId: string): Promise<void> {
   const [row] = await db
     .select({
