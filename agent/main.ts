@@ -25,6 +25,7 @@ import { Ingress } from "./ingress/nginx";
 import { collectAll, LogHistory } from "./inside/history";
 import { createLogger } from "./logger";
 import { startPodWatch } from "./metrics/watch";
+import { SidecarReporter } from "./services/reports";
 import { podsWithServices, renameLegacySidecars, syncSidecars } from "./services/sidecars";
 import { createSshGateway } from "./ssh/gateway";
 import { createBlobStore } from "./transfer/blobs";
@@ -64,6 +65,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const relay = createRelayClient(config.apiUrl, config.agentToken);
   const backups = createBackupStore(config.apiUrl, config.agentToken);
   const health = new HealthMonitor({ docker, log });
+  const sidecarReports = new SidecarReporter();
   const deps = {
     config,
     docker,
@@ -129,6 +131,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     });
     // A new connection may face a control plane that remembers anything: say it all again.
     health.resync();
+    sidecarReports.resync();
   };
 
   /** The start's own list while it is fresh (the first hello, moments after it), else a new one. */
@@ -230,6 +233,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     docker,
     log,
     monitor: health,
+    sidecars: sidecarReports,
     busy: (pod) => dispatcher.isWorking(pod),
     send: (message) => {
       if (!socket.connected) return false;

@@ -1,8 +1,18 @@
 import type { ContainerInfo, ContainerInspectInfo } from "dockerode";
 import { PRESET_SLUGS, type PresetSlug } from "../../shared/catalog";
+import type { PodSidecars } from "../../shared/protocol";
+import { ServiceType } from "../../shared/protocol/services";
 import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
-import { LABEL_POD, LABEL_PORT, podNames, prefixFilter } from "../docker/naming";
+import {
+  LABEL_POD,
+  LABEL_PORT,
+  LABEL_SERVICE,
+  LABEL_SERVICE_POD,
+  podNames,
+  prefixFilter,
+  serviceNames,
+} from "../docker/naming";
 import { containerIp, inspectContainer } from "../docker/resources";
 import { processStart } from "./cgroup";
 import { mapLimit } from "./map-limit";
@@ -63,9 +73,10 @@ export class PodLister {
     private readonly config: AgentConfig,
   ) {}
 
-  async list(): Promise<{ running: RunningPod[]; stopped: string[] }> {
+  async list(): Promise<{ running: RunningPod[]; stopped: string[]; sidecars: PodSidecars[] }> {
     const { namePrefix } = this.config;
     const list = await this.docker.listContainers({ all: true, filters: prefixFilter(namePrefix) });
+    const sidecars = sidecarsIn(list, namePrefix);
     const stopped: string[] = [];
     const seen = new Set<string>();
     const found = await mapLimit(list, INSPECT_CONCURRENCY, async (c): Promise<RunningPod | null> => {
@@ -90,7 +101,13 @@ export class PodLister {
       };
     });
     for (const id of [...this.known.keys()]) if (!seen.has(id)) this.known.delete(id);
-    return { running: found.filter((p): p is RunningPod => p !== null), stopped: stopped.sort() };
+    const running = found.filter((p): p is RunningPod => p !== null);
+    return {
+      running,
+      stopped: stopped.sort(),
+      // the running pods' sidecars (every running pod, none for a pod without any)
+      sidecars: running.map((p) => ({ name: p.name, services: sidecars.get(p.name) ?? [] })),
+    };
   }
 
   /** The container's current run: remembered, or inspected now. Null: not running after all. */
@@ -123,6 +140,23 @@ export class PodLister {
   private presetOf(image: string): PresetSlug | null {
     return PRESET_SLUGS.find((p) => this.config.images[p] === image) ?? null;
   }
+}
+
+/**
+ * The database sidecars in a container list, by pod: only a container whose labels and name make it
+ * this prefix's sidecar of that pod and type (agent/services/sidecars.ts's serviceContainersOf).
+ */
+function sidecarsIn(list: ContainerInfo[], prefix: string): Map<string, PodSidecars["services"]> {
+  const byPod = new Map<string, PodSidecars["services"]>();
+  for (const c of list) {
+    const pod = c.Labels[LABEL_SERVICE_POD];
+    const type = ServiceType.safeParse(c.Labels[LABEL_SERVICE]);
+    if (!pod || !type.success) continue;
+    if (!c.Names.includes(`/${serviceNames(prefix, pod, type.data).container}`)) continue;
+    const state = c.State === "running" ? "running" : c.State === "restarting" ? "restarting" : "exited";
+    byPod.set(pod, [...(byPod.get(pod) ?? []), { type: type.data, state }]);
+  }
+  return byPod;
 }
 
 /** One look without memory (every running pod inspected): for a caller that looks once. */

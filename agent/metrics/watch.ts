@@ -1,8 +1,9 @@
-import type { AgentHealthMessage, AgentMetricsMessage } from "../../shared/protocol";
+import type { AgentHealthMessage, AgentMetricsMessage, AgentServicesMessage } from "../../shared/protocol";
 import type { AgentConfig } from "../config";
 import type { DockerClient } from "../docker/client";
 import type { HealthMonitor } from "../health/monitor";
 import type { Logger } from "../logger";
+import type { SidecarReporter } from "../services/reports";
 import { PodLister } from "./running-pods";
 import { MetricsSampler } from "./sampler";
 
@@ -11,8 +12,10 @@ export interface PodWatchOptions {
   docker: DockerClient;
   log: Logger;
   monitor: HealthMonitor;
+  /** the running pods' database sidecars (agent:services, changes only) */
+  sidecars: SidecarReporter;
   /** ships a message; false when it could not go out (no connection) */
-  send: (message: AgentMetricsMessage | AgentHealthMessage) => boolean;
+  send: (message: AgentMetricsMessage | AgentHealthMessage | AgentServicesMessage) => boolean;
   /** a command is working on the pod right now: its app is not judged this tick */
   busy?: (pod: string) => boolean;
 }
@@ -31,7 +34,8 @@ export const STORAGE_EVERY_TICKS = 10;
 /**
  * The agent's periodic look at its pods, every `config.metricsIntervalMs`: one container list
  * (an inspect only for a pod that started since the last look), one pass over the pods' cgroup files
- * for the metrics sample (agent:metrics), and the app health check (agent:health, changes only): no
+ * for the metrics sample (agent:metrics), the app health check (agent:health, changes only) and the
+ * database sidecars' states read off the same list (agent:services, changes only): no
  * engine call per pod and tick, so an idle host's work does not grow with its pods. It runs beside the command dispatcher and never holds a pod's
  * lock; a tick that overruns the interval makes the next one wait instead of piling up.
  */
@@ -45,13 +49,17 @@ export function startPodWatch(options: PodWatchOptions) {
   let stopped = false;
 
   const tick = async () => {
-    const { running: pods, stopped: down } = await lister.list();
+    const { running: pods, stopped: down, sidecars } = await lister.list();
     const samples = await sampler.sample(pods);
     for (const batch of chunks(samples)) options.send({ type: "agent:metrics", samples: batch });
     const reports = await monitor.check(pods, down, options.busy);
     // Committed only when every part went out: otherwise the next tick says it all again.
     if (chunks(reports).every((batch) => options.send({ type: "agent:health", pods: batch }))) {
       monitor.commit(reports);
+    }
+    const lists = options.sidecars.check(sidecars, options.busy);
+    if (chunks(lists).every((batch) => options.send({ type: "agent:services", pods: batch }))) {
+      options.sidecars.commit(lists);
     }
   };
 
