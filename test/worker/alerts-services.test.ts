@@ -207,7 +207,7 @@ describe("service_failed after the install", () => {
     await expectAlerts(team.path, 1, 500);
   });
 
-  it("another host's report changes nothing; another team never sees the alert", async () => {
+  it("another host's report changes nothing, nor one of a stopped pod; another team never sees the alert", async () => {
     const team = await watchedTeam();
     const other = await watchedTeam();
     const host = await insertHost();
@@ -221,11 +221,16 @@ describe("service_failed after the install", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect((await serviceRow(id))?.status).toBe("running");
     expect(await alertsAt(team.path)).toEqual([]);
+    // a stopped pod's sidecars stop with it: its own host's report of one is not a failure
+    const stopped = await insertPod({ hostId: host.id, teamId: team.teamId, status: "stopped" });
+    const resting = await installed(stopped.id);
+    report(agent, [{ name: stopped.name, services: [] }]);
 
     report(agent, [{ name: pod.name, services: [] }]);
     const [fired] = await expectAlerts(team.path, 1);
     expect(fired?.team.id).toBe(team.teamId);
     expect(await alertsAt(other.path)).toEqual([]);
+    expect((await serviceRow(resting))?.status).toBe("running");
     const incidents = await call("GET", `/api/teams/${other.teamId}/alerts/deliveries`, undefined, {
       token: other.user.token,
     });
