@@ -29,9 +29,6 @@ export default defineConfig({
   test: {
     // Request log lines are noise when tests pass; they are shown for failing tests.
     silent: "passed-only",
-    // Two files at a time on CI's two cores: one Worker file beside one node file. The default (one
-    // fewer than the cores) ran the whole Worker project (~16 min) before the first node file.
-    maxWorkers: 2,
     projects: [
       {
         // The Worker inside workerd with real local D1, R2 and Durable Objects.
@@ -80,8 +77,6 @@ export default defineConfig({
           // CI has two cores shared with the node project's Docker tests: a route sweep (every pod
           // route, hundreds of requests) or a deploy's workflow takes several seconds there.
           testTimeout: 30_000,
-          // One workerd at a time: the node project's Docker files get the other core.
-          maxWorkers: 1,
           setupFiles: ["./test/worker/setup.ts"],
           globalSetup: ["./test/worker/global-setup.ts"],
         },
