@@ -1,13 +1,13 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { randomToken } from "../../shared/ids";
 import type { Diagnosis } from "../../shared/protocol/health";
 import { createDb } from "../../worker/db/client";
 import { markPastDue, suspendOverdue } from "../../worker/services/billing/subscriptions";
 import { createMailer } from "../../worker/services/mail/mailer";
 import { markCreateFailed } from "../../worker/services/pods/create-outcome";
 import { FakeAgent, insertHost, insertPod, type TestHost } from "./support/agent";
-import { call, registerUser, type TestUser } from "./support/client";
+import { alertsAt, expectAlerts, watchedTeam } from "./support/alerts";
+import { call, type TestUser } from "./support/client";
 import { running } from "./support/pods";
 
 /**
@@ -23,59 +23,13 @@ afterEach(() => FakeAgent.closeAll());
 const RECEIVER = env.WEBHOOK_RECEIVER_URL;
 const db = createDb(env.DB);
 
-interface Alert {
-  type: string;
-  event: string;
-  summary: string;
-  pod: { id: string; name: string } | null;
-  team: { id: string };
-  incident: { id: string };
-  url: string;
-}
-
-async function alertsAt(path: string): Promise<Alert[]> {
-  const res = await fetch(`${RECEIVER}/__double/received?path=${encodeURIComponent(path)}`);
-  const { data } = (await res.json()) as { data: { body: string }[] };
-  return data.map((d) => JSON.parse(d.body) as Alert);
-}
-
 /** when each alert reached `path` (the receiver's clock, ms) */
 async function arrivals(path: string): Promise<number[]> {
   const res = await fetch(`${RECEIVER}/__double/received?path=${encodeURIComponent(path)}`);
   return ((await res.json()) as { data: { at: number }[] }).data.map((d) => d.at);
 }
 
-/** Waits until `count` alerts reached `path` (then a moment more, so a wrong extra one shows). */
-async function expectAlerts(path: string, count: number, settleMs = 300): Promise<Alert[]> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const got = await alertsAt(path);
-    if (got.length >= count || Date.now() > deadline) {
-      await new Promise((r) => setTimeout(r, settleMs));
-      const settled = await alertsAt(path);
-      expect(settled.map((a) => `${a.event}/${a.type}`)).toHaveLength(count);
-      return settled;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A user, their personal team with a webhook channel to a path of its own. */
-async function watchedTeam(): Promise<{ user: TestUser; teamId: string; path: string }> {
-  const user = await registerUser("Olive Owner");
-  const teamId = user.user.active_team_id;
-  const path = `/hooks/${randomToken(16)}`;
-  const res = await call(
-    "POST",
-    `/api/teams/${teamId}/alerts/channels`,
-    { kind: "webhook", name: "ops", url: `${RECEIVER}${path}` },
-    { token: user.token },
-  );
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { user, teamId, path };
-}
 
 const switchEvent = async (
   team: { user: TestUser; teamId: string },
@@ -105,7 +59,7 @@ const diagnosis: Diagnosis = {
 
 describe("pod_error", () => {
   it("fires once when the host finds the pod's container gone, resolves when it runs again; a pod's switch is kept", async () => {
-    const team = await watchedTeam();
+    const team = await watchedTeam("Olive Owner");
     const { agent, pods } = await onlineHostWith([{ teamId: team.teamId, count: 2 }]);
     const [pod, quiet] = pods as [(typeof pods)[0], (typeof pods)[0]];
     expect((await switchEvent(team, { event: "pod_error", enabled: false, pod: quiet.name })).status).toBe(
@@ -124,7 +78,7 @@ describe("pod_error", () => {
   });
 
   it("a failed creation alerts once, however often its failure is recorded; deleting the pod closes the incident quietly", async () => {
-    const team = await watchedTeam();
+    const team = await watchedTeam("Olive Owner");
     const pod = await insertPod({ hostId: null, teamId: team.teamId, status: "creating" });
     await markCreateFailed(env, db, pod.id, "the image could not be pulled");
     await markCreateFailed(env, db, pod.id, "the image could not be pulled");
@@ -146,7 +100,7 @@ describe("pod_error", () => {
 
 describe("app_unhealthy", () => {
   it("fires only once the diagnosis lasted ALERT_UNHEALTHY_AFTER_S, once, and resolves when it clears", async () => {
-    const team = await watchedTeam();
+    const team = await watchedTeam("Olive Owner");
     const { agent, pods } = await onlineHostWith([{ teamId: team.teamId, count: 1 }]);
     const [pod] = pods as [(typeof pods)[0]];
     // one alert, not before the wait is over, however the diagnosis changes meanwhile
@@ -177,7 +131,7 @@ describe("disk_full", () => {
   });
 
   it("fires at 90 % of the plan's disk, once, and resolves only below 85 %", async () => {
-    const team = await watchedTeam();
+    const team = await watchedTeam("Olive Owner");
     const { agent, pods } = await onlineHostWith([{ teamId: team.teamId, count: 1 }]);
     const [pod] = pods as [(typeof pods)[0]];
     // Launch: 5 GB
@@ -200,9 +154,9 @@ describe("disk_full", () => {
 
 describe("host_lost", () => {
   it("alerts each team with pods on the host once, naming its pods; resolves when the agent is back", async () => {
-    const a = await watchedTeam();
-    const b = await watchedTeam();
-    const c = await watchedTeam();
+    const a = await watchedTeam("Olive Owner");
+    const b = await watchedTeam("Olive Owner");
+    const c = await watchedTeam("Olive Owner");
     const { host, agent, pods } = await onlineHostWith([
       { teamId: a.teamId, count: 2 },
       { teamId: b.teamId, count: 1 },
@@ -232,7 +186,7 @@ describe("host_lost", () => {
   });
 
   it("an agent that reconnects within the wait alerts nobody", async () => {
-    const a = await watchedTeam();
+    const a = await watchedTeam("Olive Owner");
     const { host, agent, pods } = await onlineHostWith([{ teamId: a.teamId, count: 1 }]);
     agent.close();
     await reconnect(host, pods);
@@ -250,8 +204,8 @@ async function reconnect(host: TestHost, pods: { name: string }[]) {
 
 describe("payment_failed and team_suspended", () => {
   it("a failed payment alerts once, the suspension once more, and paying and resuming resolves both", async () => {
-    const team = await watchedTeam();
-    const other = await watchedTeam();
+    const team = await watchedTeam("Olive Owner");
+    const other = await watchedTeam("Olive Owner");
     const ctx = { db, env, mailer: createMailer(db, env) };
     await markPastDue(ctx, team.teamId);
     await markPastDue(ctx, team.teamId); // a second decline in the grace period: the same incident
@@ -276,7 +230,7 @@ describe("payment_failed and team_suspended", () => {
   });
 
   it("is switched for the team only: a pod's rule for it is refused", async () => {
-    const team = await watchedTeam();
+    const team = await watchedTeam("Olive Owner");
     const pod = await insertPod({ hostId: null, teamId: team.teamId });
     const res = await switchEvent(team, { event: "payment_failed", enabled: false, pod: pod.name });
     expect(res.status).toBe(400);

@@ -1,12 +1,13 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
-import { newId, randomToken } from "../../shared/ids";
+import { newId } from "../../shared/ids";
 import type { PodSidecars } from "../../shared/protocol";
 import { createDb } from "../../worker/db/client";
 import { podEvents, podServices } from "../../worker/db/schema";
 import { FakeAgent, insertHost, insertPod } from "./support/agent";
-import { call, registerUser, type TestUser } from "./support/client";
+import { alertsAt, expectAlerts, watchedTeam } from "./support/alerts";
+import { call } from "./support/client";
 import { running } from "./support/pods";
 
 /**
@@ -19,51 +20,7 @@ import { running } from "./support/pods";
 
 afterEach(() => FakeAgent.closeAll());
 
-const RECEIVER = env.WEBHOOK_RECEIVER_URL;
 const db = createDb(env.DB);
-
-interface Alert {
-  type: string;
-  event: string;
-  summary: string;
-  pod: { id: string; name: string } | null;
-  team: { id: string };
-}
-
-async function alertsAt(path: string): Promise<Alert[]> {
-  const res = await fetch(`${RECEIVER}/__double/received?path=${encodeURIComponent(path)}`);
-  const { data } = (await res.json()) as { data: { body: string }[] };
-  return data.map((d) => JSON.parse(d.body) as Alert);
-}
-
-/** Waits until `count` alerts reached `path` (then a moment more, so a wrong extra one shows). */
-async function expectAlerts(path: string, count: number, settleMs = 300): Promise<Alert[]> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const got = await alertsAt(path);
-    if (got.length >= count || Date.now() > deadline) {
-      await new Promise((r) => setTimeout(r, settleMs));
-      const settled = await alertsAt(path);
-      expect(settled.map((a) => `${a.event}/${a.type}`)).toHaveLength(count);
-      return settled;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function watchedTeam(): Promise<{ user: TestUser; teamId: string; path: string }> {
-  const user = await registerUser("Sam Service");
-  const teamId = user.user.active_team_id;
-  const path = `/hooks/${randomToken(16)}`;
-  const res = await call(
-    "POST",
-    `/api/teams/${teamId}/alerts/channels`,
-    { kind: "webhook", name: "ops", url: `${RECEIVER}${path}` },
-    { token: user.token },
-  );
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { user, teamId, path };
-}
 
 /** An installed service (status `running`, a version reported) of the pod. */
 async function installed(podId: string, serviceType: "postgresql" | "mysql" | "redis" = "postgresql") {
@@ -100,7 +57,7 @@ const report = (agent: FakeAgent, pods: PodSidecars[]) => agent.send({ type: "ag
 
 describe("service_failed after the install", () => {
   it("fires once when the sidecar exits (the same report repeated), resolves when it runs again; the service's status follows", async () => {
-    const team = await watchedTeam();
+    const team = await watchedTeam("Sam Service");
     const host = await insertHost();
     const pod = await insertPod({ hostId: host.id, teamId: team.teamId });
     const { agent } = await FakeAgent.online(host, [running(pod.name)]);
@@ -143,7 +100,7 @@ describe("service_failed after the install", () => {
   });
 
   it("a crash-looping sidecar alerts; a failed install is left as it ended; the pod's and the team's switches are kept", async () => {
-    const team = await watchedTeam();
+    const team = await watchedTeam("Sam Service");
     const host = await insertHost();
     const pod = await insertPod({ hostId: host.id, teamId: team.teamId });
     const quiet = await insertPod({ hostId: host.id, teamId: team.teamId });
@@ -208,8 +165,8 @@ describe("service_failed after the install", () => {
   });
 
   it("another host's report changes nothing, nor one of a stopped pod; another team never sees the alert", async () => {
-    const team = await watchedTeam();
-    const other = await watchedTeam();
+    const team = await watchedTeam("Sam Service");
+    const other = await watchedTeam("Sam Service");
     const host = await insertHost();
     const pod = await insertPod({ hostId: host.id, teamId: team.teamId });
     const { agent } = await FakeAgent.online(host, [running(pod.name)]);
