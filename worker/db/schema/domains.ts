@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const DOMAIN_STATUSES = ["pending", "verified"] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
@@ -28,13 +28,45 @@ export const domains = sqliteTable(
     checkedAt: text("checked_at"),
     /** a verified domain: since when the re-check has not found its TXT record (null: found) */
     missingSince: text("missing_since"),
+    /**
+     * a verified domain's certificate at the edge (docs/domains.md, "TLS"): null until verified,
+     * `not_configured` without Cloudflare settings, `pending`, `active`, or `failed: <why>`
+     */
+    tlsStatus: text("tls_status"),
+    /** the Cloudflare for SaaS custom hostname's id registered for it (null: none registered) */
+    tlsHostnameId: text("tls_hostname_id"),
+    /** when the custom hostname was last looked at (the cron polls the oldest first) */
+    tlsCheckedAt: text("tls_checked_at"),
   },
   (t) => [
     uniqueIndex("domains_verified_domain_idx").on(t.domain).where(sql`status = 'verified'`),
     uniqueIndex("domains_pod_domain_idx").on(t.podId, t.domain),
     index("domains_name_idx").on(t.domain),
     index("domains_recheck_idx").on(t.checkedAt).where(sql`status = 'verified'`),
+    index("domains_tls_poll_idx").on(t.tlsCheckedAt).where(sql`status = 'verified'`),
   ],
 );
 
 export type DomainRow = typeof domains.$inferSelect;
+
+/**
+ * Custom hostnames still to be deleted at Cloudflare (docs/domains.md, "TLS"): a domain or pod that
+ * is gone while Cloudflare's API failed leaves its hostname's id here, and the cron deletes it there
+ * (a 404 counts as deleted) before the row goes, so no registered hostname is ever forgotten.
+ */
+export const customHostnameRemovals = sqliteTable(
+  "custom_hostname_removals",
+  {
+    /** Cloudflare's custom hostname id */
+    id: text("id").primaryKey(),
+    hostname: text("hostname").notNull(),
+    podId: text("pod_id").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error").notNull(),
+    createdAt: text("created_at").notNull(),
+    attemptedAt: text("attempted_at").notNull(),
+  },
+  (t) => [index("custom_hostname_removals_attempted_idx").on(t.attemptedAt)],
+);
+
+export type CustomHostnameRemovalRow = typeof customHostnameRemovals.$inferSelect;
