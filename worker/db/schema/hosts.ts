@@ -30,6 +30,12 @@ export const hosts = sqliteTable("hosts", {
   /** set by an operator (`npm run host:drain`): no new pods are placed here; its pods keep running */
   drained: integer("drained", { mode: "boolean" }).notNull().default(false),
   agentTokenHash: text("agent_token_hash").notNull().unique(),
+  /**
+   * Where the edge router reaches this host's ingress (docs/edge.md): in production the host's tunnel
+   * or public address, locally `http://127.0.0.1:<ingress port>`. Registered with the host
+   * (`npm run host:add -- --ingress-origin`); null: its pods cannot be reached through the edge (503).
+   */
+  ingressOrigin: text("ingress_origin"),
   agentVersion: text("agent_version"),
   lastSeenAt: text("last_seen_at"),
   createdAt: text("created_at").notNull(),

@@ -1,0 +1,1 @@
+ALTER TABLE `hosts` ADD `ingress_origin` text;
