@@ -135,7 +135,19 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
   "repo.branches",
   "repo.inspect",
 ]);
-export const isReadOnlyOp = (op: Op): boolean => READ_ONLY_OPS.has(op);
+
+/**
+ * Ops that change a pod but whose outcome is never replayed: every caller makes a fresh idempotency
+ * key per request and none ever sends a key again (no API route or MCP tool takes a client's key for
+ * them), so a journal row could only be written, never read. `pod.exec` runs the tenant's command:
+ * not idempotent, but what the journal guards against — a retried key running it twice — cannot
+ * happen, and the agent's dispatcher still runs a key once if it ever did. An op may join only while
+ * no caller passes it a key of its own (docs/decisions/host-agent-journal.md).
+ */
+const UNREPLAYED_OPS: ReadonlySet<Op> = new Set<Op>(["pod.exec"]);
+
+/** Ops the HostAgent sends without a journal row: reads, and changes whose outcome is never replayed. */
+export const isUnjournaledOp = (op: Op): boolean => READ_ONLY_OPS.has(op) || UNREPLAYED_OPS.has(op);
 
 /** The pod a command is about (`name`, or a spec's for create and clone), if any. */
 export function podOfParams(params: unknown): string | undefined {

@@ -25,7 +25,9 @@ async function podOnline(user: TestUser) {
 }
 
 const execResult = (stdout: string) => ({ exitCode: 0, stdout, stderr: "", durationMs: 1, timedOut: false });
-const bigExec = { name: "big", command: ["yes"], timeoutS: 5 };
+// a reload is journaled (an exec is not: its outcome is never replayed) and may answer with much output
+const failedReload = (depsOutput: string) => ({ ok: false as const, depsOutput, exitCode: 1 });
+const bigReload = { name: "big", preset: "nodejs" as const };
 
 describe("fair share of a host", () => {
   it(`one pod has at most ${MAX_CALLS_PER_POD} commands in progress; the next is 429 with Retry-After`, async () => {
@@ -166,15 +168,15 @@ describe("fair share of a host", () => {
     expect(clone.headers.get("retry-after")).toBeTruthy();
   });
 
-  it("keeps no large command output: 1,000 execs of 1 MiB leave the journal under 1 MiB, a replay hears 409", async () => {
+  it("keeps no large command output: 1,000 failed reloads with 1 MiB of output leave the journal under 1 MiB, a replay hears 409", async () => {
     const host = await insertHost();
     const { agent } = await FakeAgent.online(host);
     const MiB = "x".repeat(1024 * 1024);
     const answering = (async () => {
-      for (let i = 0; i < 1000; i++) agent.ok(await agent.next("control:call", 10_000), execResult(MiB));
+      for (let i = 0; i < 1000; i++) agent.ok(await agent.next("control:call", 10_000), failedReload(MiB));
     })();
     for (let i = 0; i < 1000; i++) {
-      const r = await callHost(env, host.id, "pod.exec", bigExec, { idempotencyKey: `big-${i}` });
+      const r = await callHost(env, host.id, "pod.reload", bigReload, { idempotencyKey: `big-${i}` });
       expect(r.ok).toBe(true);
     }
     await answering;
@@ -184,7 +186,7 @@ describe("fair share of a host", () => {
     );
     expect(size).toBeLessThan(1024 * 1024);
 
-    const replay = await callHost(env, host.id, "pod.exec", bigExec, { idempotencyKey: "big-7" });
+    const replay = await callHost(env, host.id, "pod.reload", bigReload, { idempotencyKey: "big-7" });
     expect(replay).toMatchObject({ ok: false, code: "conflict" });
     await agent.expectNone("control:call");
   }, 120_000);

@@ -334,6 +334,37 @@ describe("commands over the wire", () => {
     expect(await second).toEqual({ ok: true, value: { pong: true } });
   });
 
+  it("sends pod.exec without a journal row (its outcome is never replayed); a disconnect still fails it at once", async () => {
+    const host = await insertHost();
+    const { agent } = await FakeAgent.online(host);
+    const { pod, as } = await userWithPod(host.id);
+    const result = { exitCode: 3, stdout: "out", stderr: "err", durationMs: 4, timedOut: false };
+    const reply = call("POST", `/api/pods/${pod.name}/exec`, { command: ["false"] }, as);
+    const sent = await agent.next("control:call");
+    expect(sent).toMatchObject({ op: "pod.exec", params: { name: pod.name, command: ["false"] } });
+    agent.ok(sent, result);
+    expect(await reply).toMatchObject({
+      status: 200,
+      body: { exit_code: 3, stdout: "out", stderr: "err", duration_ms: 4, timed_out: false },
+    });
+    expect((await journal(host.id)).filter((row) => row.idempotency_key === sent.idempotencyKey)).toEqual([]);
+
+    const stranded = call("POST", `/api/pods/${pod.name}/exec`, { command: ["sleep", "60"] }, as);
+    await agent.next("control:call");
+    agent.close(1001, "host going down");
+    expect(await stranded).toMatchObject({
+      status: 503,
+      body: { error: expect.stringContaining("disconnected") },
+    });
+    // a journaled command beside it still leaves its row
+    const { agent: back } = await FakeAgent.online(host);
+    const key = crypto.randomUUID();
+    const restart = callHost(env, host.id, "pod.restart", { name: pod.name }, { idempotencyKey: key });
+    back.ok(await back.next("control:call"), running(pod.name));
+    expect(await restart).toMatchObject({ ok: true });
+    expect((await journal(host.id)).map((row) => row.idempotency_key)).toEqual([key]);
+  });
+
   it("runs a command once per idempotency key: a concurrent duplicate shares the answer, a later one reads it", async () => {
     const host = await insertHost();
     const { agent } = await FakeAgent.online(host);

@@ -3,7 +3,7 @@ import { fail, ok, type Result, rateLimited } from "../../../shared/errors";
 import {
   AgentMessage,
   type ControlMessage,
-  isReadOnlyOp,
+  isUnjournaledOp,
   type Op,
   PodState,
   PROTOCOL_VERSION,
@@ -97,7 +97,7 @@ export const MAX_CALLS_PER_TEAM = 16;
  */
 export class HostAgent extends DurableObject<Bindings> {
   private readonly pending = new Map<string, Pending>();
-  /** in-flight read-only calls (not journaled) and their op */
+  /** in-flight unjournaled calls (reads, unreplayed commands) and their op */
   private readonly unjournaled = new Map<string, Op>();
   private cleanupScheduled = false;
 
@@ -158,7 +158,7 @@ export class HostAgent extends DurableObject<Bindings> {
     params: unknown,
     options: { timeoutMs: number; idempotencyKey: string },
   ): Promise<Result<unknown>> {
-    if (isReadOnlyOp(op)) return this.callUnjournaled(op, params, options);
+    if (isUnjournaledOp(op)) return this.callUnjournaled(op, params, options);
     const previous = this.journal.byKey(options.idempotencyKey);
     if (previous?.outcome) return previous.outcome;
     if (previous && this.pending.has(previous.id)) return this.wait(previous.id, options.timeoutMs);
@@ -215,8 +215,10 @@ export class HostAgent extends DurableObject<Bindings> {
   }
 
   /**
-   * Reads change nothing on the host, so running one twice is harmless: no journal, no storage
-   * writes on the hot path (a ping or a status read costs one WebSocket round trip).
+   * Reads change nothing on the host, so running one twice is harmless; a command whose outcome is
+   * never replayed (`pod.exec`: its key is fresh per request) would only write rows nobody reads. So:
+   * no journal, no storage writes on the hot path (one WebSocket round trip). A disconnect still
+   * fails the waiter at once (failAllPending), and the agent still runs a key once.
    */
   private async callUnjournaled(
     op: Op,
@@ -278,7 +280,10 @@ export class HostAgent extends DurableObject<Bindings> {
       case "agent:result": {
         const outcome: Result<unknown> = message.ok
           ? ok(message.data)
-          : fail(message.error.code, message.error.message);
+          : {
+              ...fail(message.error.code, message.error.message),
+              ...(message.error.component ? { component: message.error.component } : {}),
+            };
         // The host's answer about a container is the truth about the pod: D1 first, then the waiter,
         // so the caller reads the new state.
         const op = this.journaledOp(message.id);
