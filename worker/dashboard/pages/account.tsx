@@ -3,6 +3,7 @@ import type { ConnectorView } from "../../services/connectors/grants";
 import type { SshKeyView } from "../../services/ssh-keys/ssh-keys";
 import { ApiForm } from "../components/api-form";
 import { Curl } from "../components/curl";
+import { DataTable } from "../components/data-table";
 import { Time } from "../components/pod-bits";
 import { Page, type PageContext } from "../layout";
 
@@ -66,49 +67,38 @@ export function AccountPage({ page, tokens, keys, connectors }: AccountPageProps
         </ApiForm>
       </section>
       {tokens.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable
+          label="API tokens"
+          columns={["Name", "Token", "Team", "Last used", "Expires", { hidden: "Actions" }]}
+        >
+          <tbody>
+            {tokens.map((t) => (
               <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Token</th>
-                <th scope="col">Team</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
+                <th scope="row">{t.name}</th>
+                <td>
+                  <code>{t.prefix}…</code>
+                </td>
+                <td>{teamName(t.team_id)}</td>
+                <td>
+                  <Time iso={t.last_used_at} />
+                </td>
+                <td>{t.expires_at ? <Time iso={t.expires_at} /> : "never"}</td>
+                <td>
+                  <ApiForm
+                    action={`/api/api-tokens/${encodeURIComponent(t.id)}`}
+                    method="DELETE"
+                    confirm={`Revoke the token ${t.name}? Whatever uses it stops working.`}
+                    class="inline"
+                  >
+                    <button type="submit" class="small danger">
+                      Revoke
+                    </button>
+                  </ApiForm>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {tokens.map((t) => (
-                <tr>
-                  <th scope="row">{t.name}</th>
-                  <td>
-                    <code>{t.prefix}…</code>
-                  </td>
-                  <td>{teamName(t.team_id)}</td>
-                  <td>
-                    <Time iso={t.last_used_at} />
-                  </td>
-                  <td>{t.expires_at ? <Time iso={t.expires_at} /> : "never"}</td>
-                  <td>
-                    <ApiForm
-                      action={`/api/api-tokens/${encodeURIComponent(t.id)}`}
-                      method="DELETE"
-                      confirm={`Revoke the token ${t.name}? Whatever uses it stops working.`}
-                      class="inline"
-                    >
-                      <button type="submit" class="small danger">
-                        Revoke
-                      </button>
-                    </ApiForm>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No API tokens.</p>
       )}
@@ -139,62 +129,52 @@ export function AccountPage({ page, tokens, keys, connectors }: AccountPageProps
         </ApiForm>
       </section>
       {keys.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Fingerprint</th>
-                <th scope="col">Auto-inject</th>
-                <th scope="col">Added</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.map((k) => {
-                const path = `/api/ssh-keys/${encodeURIComponent(k.id)}`;
-                return (
-                  <tr>
-                    <th scope="row">{k.name}</th>
-                    <td>
-                      <code>{k.fingerprint}</code>
-                    </td>
-                    <td>
-                      <ApiForm action={path} method="PUT" class="inline">
-                        <input
-                          type="hidden"
-                          name="auto_inject"
-                          value={k.auto_inject ? "false" : "true"}
-                          data-json
-                        />
-                        <button type="submit" class="small">
-                          {k.auto_inject ? "On: turn off" : "Off: turn on"}
-                        </button>
-                      </ApiForm>
-                    </td>
-                    <td>
-                      <Time iso={k.created_at} />
-                    </td>
-                    <td>
-                      <ApiForm
-                        action={path}
-                        method="DELETE"
-                        confirm={`Delete the key ${k.name}?`}
-                        class="inline"
-                      >
-                        <button type="submit" class="small danger">
-                          Delete
-                        </button>
-                      </ApiForm>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="SSH keys"
+          columns={["Name", "Fingerprint", "Auto-inject", "Added", { hidden: "Actions" }]}
+        >
+          <tbody>
+            {keys.map((k) => {
+              const path = `/api/ssh-keys/${encodeURIComponent(k.id)}`;
+              return (
+                <tr>
+                  <th scope="row">{k.name}</th>
+                  <td>
+                    <code>{k.fingerprint}</code>
+                  </td>
+                  <td>
+                    <ApiForm action={path} method="PUT" class="inline">
+                      <input
+                        type="hidden"
+                        name="auto_inject"
+                        value={k.auto_inject ? "false" : "true"}
+                        data-json
+                      />
+                      <button type="submit" class="small">
+                        {k.auto_inject ? "On: turn off" : "Off: turn on"}
+                      </button>
+                    </ApiForm>
+                  </td>
+                  <td>
+                    <Time iso={k.created_at} />
+                  </td>
+                  <td>
+                    <ApiForm
+                      action={path}
+                      method="DELETE"
+                      confirm={`Delete the key ${k.name}?`}
+                      class="inline"
+                    >
+                      <button type="submit" class="small danger">
+                        Delete
+                      </button>
+                    </ApiForm>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No SSH keys.</p>
       )}
@@ -204,45 +184,35 @@ export function AccountPage({ page, tokens, keys, connectors }: AccountPageProps
         Assistants and tools you allowed to act on a team (OAuth). Revoking one ends its access now.
       </p>
       {connectors.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable
+          label="Connected apps"
+          columns={["App", "Redirects to", "Team", "Last used", { hidden: "Actions" }]}
+        >
+          <tbody>
+            {connectors.map((g) => (
               <tr>
-                <th scope="col">App</th>
-                <th scope="col">Redirects to</th>
-                <th scope="col">Team</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
+                <th scope="row">{g.client_name}</th>
+                <td>{g.redirect_host}</td>
+                <td>{g.team_name}</td>
+                <td>
+                  <Time iso={g.last_used_at} />
+                </td>
+                <td>
+                  <ApiForm
+                    action={`/api/connectors/${encodeURIComponent(g.id)}`}
+                    method="DELETE"
+                    confirm={`Disconnect ${g.client_name}?`}
+                    class="inline"
+                  >
+                    <button type="submit" class="small danger">
+                      Revoke
+                    </button>
+                  </ApiForm>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {connectors.map((g) => (
-                <tr>
-                  <th scope="row">{g.client_name}</th>
-                  <td>{g.redirect_host}</td>
-                  <td>{g.team_name}</td>
-                  <td>
-                    <Time iso={g.last_used_at} />
-                  </td>
-                  <td>
-                    <ApiForm
-                      action={`/api/connectors/${encodeURIComponent(g.id)}`}
-                      method="DELETE"
-                      confirm={`Disconnect ${g.client_name}?`}
-                      class="inline"
-                    >
-                      <button type="submit" class="small danger">
-                        Revoke
-                      </button>
-                    </ApiForm>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No connected apps.</p>
       )}

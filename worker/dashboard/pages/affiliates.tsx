@@ -2,6 +2,7 @@ import type { Dashboard } from "../../services/affiliates/dashboard";
 import type { listEarnings, listPayouts, listReferrals } from "../../services/affiliates/lists";
 import { ApiForm } from "../components/api-form";
 import { Curl, type CurlCall } from "../components/curl";
+import { DataTable } from "../components/data-table";
 import { Time } from "../components/pod-bits";
 import { Page, type PageContext } from "../layout";
 import { money } from "./billing";
@@ -98,35 +99,24 @@ export function AffiliatesPage({ page, enrolled }: { page: PageContext; enrolled
 
       <h2>Referrals</h2>
       {referrals.referrals.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable label="Referrals" columns={["Who", "Status", "Signed up", "Pods", "Plan"]}>
+          <tbody>
+            {referrals.referrals.map((r) => (
               <tr>
-                <th scope="col">Who</th>
-                <th scope="col">Status</th>
-                <th scope="col">Signed up</th>
-                <th scope="col">Pods</th>
-                <th scope="col">Plan</th>
+                <th scope="row">{r.email}</th>
+                <td>{r.status}</td>
+                <td>
+                  <Time iso={r.signed_up_at} />
+                </td>
+                <td>{r.pod_count}</td>
+                <td>
+                  {r.plan_slug ?? "—"}
+                  {r.subscription_status ? <span class="muted"> ({r.subscription_status})</span> : null}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {referrals.referrals.map((r) => (
-                <tr>
-                  <th scope="row">{r.email}</th>
-                  <td>{r.status}</td>
-                  <td>
-                    <Time iso={r.signed_up_at} />
-                  </td>
-                  <td>{r.pod_count}</td>
-                  <td>
-                    {r.plan_slug ?? "—"}
-                    {r.subscription_status ? <span class="muted"> ({r.subscription_status})</span> : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No referrals yet: share your link.</p>
       )}
@@ -138,67 +128,45 @@ export function AffiliatesPage({ page, enrolled }: { page: PageContext; enrolled
 
       <h2>Earnings</h2>
       {earnings.earnings.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable label="Earnings" columns={["When", "Kind", "Payment", "Rate", "Earned"]}>
+          <tbody>
+            {earnings.earnings.map((e) => (
               <tr>
-                <th scope="col">When</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Payment</th>
-                <th scope="col">Rate</th>
-                <th scope="col">Earned</th>
+                <th scope="row">
+                  <Time iso={e.created_at} />
+                </th>
+                <td>{e.kind}</td>
+                <td>{money(e.payment_amount)}</td>
+                <td>{e.commission_rate}%</td>
+                <td>{money(e.commission_amount)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {earnings.earnings.map((e) => (
-                <tr>
-                  <th scope="row">
-                    <Time iso={e.created_at} />
-                  </th>
-                  <td>{e.kind}</td>
-                  <td>{money(e.payment_amount)}</td>
-                  <td>{e.commission_rate}%</td>
-                  <td>{money(e.commission_amount)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No earnings yet.</p>
       )}
 
       <h2>Payouts</h2>
       {payouts.payouts.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable label="Payouts" columns={["Paid", "Amount", "Method", "Status", "Reference"]}>
+          <tbody>
+            {payouts.payouts.map((p) => (
               <tr>
-                <th scope="col">Paid</th>
-                <th scope="col">Amount</th>
-                <th scope="col">Method</th>
-                <th scope="col">Status</th>
-                <th scope="col">Reference</th>
+                <th scope="row">
+                  <Time iso={p.paid_at} />
+                </th>
+                <td>{money(p.amount)}</td>
+                <td>{p.method}</td>
+                <td>{p.status}</td>
+                <td>
+                  {p.reference ?? ""}
+                  {p.note ? <span class="muted"> {p.note}</span> : null}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {payouts.payouts.map((p) => (
-                <tr>
-                  <th scope="row">
-                    <Time iso={p.paid_at} />
-                  </th>
-                  <td>{money(p.amount)}</td>
-                  <td>{p.method}</td>
-                  <td>{p.status}</td>
-                  <td>
-                    {p.reference ?? ""}
-                    {p.note ? <span class="muted"> {p.note}</span> : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No payouts yet.</p>
       )}

@@ -7,6 +7,7 @@ import type { InvoiceView } from "../../services/billing/views";
 import type { TeamView } from "../../services/teams/teams";
 import { ApiForm } from "../components/api-form";
 import { Curl, type CurlCall } from "../components/curl";
+import { DataTable } from "../components/data-table";
 import { Time } from "../components/pod-bits";
 import { Page, type PageContext } from "../layout";
 import { monthly } from "./pods-list";
@@ -189,146 +190,111 @@ export function BillingPage({
         <strong>{money(upcoming.estimated_total)}</strong>.
       </p>
       {upcoming.charges.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable label="Upcoming charges" columns={["Pod", "Plan", "Days", "Amount"]}>
+          <tbody>
+            {upcoming.charges.map((ch) => (
               <tr>
-                <th scope="col">Pod</th>
-                <th scope="col">Plan</th>
-                <th scope="col">Days</th>
-                <th scope="col">Amount</th>
+                <th scope="row">
+                  {ch.pod_name} <span class="muted">{ch.pod_status}</span>
+                </th>
+                <td>{ch.plan_name}</td>
+                <td>{ch.active_days}</td>
+                <td>{money(ch.amount)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {upcoming.charges.map((ch) => (
-                <tr>
-                  <th scope="row">
-                    {ch.pod_name} <span class="muted">{ch.pod_status}</span>
-                  </th>
-                  <td>{ch.plan_name}</td>
-                  <td>{ch.active_days}</td>
-                  <td>{money(ch.amount)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No charges yet this period.</p>
       )}
 
       <h2>Invoices</h2>
       {invoices.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Period</th>
-                <th scope="col">Status</th>
-                <th scope="col">Due</th>
-                <th scope="col">Paid</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {invoices.map((inv) => {
-                const hosted = httpsUrl(inv.hosted_invoice_url);
-                return (
-                  <tr>
-                    <th scope="row">
-                      <Time iso={inv.period_start} /> – <Time iso={inv.period_end} />
-                    </th>
-                    <td>
-                      <span class={`badge invoice-${inv.status}`}>{inv.status}</span>
-                    </td>
-                    <td>
-                      {money(inv.amount_due, inv.currency)}
-                      {inv.credits_applied ? (
-                        <span class="muted"> (credits {money(inv.credits_applied, inv.currency)})</span>
-                      ) : null}
-                    </td>
-                    <td>{money(inv.amount_paid, inv.currency)}</td>
-                    <td class="actions">
-                      {hosted ? (
-                        <a href={hosted} rel="noopener noreferrer" target="_blank">
-                          Invoice at Stripe
-                        </a>
-                      ) : null}
-                      {owner && inv.status === "open" ? (
-                        <ApiForm
-                          action={`/api/billing/invoices/${encodeURIComponent(inv.id)}/pay`}
-                          confirm={`Pay ${money(inv.amount_due, inv.currency)} with the default card?`}
-                          class="inline"
-                        >
-                          <button type="submit" class="small primary">
-                            Pay {money(inv.amount_due, inv.currency)}
-                          </button>
-                        </ApiForm>
-                      ) : null}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+        <DataTable label="Invoices" columns={["Period", "Status", "Due", "Paid", { hidden: "Actions" }]}>
+          <tbody>
+            {invoices.map((inv) => {
+              const hosted = httpsUrl(inv.hosted_invoice_url);
+              return (
+                <tr>
+                  <th scope="row">
+                    <Time iso={inv.period_start} /> – <Time iso={inv.period_end} />
+                  </th>
+                  <td>
+                    <span class={`badge invoice-${inv.status}`}>{inv.status}</span>
+                  </td>
+                  <td>
+                    {money(inv.amount_due, inv.currency)}
+                    {inv.credits_applied ? (
+                      <span class="muted"> (credits {money(inv.credits_applied, inv.currency)})</span>
+                    ) : null}
+                  </td>
+                  <td>{money(inv.amount_paid, inv.currency)}</td>
+                  <td class="actions">
+                    {hosted ? (
+                      <a href={hosted} rel="noopener noreferrer" target="_blank">
+                        Invoice at Stripe
+                      </a>
+                    ) : null}
+                    {owner && inv.status === "open" ? (
+                      <ApiForm
+                        action={`/api/billing/invoices/${encodeURIComponent(inv.id)}/pay`}
+                        confirm={`Pay ${money(inv.amount_due, inv.currency)} with the default card?`}
+                        class="inline"
+                      >
+                        <button type="submit" class="small primary">
+                          Pay {money(inv.amount_due, inv.currency)}
+                        </button>
+                      </ApiForm>
+                    ) : null}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No invoices yet.</p>
       )}
 
       <h2>Cards</h2>
       {methods.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable label="Cards" columns={["Card", "Expires", "Default", { hidden: "Actions" }]}>
+          <tbody>
+            {methods.map((m) => (
               <tr>
-                <th scope="col">Card</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Default</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
+                <th scope="row">
+                  {m.card_brand ?? m.type} ···· {m.card_last4 ?? "????"}
                 </th>
+                <td>
+                  {m.card_exp_month && m.card_exp_year ? `${m.card_exp_month}/${m.card_exp_year}` : "—"}
+                </td>
+                <td>{m.is_default ? "default" : ""}</td>
+                <td class="actions">
+                  {owner && !m.is_default ? (
+                    <ApiForm action="/api/billing/payment-methods/default" class="inline">
+                      <input type="hidden" name="payment_method_id" value={m.id} />
+                      <button type="submit" class="small">
+                        Make default
+                      </button>
+                    </ApiForm>
+                  ) : null}
+                  {owner ? (
+                    <ApiForm
+                      action={`/api/billing/payment-methods/${encodeURIComponent(m.id)}`}
+                      method="DELETE"
+                      confirm={`Remove the card ending ${m.card_last4 ?? ""}?`}
+                      class="inline"
+                    >
+                      <button type="submit" class="small danger">
+                        Remove card {m.card_last4 ?? ""}
+                      </button>
+                    </ApiForm>
+                  ) : null}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {methods.map((m) => (
-                <tr>
-                  <th scope="row">
-                    {m.card_brand ?? m.type} ···· {m.card_last4 ?? "????"}
-                  </th>
-                  <td>
-                    {m.card_exp_month && m.card_exp_year ? `${m.card_exp_month}/${m.card_exp_year}` : "—"}
-                  </td>
-                  <td>{m.is_default ? "default" : ""}</td>
-                  <td class="actions">
-                    {owner && !m.is_default ? (
-                      <ApiForm action="/api/billing/payment-methods/default" class="inline">
-                        <input type="hidden" name="payment_method_id" value={m.id} />
-                        <button type="submit" class="small">
-                          Make default
-                        </button>
-                      </ApiForm>
-                    ) : null}
-                    {owner ? (
-                      <ApiForm
-                        action={`/api/billing/payment-methods/${encodeURIComponent(m.id)}`}
-                        method="DELETE"
-                        confirm={`Remove the card ending ${m.card_last4 ?? ""}?`}
-                        class="inline"
-                      >
-                        <button type="submit" class="small danger">
-                          Remove card {m.card_last4 ?? ""}
-                        </button>
-                      </ApiForm>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No card yet.</p>
       )}
@@ -346,30 +312,20 @@ export function BillingPage({
         Available: <strong>{money(credits.available)}</strong>
       </p>
       {credits.credits.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable label="Credits" columns={["Reason", "Type", "Left", "Expires"]}>
+          <tbody>
+            {credits.credits.map((cr) => (
               <tr>
-                <th scope="col">Reason</th>
-                <th scope="col">Type</th>
-                <th scope="col">Left</th>
-                <th scope="col">Expires</th>
+                <th scope="row">{cr.reason}</th>
+                <td>{cr.type}</td>
+                <td>
+                  {money(cr.remaining)} of {money(cr.amount)}
+                </td>
+                <td>{cr.expires_at ? <Time iso={cr.expires_at} /> : "never"}</td>
               </tr>
-            </thead>
-            <tbody>
-              {credits.credits.map((cr) => (
-                <tr>
-                  <th scope="row">{cr.reason}</th>
-                  <td>{cr.type}</td>
-                  <td>
-                    {money(cr.remaining)} of {money(cr.amount)}
-                  </td>
-                  <td>{cr.expires_at ? <Time iso={cr.expires_at} /> : "never"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No credits.</p>
       )}

@@ -3,6 +3,7 @@ import type { listPlans, listPresets, listRegions } from "../../services/catalog
 import type { EventView } from "../../services/pods/events";
 import type { PodView } from "../../services/pods/view";
 import { Curl } from "../components/curl";
+import { DataTable } from "../components/data-table";
 import { podUrl, StatusBadge, Time } from "../components/pod-bits";
 import { podPath } from "../components/pod-page";
 import { Page, type PageContext } from "../layout";
@@ -123,18 +124,9 @@ function ImportPanel({ hidden }: { hidden: boolean }) {
       <div class="import-preview" data-import-result hidden aria-live="polite">
         <h3 data-import-title>Preview</h3>
         <p class="muted" data-import-summary />
-        <div class="table-wrap">
-          <table>
-            <caption class="visually-hidden">Files the pod will receive</caption>
-            <thead>
-              <tr>
-                <th scope="col">File</th>
-                <th scope="col">Size</th>
-              </tr>
-            </thead>
-            <tbody data-import-files />
-          </table>
-        </div>
+        <DataTable label="Files the pod will receive" columns={["File", "Size"]}>
+          <tbody data-import-files />
+        </DataTable>
       </div>
     </section>
   );

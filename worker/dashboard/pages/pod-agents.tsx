@@ -2,6 +2,7 @@ import type { CatalogAgentView, CodingAgentView } from "../../services/coding-ag
 import type { PodView } from "../../services/pods/view";
 import { ApiForm } from "../components/api-form";
 import { Curl } from "../components/curl";
+import { DataTable } from "../components/data-table";
 import { StatusBadge, Time } from "../components/pod-bits";
 import { PodPage, podPath } from "../components/pod-page";
 import type { PageContext } from "../layout";
@@ -106,19 +107,9 @@ export function AgentsTab({ page, pod, data }: { page: PageContext; pod: PodView
         agent in with your own account inside the pod (SSH or the terminal): the service stores no credential.
         Installing needs the pod running.
       </p>
-      <section class="table-wrap" aria-label="Coding agents" tabindex={0}>
-        <table class="agents">
-          <thead>
-            <tr>
-              <th scope="col">Agent</th>
-              <th scope="col">Command</th>
-              <th scope="col">Status</th>
-              <th scope="col">Action</th>
-            </tr>
-          </thead>
-          <AgentRows pod={pod} data={data} />
-        </table>
-      </section>
+      <DataTable label="Coding agents" columns={["Agent", "Command", "Status", "Action"]} class="agents">
+        <AgentRows pod={pod} data={data} />
+      </DataTable>
       <h3>Install a given version</h3>
       <ApiForm action={api} class="card agent-version">
         <label>

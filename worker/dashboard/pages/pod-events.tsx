@@ -4,6 +4,7 @@ import { type EventsPage, POD_EVENT_TYPES } from "../../services/pods/events";
 import type { PodView } from "../../services/pods/view";
 import { AlertSwitch, alertsApi, podEventState } from "../components/alert-switch";
 import { Curl } from "../components/curl";
+import { DataTable, EmptyRow } from "../components/data-table";
 import { Time } from "../components/pod-bits";
 import { PodPage, podPath } from "../components/pod-page";
 import type { PageContext } from "../layout";
@@ -52,45 +53,32 @@ export function EventsTab({
         </label>
         <button type="submit">Filter</button>
       </form>
-      <section class="table-wrap" aria-label="Events" tabindex={0}>
-        <table class="events">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Type</th>
-              <th scope="col">What happened</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.events.length === 0 ? (
+      <DataTable label="Events" columns={["When", "Type", "What happened"]} class="events">
+        <tbody>
+          {list.events.length === 0 ? (
+            <EmptyRow span={3}>{type ? `No ${type} events.` : "No events yet."}</EmptyRow>
+          ) : (
+            list.events.map((e) => (
               <tr>
-                <td colspan={3} class="empty">
-                  {type ? `No ${type} events.` : "No events yet."}
+                <td>
+                  <Time iso={e.created_at} />
+                </td>
+                <td>
+                  <code>{e.type}</code>
+                </td>
+                <td class="event-message">
+                  {e.message}
+                  {e.metadata ? (
+                    <div>
+                      <code class="muted">{e.metadata}</code>
+                    </div>
+                  ) : null}
                 </td>
               </tr>
-            ) : (
-              list.events.map((e) => (
-                <tr>
-                  <td>
-                    <Time iso={e.created_at} />
-                  </td>
-                  <td>
-                    <code>{e.type}</code>
-                  </td>
-                  <td class="event-message">
-                    {e.message}
-                    {e.metadata ? (
-                      <div>
-                        <code class="muted">{e.metadata}</code>
-                      </div>
-                    ) : null}
-                  </td>
-                </tr>
-              ))
-            )}
-          </tbody>
-        </table>
-      </section>
+            ))
+          )}
+        </tbody>
+      </DataTable>
       {list.total > list.limit || list.offset > 0 ? (
         <nav class="pager" aria-label="Pages">
           {list.offset > 0 ? (
@@ -156,35 +144,24 @@ function PodAlerts({
             The team's channels are told when one of these happens to {pod.name}.{" "}
             <a href="/app/team/alerts">Channels and team switches</a>
           </p>
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">For this pod</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {AlertEventName.options
-                  .filter((event) => !isTeamEvent(event))
-                  .map((event) => {
-                    const state = podEventState(alerts, pod.name, event);
-                    return (
-                      <AlertSwitch
-                        teamId={page.caller.teamId}
-                        event={event}
-                        enabled={state.enabled}
-                        source={state.source}
-                        pod={pod.name}
-                      />
-                    );
-                  })}
-              </tbody>
-            </table>
-          </div>
+          <DataTable label="Alerts for this pod" columns={["Event", "For this pod", { hidden: "Actions" }]}>
+            <tbody>
+              {AlertEventName.options
+                .filter((event) => !isTeamEvent(event))
+                .map((event) => {
+                  const state = podEventState(alerts, pod.name, event);
+                  return (
+                    <AlertSwitch
+                      teamId={page.caller.teamId}
+                      event={event}
+                      enabled={state.enabled}
+                      source={state.source}
+                      pod={pod.name}
+                    />
+                  );
+                })}
+            </tbody>
+          </DataTable>
         </>
       ) : (
         <p class="muted">Only the team's owner sees and switches its alerts.</p>

@@ -9,6 +9,7 @@ import { type RecentUsage, recentUsageStatement, usageFromRows } from "../../ser
 import { listPodsStatements, podsPage, podsPageIds } from "../../services/pods/list";
 import type { PodView } from "../../services/pods/view";
 import { Curl } from "../components/curl";
+import { DataTable, EmptyRow } from "../components/data-table";
 import { STATUS_POLL } from "../components/live";
 import { podUrl, StatusBadge, Time } from "../components/pod-bits";
 import { UsageSparkline } from "../components/sparkline";
@@ -90,11 +91,9 @@ export function PodRows({ page, list }: { page: PageContext; list: PodsPage }) {
   return (
     <tbody id="pod-rows" hx-get={rowsUrl} hx-trigger={STATUS_POLL} hx-swap="outerHTML">
       {list.pods.length === 0 ? (
-        <tr>
-          <td colspan={COLUMNS} class="empty">
-            No pods yet. <a href="/app/new">Create your first pod</a>.
-          </td>
-        </tr>
+        <EmptyRow span={COLUMNS}>
+          No pods yet. <a href="/app/new">Create your first pod</a>.
+        </EmptyRow>
       ) : (
         list.pods.map((pod) => (
           <tr data-pod={pod.name}>
@@ -143,23 +142,13 @@ export function PodsListPage({ page, list }: { page: PageContext; list: PodsPage
       {counts.length ? (
         <p class="muted">{counts.map(([status, n]) => `${n} ${status}`).join(" · ")}</p>
       ) : null}
-      <div class="table-wrap">
-        <table class="pods">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">Preset</th>
-              <th scope="col">Plan</th>
-              <th scope="col">URL</th>
-              <th scope="col">Last deploy</th>
-              <th scope="col">CPU / memory (1 h)</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <PodRows page={page} list={list} />
-        </table>
-      </div>
+      <DataTable
+        label="Pods"
+        columns={["Name", "Status", "Preset", "Plan", "URL", "Last deploy", "CPU / memory (1 h)", "Created"]}
+        class="pods"
+      >
+        <PodRows page={page} list={list} />
+      </DataTable>
       {total > limit ? (
         <nav class="pager" aria-label="Pages">
           {offset > 0 ? <a href={`/app?offset=${Math.max(0, offset - limit)}`}>← Newer</a> : <span />}

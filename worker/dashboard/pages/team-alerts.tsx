@@ -5,6 +5,7 @@ import type { TeamView } from "../../services/teams/teams";
 import { AlertSwitch, alertsApi, eventLabel } from "../components/alert-switch";
 import { ApiForm } from "../components/api-form";
 import { Curl } from "../components/curl";
+import { DataTable } from "../components/data-table";
 import { Time } from "../components/pod-bits";
 import { Page, type PageContext } from "../layout";
 
@@ -113,63 +114,53 @@ function AlertsBody({ teamId, data }: { teamId: string; data: AlertsData }) {
     <>
       <h2>Channels</h2>
       {data.channels.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Channel</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Goes to</th>
-                <th scope="col">State</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.channels.map((ch) => {
-                const one = `${api}/channels/${encodeURIComponent(ch.id)}`;
-                return (
-                  <tr>
-                    <th scope="row">{ch.name}</th>
-                    <td>{KIND_LABELS[ch.kind]}</td>
-                    <td>
-                      {ch.kind === "email" ? `members: ${(ch.roles ?? []).join(", ")}` : shownTarget(ch.url)}
-                    </td>
-                    <td>
-                      <span class={`badge ${ch.enabled ? "status-running" : "status-stopped"}`}>
-                        {ch.enabled ? "on" : "off"}
-                      </span>
-                    </td>
-                    <td class="actions">
-                      <ApiForm action={`${one}/test`} then="reload" class="inline">
-                        <button type="submit" class="small">
-                          Send a test <span class="visually-hidden">to {ch.name}</span>
-                        </button>
-                      </ApiForm>
-                      <ApiForm action={one} method="PATCH" class="inline">
-                        <input type="hidden" name="enabled" value={ch.enabled ? "false" : "true"} data-json />
-                        <button type="submit" class="small">
-                          {ch.enabled ? "Turn off" : "Turn on"} <span class="visually-hidden">{ch.name}</span>
-                        </button>
-                      </ApiForm>
-                      <ApiForm
-                        action={one}
-                        method="DELETE"
-                        confirm={`Remove the channel ${ch.name}?`}
-                        class="inline"
-                      >
-                        <button type="submit" class="small danger">
-                          Remove <span class="visually-hidden">{ch.name}</span>
-                        </button>
-                      </ApiForm>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="Alert channels"
+          columns={["Channel", "Kind", "Goes to", "State", { hidden: "Actions" }]}
+        >
+          <tbody>
+            {data.channels.map((ch) => {
+              const one = `${api}/channels/${encodeURIComponent(ch.id)}`;
+              return (
+                <tr>
+                  <th scope="row">{ch.name}</th>
+                  <td>{KIND_LABELS[ch.kind]}</td>
+                  <td>
+                    {ch.kind === "email" ? `members: ${(ch.roles ?? []).join(", ")}` : shownTarget(ch.url)}
+                  </td>
+                  <td>
+                    <span class={`badge ${ch.enabled ? "status-running" : "status-stopped"}`}>
+                      {ch.enabled ? "on" : "off"}
+                    </span>
+                  </td>
+                  <td class="actions">
+                    <ApiForm action={`${one}/test`} then="reload" class="inline">
+                      <button type="submit" class="small">
+                        Send a test <span class="visually-hidden">to {ch.name}</span>
+                      </button>
+                    </ApiForm>
+                    <ApiForm action={one} method="PATCH" class="inline">
+                      <input type="hidden" name="enabled" value={ch.enabled ? "false" : "true"} data-json />
+                      <button type="submit" class="small">
+                        {ch.enabled ? "Turn off" : "Turn on"} <span class="visually-hidden">{ch.name}</span>
+                      </button>
+                    </ApiForm>
+                    <ApiForm
+                      action={one}
+                      method="DELETE"
+                      confirm={`Remove the channel ${ch.name}?`}
+                      class="inline"
+                    >
+                      <button type="submit" class="small danger">
+                        Remove <span class="visually-hidden">{ch.name}</span>
+                      </button>
+                    </ApiForm>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No channels yet: nothing is sent when something breaks.</p>
       )}
@@ -252,29 +243,18 @@ function AlertsBody({ teamId, data }: { teamId: string; data: AlertsData }) {
       <p class="muted">
         Each is on unless switched off. A pod's own switch (on its Events tab) wins over the team's.
       </p>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">For the team</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {teamEvents.map((event) => (
-              <AlertSwitch
-                teamId={teamId}
-                event={event}
-                enabled={data.events.events.find((e) => e.event === event)?.enabled ?? true}
-                source={isTeamEvent(event) ? "a team event" : undefined}
-              />
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="Alert events for the team" columns={["Event", "For the team", { hidden: "Actions" }]}>
+        <tbody>
+          {teamEvents.map((event) => (
+            <AlertSwitch
+              teamId={teamId}
+              event={event}
+              enabled={data.events.events.find((e) => e.event === event)?.enabled ?? true}
+              source={isTeamEvent(event) ? "a team event" : undefined}
+            />
+          ))}
+        </tbody>
+      </DataTable>
       {data.events.pods.length ? (
         <>
           <h3>Pods with their own switch</h3>
@@ -291,44 +271,34 @@ function AlertsBody({ teamId, data }: { teamId: string; data: AlertsData }) {
 
       <h2>Deliveries</h2>
       {data.deliveries.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
+        <DataTable
+          label="Alert deliveries"
+          columns={["When", "Channel", "Event", "Status", "HTTP", "Attempts", "Last error"]}
+        >
+          <tbody>
+            {data.deliveries.map((d) => (
               <tr>
-                <th scope="col">When</th>
-                <th scope="col">Channel</th>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">HTTP</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last error</th>
+                <th scope="row">
+                  <Time iso={d.created_at} />
+                </th>
+                <td>{channelName.get(d.channel_id) ?? d.channel_id}</td>
+                <td>
+                  {eventLabel(d.event)} <span class="muted">({d.state})</span>
+                </td>
+                <td>
+                  <span
+                    class={`badge ${d.status === "delivered" ? "status-running" : d.status === "failed" ? "status-error" : "status-creating"}`}
+                  >
+                    {d.status}
+                  </span>
+                </td>
+                <td>{d.status_code ?? "—"}</td>
+                <td>{d.attempts}</td>
+                <td class="muted">{d.last_error ?? ""}</td>
               </tr>
-            </thead>
-            <tbody>
-              {data.deliveries.map((d) => (
-                <tr>
-                  <th scope="row">
-                    <Time iso={d.created_at} />
-                  </th>
-                  <td>{channelName.get(d.channel_id) ?? d.channel_id}</td>
-                  <td>
-                    {eventLabel(d.event)} <span class="muted">({d.state})</span>
-                  </td>
-                  <td>
-                    <span
-                      class={`badge ${d.status === "delivered" ? "status-running" : d.status === "failed" ? "status-error" : "status-creating"}`}
-                    >
-                      {d.status}
-                    </span>
-                  </td>
-                  <td>{d.status_code ?? "—"}</td>
-                  <td>{d.attempts}</td>
-                  <td class="muted">{d.last_error ?? ""}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </DataTable>
       ) : (
         <p class="muted">No alerts sent yet.</p>
       )}

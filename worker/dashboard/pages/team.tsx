@@ -2,6 +2,7 @@ import type { InvitationView } from "../../services/invitations/invitations";
 import type { TeamView } from "../../services/teams/teams";
 import { ApiForm } from "../components/api-form";
 import { Curl } from "../components/curl";
+import { DataTable } from "../components/data-table";
 import { Time } from "../components/pod-bits";
 import { Page, type PageContext } from "../layout";
 
@@ -51,50 +52,37 @@ export function TeamPage({ page, team, members, invitations }: TeamPageProps) {
       ) : null}
 
       <h2>Members</h2>
-      <div class="table-wrap">
-        <table>
-          <thead>
+      <DataTable label="Members" columns={["Name", "E-mail", "Role", "Since", { hidden: "Actions" }]}>
+        <tbody>
+          {members.map((m) => (
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">E-mail</th>
-              <th scope="col">Role</th>
-              <th scope="col">Since</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <th scope="row">{m.name}</th>
+              <td>{m.email}</td>
+              <td>{m.role}</td>
+              <td>
+                <Time iso={m.joined_at} />
+              </td>
+              <td>
+                {(owner && m.user_id !== me) || (!owner && m.user_id === me) ? (
+                  <ApiForm
+                    action={`/api/teams/${id}/members/${encodeURIComponent(m.user_id)}`}
+                    method="DELETE"
+                    then={m.user_id === me ? "go:/app" : "reload"}
+                    confirm={
+                      m.user_id === me ? `Leave ${team.name}?` : `Remove ${m.email} from ${team.name}?`
+                    }
+                    class="inline"
+                  >
+                    <button type="submit" class="small danger">
+                      {m.user_id === me ? "Leave" : "Remove"}
+                    </button>
+                  </ApiForm>
+                ) : null}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {members.map((m) => (
-              <tr>
-                <th scope="row">{m.name}</th>
-                <td>{m.email}</td>
-                <td>{m.role}</td>
-                <td>
-                  <Time iso={m.joined_at} />
-                </td>
-                <td>
-                  {(owner && m.user_id !== me) || (!owner && m.user_id === me) ? (
-                    <ApiForm
-                      action={`/api/teams/${id}/members/${encodeURIComponent(m.user_id)}`}
-                      method="DELETE"
-                      then={m.user_id === me ? "go:/app" : "reload"}
-                      confirm={
-                        m.user_id === me ? `Leave ${team.name}?` : `Remove ${m.email} from ${team.name}?`
-                      }
-                      class="inline"
-                    >
-                      <button type="submit" class="small danger">
-                        {m.user_id === me ? "Leave" : "Remove"}
-                      </button>
-                    </ApiForm>
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+          ))}
+        </tbody>
+      </DataTable>
 
       {invitations ? (
         <>
@@ -120,52 +108,40 @@ export function TeamPage({ page, team, members, invitations }: TeamPageProps) {
             </ApiForm>
           </section>
           {invitations.length ? (
-            <div class="table-wrap">
-              <table>
-                <thead>
+            <DataTable label="Invitations" columns={["E-mail", "Role", "Expires", { hidden: "Actions" }]}>
+              <tbody>
+                {invitations.map((inv) => (
                   <tr>
-                    <th scope="col">E-mail</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {invitations.map((inv) => (
-                    <tr>
-                      <th scope="row">{inv.email}</th>
-                      <td>{inv.role}</td>
-                      <td>
-                        <Time iso={inv.expires_at} />
-                      </td>
-                      <td class="actions">
-                        {inv.token ? (
-                          <button
-                            type="button"
-                            class="small"
-                            data-copy={`${page.base}/app/invitations/${encodeURIComponent(inv.token)}`}
-                          >
-                            Copy link
-                          </button>
-                        ) : null}
-                        <ApiForm
-                          action={`/api/teams/${id}/invitations/${encodeURIComponent(inv.id)}`}
-                          method="DELETE"
-                          confirm={`Withdraw the invitation of ${inv.email}?`}
-                          class="inline"
+                    <th scope="row">{inv.email}</th>
+                    <td>{inv.role}</td>
+                    <td>
+                      <Time iso={inv.expires_at} />
+                    </td>
+                    <td class="actions">
+                      {inv.token ? (
+                        <button
+                          type="button"
+                          class="small"
+                          data-copy={`${page.base}/app/invitations/${encodeURIComponent(inv.token)}`}
                         >
-                          <button type="submit" class="small danger">
-                            Withdraw
-                          </button>
-                        </ApiForm>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                          Copy link
+                        </button>
+                      ) : null}
+                      <ApiForm
+                        action={`/api/teams/${id}/invitations/${encodeURIComponent(inv.id)}`}
+                        method="DELETE"
+                        confirm={`Withdraw the invitation of ${inv.email}?`}
+                        class="inline"
+                      >
+                        <button type="submit" class="small danger">
+                          Withdraw
+                        </button>
+                      </ApiForm>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </DataTable>
           ) : (
             <p class="muted">No pending invitations.</p>
           )}

@@ -4,6 +4,7 @@ import type { BackupView } from "../../../services/backups/views";
 import type { PodView } from "../../../services/pods/view";
 import { ApiForm } from "../../components/api-form";
 import { Curl, type CurlCall } from "../../components/curl";
+import { DataTable, EmptyRow } from "../../components/data-table";
 import { StatusBadge, Time } from "../../components/pod-bits";
 import { PodPage, podPath } from "../../components/pod-page";
 import type { PageContext } from "../../layout";
@@ -46,11 +47,7 @@ export function BackupRows({ pod, backups }: { pod: Pick<PodView, "name">; backu
       hx-swap="outerHTML"
     >
       {backups.length === 0 ? (
-        <tr>
-          <td colspan={7} class="empty">
-            No backups yet.
-          </td>
-        </tr>
+        <EmptyRow span={7}>No backups yet.</EmptyRow>
       ) : (
         backups.map((b) => (
           <tr>
@@ -195,24 +192,13 @@ export function BackupsPage({
         </ApiForm>
       </div>
       <h2>Backups</h2>
-      <div class="table-wrap">
-        <table class="backups">
-          <thead>
-            <tr>
-              <th scope="col">Made</th>
-              <th scope="col">Note</th>
-              <th scope="col">Trigger</th>
-              <th scope="col">Status</th>
-              <th scope="col">Size</th>
-              <th scope="col">Verification</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <BackupRows pod={pod} backups={list.backups} />
-        </table>
-      </div>
+      <DataTable
+        label="Backups"
+        columns={["Made", "Note", "Trigger", "Status", "Size", "Verification", { hidden: "Actions" }]}
+        class="backups"
+      >
+        <BackupRows pod={pod} backups={list.backups} />
+      </DataTable>
       <Curl base={page.base} calls={calls} />
     </PodPage>
   );

@@ -3,6 +3,7 @@ import type { PodView } from "../../../services/pods/view";
 import type { ServiceView } from "../../../services/services/views";
 import { ApiForm } from "../../components/api-form";
 import { Curl, type CurlCall } from "../../components/curl";
+import { DataTable, EmptyRow } from "../../components/data-table";
 import { StatusBadge } from "../../components/pod-bits";
 import { PodPage, podPath } from "../../components/pod-page";
 import type { PageContext } from "../../layout";
@@ -38,11 +39,7 @@ export function ServiceRows({ pod, services }: { pod: Pick<PodView, "name">; ser
       hx-swap="outerHTML"
     >
       {services.length === 0 ? (
-        <tr>
-          <td colspan={4} class="empty">
-            No database services yet.
-          </td>
-        </tr>
+        <EmptyRow span={4}>No database services yet.</EmptyRow>
       ) : (
         services.map((s) => (
           <tr>
@@ -162,19 +159,13 @@ export function DatabasesPage({
           : "no database services. They come with the Build plan or higher (resize the pod on its Overview tab)."}
       </p>
       {/* focusable: at 390 px the table scrolls in its box, and a keyboard must reach it */}
-      <section class="table-wrap" tabindex={0} aria-label="Database services">
-        <table class="services">
-          <thead>
-            <tr>
-              <th scope="col">Service</th>
-              <th scope="col">Status</th>
-              <th scope="col">Version</th>
-              <th scope="col">Address</th>
-            </tr>
-          </thead>
-          <ServiceRows pod={pod} services={services} />
-        </table>
-      </section>
+      <DataTable
+        label="Database services"
+        columns={["Service", "Status", "Version", "Address"]}
+        class="services"
+      >
+        <ServiceRows pod={pod} services={services} />
+      </DataTable>
       {allowed && free.length > 0 ? (
         <ApiForm action={path} then="reload" class="card install-service">
           <label>

@@ -2,6 +2,7 @@ import type { DeploymentView, GitConfigView } from "../../../services/git/views"
 import type { PodView } from "../../../services/pods/view";
 import { ApiForm } from "../../components/api-form";
 import { Curl, type CurlCall } from "../../components/curl";
+import { DataTable, EmptyRow } from "../../components/data-table";
 import { StatusBadge, Time } from "../../components/pod-bits";
 import { PodPage, podPath } from "../../components/pod-page";
 import type { PageContext } from "../../layout";
@@ -37,11 +38,7 @@ export function DeployRows({
       hx-swap="outerHTML"
     >
       {data.deployments.length === 0 ? (
-        <tr>
-          <td colspan={7} class="empty">
-            No deployments yet.
-          </td>
-        </tr>
+        <EmptyRow span={7}>No deployments yet.</EmptyRow>
       ) : (
         data.deployments.map((d) => (
           <tr>
@@ -285,24 +282,13 @@ export function DeploysPage({ page, pod, data }: { page: PageContext; pod: PodVi
     <PodPage page={page} pod={pod} tab="deploys" scripts={["pod-data.js"]}>
       {data.config ? <Connected pod={pod} config={data.config} /> : <ConnectForm pod={pod} />}
       <h2>History</h2>
-      <div class="table-wrap">
-        <table class="deploys">
-          <thead>
-            <tr>
-              <th scope="col">Status</th>
-              <th scope="col">Trigger</th>
-              <th scope="col">Commit</th>
-              <th scope="col">Started</th>
-              <th scope="col">Took</th>
-              <th scope="col">Log</th>
-              <th scope="col">
-                <span class="visually-hidden">Roll back</span>
-              </th>
-            </tr>
-          </thead>
-          <DeployRows pod={pod} data={data} />
-        </table>
-      </div>
+      <DataTable
+        label="Deploy history"
+        columns={["Status", "Trigger", "Commit", "Started", "Took", "Log", { hidden: "Roll back" }]}
+        class="deploys"
+      >
+        <DeployRows pod={pod} data={data} />
+      </DataTable>
       {data.shown ? <BuildLog pod={pod} shown={data.shown} /> : null}
       <Curl base={page.base} calls={calls} />
     </PodPage>

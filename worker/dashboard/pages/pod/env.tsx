@@ -1,6 +1,7 @@
 import { ENV_FILE } from "../../../../shared/protocol/inside";
 import type { PodView } from "../../../services/pods/view";
 import { Curl } from "../../components/curl";
+import { DataTable } from "../../components/data-table";
 import { PodPage } from "../../components/pod-page";
 import type { PageContext } from "../../layout";
 
@@ -54,52 +55,45 @@ export function EnvPage({ page, data }: { page: PageContext; data: EnvData }) {
             </button>
           </div>
           <div data-env-table-box>
-            <div class="table-wrap">
-              <table class="env-table">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Value</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Remove</span>
-                    </th>
+            <DataTable
+              label="Environment variables"
+              columns={["Name", "Value", { hidden: "Remove" }]}
+              class="env-table"
+            >
+              <tbody data-env-rows>
+                {keys.names.map((name) => (
+                  <tr data-env-row data-original={name}>
+                    <td>
+                      <input
+                        aria-label="Variable name"
+                        class="env-key"
+                        value={name}
+                        readonly
+                        data-env-key
+                        autocomplete="off"
+                      />
+                    </td>
+                    <td>
+                      <input
+                        aria-label={`Value of ${name}`}
+                        class="env-value"
+                        type="password"
+                        value=""
+                        placeholder="hidden: Reveal values to see or change it"
+                        disabled
+                        data-env-value
+                        autocomplete="off"
+                      />
+                    </td>
+                    <td>
+                      <button type="button" class="small" data-env-remove aria-label={`Remove ${name}`}>
+                        Remove
+                      </button>
+                    </td>
                   </tr>
-                </thead>
-                <tbody data-env-rows>
-                  {keys.names.map((name) => (
-                    <tr data-env-row data-original={name}>
-                      <td>
-                        <input
-                          aria-label="Variable name"
-                          class="env-key"
-                          value={name}
-                          readonly
-                          data-env-key
-                          autocomplete="off"
-                        />
-                      </td>
-                      <td>
-                        <input
-                          aria-label={`Value of ${name}`}
-                          class="env-value"
-                          type="password"
-                          value=""
-                          placeholder="hidden: Reveal values to see or change it"
-                          disabled
-                          data-env-value
-                          autocomplete="off"
-                        />
-                      </td>
-                      <td>
-                        <button type="button" class="small" data-env-remove aria-label={`Remove ${name}`}>
-                          Remove
-                        </button>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+              </tbody>
+            </DataTable>
             {keys.names.length === 0 ? (
               <p class="muted" data-env-empty>
                 No variables yet.

@@ -4,6 +4,7 @@ import type { FileEntryView } from "../../../services/files/list";
 import type { PodView } from "../../../services/pods/view";
 import { ApiForm } from "../../components/api-form";
 import { Curl } from "../../components/curl";
+import { DataTable, EmptyRow } from "../../components/data-table";
 import { PodPage, podPath } from "../../components/pod-page";
 import type { PageContext } from "../../layout";
 
@@ -168,76 +169,65 @@ function Editor({ pod, dir, open }: { pod: string; dir: string; open: OpenEntry 
 function Listing({ pod, dir, files }: { pod: string; dir: string; files: FileEntryView[] }) {
   const up = parentOf(dir);
   return (
-    <div class="table-wrap">
-      <table class="files">
-        <caption class="visually-hidden">Files in {dir}</caption>
-        <thead>
+    <DataTable
+      label={`Files in ${dir}`}
+      columns={["Name", "Size", "Permissions", { hidden: "Actions" }]}
+      class="files"
+    >
+      <tbody>
+        {checkPodPath(up).ok && up !== dir ? (
           <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Size</th>
-            <th scope="col">Permissions</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
+            <td colspan={4}>
+              <a href={filesHref(pod, up)}>↑ Parent folder</a>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {checkPodPath(up).ok && up !== dir ? (
+        ) : null}
+        {files.length === 0 ? (
+          <EmptyRow span={4}>
+            This folder is empty (or does not exist yet: uploading or saving into it creates it).
+          </EmptyRow>
+        ) : (
+          files.map((f) => (
             <tr>
-              <td colspan={4}>
-                <a href={filesHref(pod, up)}>↑ Parent folder</a>
-              </td>
-            </tr>
-          ) : null}
-          {files.length === 0 ? (
-            <tr>
-              <td colspan={4} class="empty">
-                This folder is empty (or does not exist yet: uploading or saving into it creates it).
-              </td>
-            </tr>
-          ) : (
-            files.map((f) => (
-              <tr>
-                <td class="file-name">
-                  {f.is_dir ? (
-                    <a href={filesHref(pod, join(dir, f.name))}>
-                      <span aria-hidden="true">📁 </span>
-                      {f.name}/
-                    </a>
-                  ) : (
-                    <a href={filesHref(pod, dir, f.name)}>{f.name}</a>
-                  )}
-                </td>
-                <td>{f.is_dir ? <span class="muted">folder</span> : size(f.size)}</td>
-                <td>
-                  <code>{f.permissions}</code>
-                </td>
-                <td>
-                  <a
-                    href={filesHref(pod, dir, f.name)}
-                    aria-label={`${f.is_dir ? "Manage" : "Open"} ${f.name}`}
-                  >
-                    {f.is_dir ? "Manage" : "Open"}
+              <td class="file-name">
+                {f.is_dir ? (
+                  <a href={filesHref(pod, join(dir, f.name))}>
+                    <span aria-hidden="true">📁 </span>
+                    {f.name}/
                   </a>
-                  {f.is_dir ? null : (
-                    <>
-                      {" · "}
-                      <a
-                        href={downloadHref(pod, join(dir, f.name))}
-                        download={f.name}
-                        aria-label={`Download ${f.name}`}
-                      >
-                        Download
-                      </a>
-                    </>
-                  )}
-                </td>
-              </tr>
-            ))
-          )}
-        </tbody>
-      </table>
-    </div>
+                ) : (
+                  <a href={filesHref(pod, dir, f.name)}>{f.name}</a>
+                )}
+              </td>
+              <td>{f.is_dir ? <span class="muted">folder</span> : size(f.size)}</td>
+              <td>
+                <code>{f.permissions}</code>
+              </td>
+              <td>
+                <a
+                  href={filesHref(pod, dir, f.name)}
+                  aria-label={`${f.is_dir ? "Manage" : "Open"} ${f.name}`}
+                >
+                  {f.is_dir ? "Manage" : "Open"}
+                </a>
+                {f.is_dir ? null : (
+                  <>
+                    {" · "}
+                    <a
+                      href={downloadHref(pod, join(dir, f.name))}
+                      download={f.name}
+                      aria-label={`Download ${f.name}`}
+                    >
+                      Download
+                    </a>
+                  </>
+                )}
+              </td>
+            </tr>
+          ))
+        )}
+      </tbody>
+    </DataTable>
   );
 }
 
