@@ -219,6 +219,33 @@ describe("ssh", () => {
     }
   });
 
+  it("negotiates AES-GCM with a client that offers it anywhere in its list, AES-CTR with one that does not", async () => {
+    // `ssh -v` prints the cipher each direction negotiated
+    const cipherOf = async (options: Record<string, string>) => {
+      const r = await run("ssh", [
+        ...clientOptions(knownHosts, keys.a, { LogLevel: "DEBUG1", ...options }),
+        "-p",
+        String(ports.alpha),
+        target,
+        "echo fine",
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.toString()).toBe("fine\n");
+      const ciphers = [...r.stderr.matchAll(/kex: (client->server|server->client) cipher: (\S+)/g)];
+      expect(ciphers.map((m) => m[1]).sort()).toEqual(["client->server", "server->client"]);
+      return [...new Set(ciphers.map((m) => m[2]))];
+    };
+    // OpenSSH's own order (chacha20-poly1305 first, AES-CTR before AES-GCM)
+    expect(await cipherOf({})).toEqual(["aes128-gcm@openssh.com"]);
+    expect(await cipherOf({ Ciphers: "aes256-ctr,aes256-gcm@openssh.com" })).toEqual([
+      "aes256-gcm@openssh.com",
+    ]);
+    // no AES-GCM: the client's first choice the gateway has, as before
+    expect(await cipherOf({ Ciphers: "chacha20-poly1305@openssh.com,aes192-ctr,aes128-ctr" })).toEqual([
+      "aes192-ctr",
+    ]);
+  });
+
   it("serves sftp: list and remove a file in batch mode", async () => {
     await asPodUser("alpha", ["sh", "-c", "echo hi > /home/pod_user/gone.txt"]);
     const batch = join(dir, "batch");
