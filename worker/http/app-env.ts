@@ -10,5 +10,7 @@ export interface AppEnv {
     db: Db;
     /** set by `requireAuth` (and by `optionalAuth` when credentials are present) */
     caller: Caller;
+    /** set by `keepsCachedReads`: this route's success changes nothing the isolate caches */
+    keepsCachedReads?: true;
   };
 }

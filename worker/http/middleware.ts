@@ -32,8 +32,9 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   const started = Date.now();
   await next();
   // Any successful change may revoke or alter a credential or a membership (logout, revocation,
-  // team switch …): this isolate's cached reads are dropped rather than tracked change by change.
-  if (c.req.method !== "GET" && c.res.status < 400) forgetCachedReads();
+  // team switch …): this isolate's cached reads are dropped rather than tracked change by change,
+  // unless the route said it changes none of them (keepsCachedReads).
+  if (c.req.method !== "GET" && c.res.status < 400 && !c.get("keepsCachedReads")) forgetCachedReads();
   c.header("X-Request-Id", requestId);
   console.log(
     JSON.stringify({
@@ -47,6 +48,17 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 type Ctx = Parameters<MiddlewareHandler<AppEnv>>[0];
+
+/**
+ * For a change that works inside a pod and touches no credential, membership, team or host row (the
+ * command runner): its success keeps this isolate's cached reads, so the next request of the same
+ * caller (a script running commands one after another) is not a D1 round trip for its credential.
+ * Only for routes whose every success is such a change: when in doubt, leave it off.
+ */
+export const keepsCachedReads: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("keepsCachedReads", true);
+  await next();
+};
 
 /** The Authorization header's bearer token when the header is there, else the session cookie (session-cookie.ts). */
 function credentialOf(c: Ctx): { value: string; via: "header" | "cookie" } | undefined {

@@ -7,7 +7,7 @@ import {
 } from "../../../shared/protocol/inside";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { unwrap } from "../../http/errors";
-import { requireAuth } from "../../http/middleware";
+import { keepsCachedReads, requireAuth } from "../../http/middleware";
 import { fairShareLimit } from "../../http/rate-limit";
 import {
   authenticated,
@@ -66,7 +66,8 @@ const ExecResult = z
 
 const route = createRoute({
   security: authenticated,
-  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("exec")],
+  // a command in the pod changes no credential or membership: the isolate's cached reads stay
+  middleware: [jsonBodyLimit, requireAuth, fairShareLimit("exec"), keepsCachedReads],
   tags: ["Command runner"],
   operationId: "execPodCommand",
   method: "post",
