@@ -25,6 +25,13 @@ export interface StreamExecOptions {
   /** piped to the process's stdin, which is closed when it ends (destroyed if it fails) */
   stdin?: Readable;
   /**
+   * Instead of `stdin`: the read end of a pipe (another child's stdout, not read by this agent)
+   * that becomes the process's stdin. Through `runc exec` the process reads that pipe itself and no
+   * byte passes through this agent (this agent's copy of it is closed once the process has it);
+   * through the engine it is piped as `stdin` is.
+   */
+  stdinPipe?: Readable;
+  /**
    * Hand the process's stdin back as `StreamedExec.stdin` for the caller to write and end (instead
    * of `stdin`): a source that is only known once the process runs is piped in without a stream in
    * between.
@@ -80,6 +87,7 @@ async function engineExecStream(
   argv: string[],
   opts: StreamExecOptions = {},
 ): Promise<StreamedExec> {
+  if (opts.stdinPipe) opts = { ...opts, stdin: opts.stdinPipe };
   const withStdin = opts.stdin !== undefined || opts.openStdin === true;
   const exec = await docker.getContainer(containerName).exec({
     Cmd: argv,
@@ -155,7 +163,11 @@ function runcExecStream(
     cwd: opts.workingDir ?? HOME,
     env: [AGENT_PATH_ENV],
     extraFds: opts.fd3 ? 1 : 0,
+    ...(opts.stdinPipe ? { stdin: opts.stdinPipe } : {}),
   });
+  // the process has its own copy of the pipe: this agent's would keep the writer from ever seeing
+  // that the reader is gone
+  opts.stdinPipe?.destroy();
   const fd3 = opts.fd3 ? (child.stdio[3] as Writable) : undefined;
   fd3?.on("error", () => undefined); // the process may exit without reading it
   const stdout = quietErrors(child.stdout as Readable);
@@ -175,7 +187,7 @@ function runcExecStream(
     // A failed source must not look like an end (EOF): the process is stopped instead.
     stdin.once("error", (err) => abort(err));
     stdin.pipe(child.stdin as NodeJS.WritableStream);
-  } else if (!opts.openStdin) {
+  } else if (!opts.openStdin && !opts.stdinPipe) {
     child.stdin?.end();
   }
   const onAbort = () => {

@@ -1,31 +1,23 @@
-import { appendFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { finished } from "node:stream/promises";
 import { promisify } from "node:util";
-import { createGunzip, gzip } from "node:zlib";
+import { gzip } from "node:zlib";
 import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
-import { CappedBytes } from "../docker/capped";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME, podNames } from "../docker/naming";
-import { BASH, SH, TIMEOUT } from "../docker/pod-bin";
+import { SH, TIMEOUT } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
 import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { KeyedLock } from "../handlers/keyed-lock";
 import type { Logger } from "../logger";
-import {
-  caseInsensitive,
-  GREP_LINE_BYTES,
-  GREP_OUTPUT_BYTES,
-  grepLines,
-  type LogLine,
-  renderLine,
-  withinBudget,
-} from "./logs";
+import { type Part, parseIndex, type Searched, searchParts, selectParts } from "./history-search";
+import { renderLine, withinBudget } from "./logs";
+
+export { type Chunk, parseIndex, SEARCH_MAX_BYTES, SEARCH_TIMEOUT_S } from "./history-search";
 
 /**
  * A pod's log history (docs/logs.md "History"), kept by the host where the pod cannot reach it:
@@ -42,18 +34,15 @@ import {
  *   inode) is read again from its start. The pod's own file is left as it is (the pod's disk).
  * - Keeping: days older than the plan's `logHistoryDays` are removed, then the oldest days while
  *   the pod's history is over its plan's `logHistoryMb`; a day alone over it keeps no more.
- * - Reading: the chunks whose time span meets `since`…`until`, newest day first, are streamed
- *   compressed into the pod, where `gzip -dc | grep -P` filters them as pod_user (the pattern never
- *   runs on the host), each day's matches newest first, until `lines` matches or a bound.
+ * - Reading: the chunks whose time span meets `since`…`until`, newest day first, are decompressed
+ *   by the host's gzip into the pod, where `grep -P` filters them as pod_user (the pattern never
+ *   runs on the host; ./history-search.ts), each day's matches newest first, until `lines`
+ *   matches or a bound.
  */
 
 /** what one collection reads of a log per step, and the steps of one collection */
 export const COLLECT_STEP_BYTES = 16 * 1024 * 1024;
 const COLLECT_STEPS = 16;
-/** the compressed history one read streams into the pod at most (newest first) */
-export const SEARCH_MAX_BYTES = 64 * 1024 * 1024;
-/** the wall clock of a read's search in the pod, in seconds */
-export const SEARCH_TIMEOUT_S = 20;
 
 const NO_FILE = 3;
 const DAY_FILE = /^(\d{4}-\d{2}-\d{2})\.(gz|idx)$/;
@@ -68,24 +57,6 @@ if [ "$1" != "$ino" ] || [ "$2" -lt "$off" ]; then off=0; fi
 echo "$1 $off"
 [ "$2" -gt "$off" ] || exit 0
 tail -c +$((off + 1)) -- "$f" | head -c "$max"`;
-
-// One day per length argument, read from stdin with `head -c` (which reads no further than its
-// count), newest day first; each day's matches newest first. `tee` to the output and `wc` counts
-// them, so the search stops once `n` were found (the rest of stdin is drained, never left unread
-// for the engine). A pattern that does not compile is exit 2 before anything is read.
-// `z` 1: the days come compressed (a stopped pod's helper container), 0: as text.
-const SEARCH = `p=$1 n=$2 ci=$3 z=$4; shift 4
-grep -P -e "$p" </dev/null; [ $? -eq 2 ] && exit 2
-if [ "$ci" = 1 ]; then i=-i; else i=-P; fi
-day() { if [ "$z" = 1 ]; then head -c "$1" | gzip -dc; else head -c "$1"; fi; }
-exec 3>&1
-for len; do
-  c=$(day "$len" | grep -a -P "$i" -e "$p" | cut -b 1-${GREP_LINE_BYTES} | tail -n "$n" | tac | tee /dev/fd/3 | wc -l)
-  n=$((n - c))
-  [ "$n" -gt 0 ] || break
-done
-cat >/dev/null
-exit 0`;
 
 const Cursor = z.object({ ino: z.string(), offset: z.number().int().min(0), at: z.number() });
 type Cursor = z.infer<typeof Cursor>;
@@ -107,38 +78,6 @@ export const policyOf = (limits: { logDays?: number; logMb?: number }): LogPolic
 
 /** "2026-11-28" of a time, UTC */
 export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-
-export interface Chunk {
-  from: number;
-  to: number;
-  offset: number;
-  length: number;
-  /** its lines' bytes, uncompressed */
-  raw: number;
-}
-
-export function parseIndex(text: string): Chunk[] {
-  const chunks: Chunk[] = [];
-  for (const line of text.split("\n")) {
-    const [from, to, offset, length, raw] = line.split(" ").map(Number);
-    if ([from, to, offset, length, raw].every((n) => Number.isSafeInteger(n) && (n as number) >= 0))
-      chunks.push({ from, to, offset, length, raw } as Chunk);
-  }
-  return chunks;
-}
-
-/** a day's chunks in a range: the gzip members as stored, and how long their text is */
-interface Part {
-  day: string;
-  bytes: Buffer;
-  raw: number;
-}
-
-interface Searched {
-  lines: LogLine[];
-  /** a bound (time, output) cut the search short */
-  cut: boolean;
-}
 
 export interface HistoryRead {
   lines: string[];
@@ -221,7 +160,8 @@ export class LogHistory {
           String(cursor?.offset ?? 0),
           String(COLLECT_STEP_BYTES),
         ],
-        { timeoutMs: 90_000, maxOutputBytes: COLLECT_STEP_BYTES + 64 },
+        // through the agent's own pipe where it can (runc exec: no engine round trips before a search)
+        { timeoutMs: 90_000, maxOutputBytes: COLLECT_STEP_BYTES + 64, exec: this.opts.exec },
       );
       if (r.exitCode === NO_FILE) return;
       if (r.exitCode !== 0) {
@@ -336,8 +276,15 @@ export class LogHistory {
     }
     const filtered = q.grep !== undefined && q.grep !== "";
     const pattern = filtered ? (q.grep as string) : "";
+    // whether the pod runs (how its search is fed), asked beside reading the index
+    const container = podNames(this.prefix, pod).container;
+    const running = this.opts.exec
+      ? inspectContainer(this.docker, container).then((info) => info?.State.Running === true)
+      : Promise.resolve(false);
+    running.catch(() => undefined);
+    const dir = this.sourceDir(pod, q.source);
     const snapshot = await this.locks.run(lockKey(pod), async () => ({
-      ...(await this.select(pod, q.source, q.since, q.until)),
+      ...(await selectParts(dir, q.since, q.until)),
       cursor: await this.cursor(pod, q.source),
       newest: await this.newestChunk(pod, q.source),
     }));
@@ -347,18 +294,18 @@ export class LogHistory {
         : Promise.resolve(false);
     // a pattern that does not compile is refused even when there is nothing to search
     const older =
-      snapshot.parts.length > 0 || filtered ? this.search(pod, snapshot.parts, pattern, q.lines) : null;
+      snapshot.parts.length > 0 || filtered
+        ? running.then((r) => this.search(pod, snapshot.parts, pattern, q.lines, r))
+        : null;
     const [old, collected] = await Promise.all([older, collecting]);
     let fresh: Searched | null = null;
     let freshParts = 0;
     if (collected) {
       // what the snapshot did not have: collected after its newest chunk
       const after = Math.max(snapshot.cursor?.at ?? -1, snapshot.newest);
-      const more = await this.locks.run(lockKey(pod), () =>
-        this.select(pod, q.source, q.since, q.until, after),
-      );
+      const more = await this.locks.run(lockKey(pod), () => selectParts(dir, q.since, q.until, after));
       freshParts = more.parts.length;
-      if (freshParts > 0) fresh = await this.search(pod, more.parts, pattern, q.lines);
+      if (freshParts > 0) fresh = await this.search(pod, more.parts, pattern, q.lines, await running);
     }
     let lines = [...(fresh?.lines ?? []), ...(old?.lines ?? [])].slice(0, q.lines).map(renderLine);
     lines = withinBudget(lines, true);
@@ -388,165 +335,14 @@ export class LogHistory {
     return parsed?.success ? parsed.data : null;
   }
 
-  /**
-   * `parts` (newest day first) streamed into the pod and searched there; their matches, newest
-   * first. A running pod gets the text through the agent's own pipe, decompressed here (zlib: no
-   * tenant input), so the pod's CPU share goes to grep alone; a stopped pod's helper container gets
-   * the gzip members and decompresses them itself.
-   */
-  private async search(pod: string, parts: Part[], pattern: string, lines: number): Promise<Searched> {
-    const container = podNames(this.prefix, pod).container;
-    const running = this.opts.exec ? (await inspectContainer(this.docker, container))?.State.Running : false;
-    const argv = (z: "0" | "1", lengths: number[]) => [
-      TIMEOUT,
-      String(SEARCH_TIMEOUT_S),
-      BASH,
-      "-c",
-      SEARCH,
-      "bash",
-      pattern,
-      String(lines),
-      caseInsensitive(pattern) ? "1" : "0",
-      z,
-      ...lengths.map(String),
-    ];
-    const r =
-      running && this.opts.exec
-        ? await streamText(
-            this.opts.exec,
-            container,
-            argv(
-              "0",
-              parts.map((p) => p.raw),
-            ),
-            parts,
-          )
-        : await runAsPodUser(
-            this.docker,
-            this.prefix,
-            pod,
-            argv(
-              "1",
-              parts.map((p) => p.bytes.length),
-            ),
-            {
-              stdin: Buffer.concat(parts.map((p) => p.bytes)),
-              timeoutMs: (SEARCH_TIMEOUT_S + 10) * 1000,
-              maxOutputBytes: GREP_OUTPUT_BYTES,
-            },
-          );
-    if (r.exitCode === 2) {
-      const message =
-        r.stderr
-          .trim()
-          .split("\n")[0]
-          ?.replace(/^grep: /, "") || "the pattern does not compile";
-      throw new AgentError("bad_request", `grep: invalid pattern: ${message}`);
-    }
-    const timedOut = r.exitCode === 124;
-    if (r.exitCode !== 0 && !timedOut) {
-      throw new AgentError("internal", `searching the log history failed: ${r.stderr.trim().slice(0, 300)}`);
-    }
-    const outputCut = r.omitted.stdout > 0;
-    return { lines: grepLines(r.stdout, outputCut), cut: timedOut || outputCut };
-  }
-
-  /**
-   * The compressed chunks of `source` that meet `since`…`until`, one part per day, newest day
-   * first, at most SEARCH_MAX_BYTES in all (a day that does not fit keeps its newest chunks).
-   */
-  private async select(
-    pod: string,
-    source: LogSource,
-    since: number,
-    until: number,
-    /** only chunks collected after this time (ms) */
-    after = -1,
-  ): Promise<{ parts: Part[]; truncated: boolean }> {
-    const dir = this.sourceDir(pod, source);
-    const days = (await readdir(dir).catch(() => []))
-      .map((n) => /^(\d{4}-\d{2}-\d{2})\.idx$/.exec(n)?.[1])
-      .filter((d): d is string => d !== undefined)
-      .sort()
-      .reverse();
-    const parts: Part[] = [];
-    let left = SEARCH_MAX_BYTES;
-    for (const day of days) {
-      const chunks = parseIndex(await readFile(join(dir, `${day}.idx`), "utf8")).filter(
-        (c) => c.to >= since && c.from <= until && c.to > after,
-      );
-      if (chunks.length === 0) continue;
-      if (left <= 0) return { parts, truncated: true };
-      // the newest chunks that fit
-      let kept = 0;
-      let size = 0;
-      for (let i = chunks.length - 1; i >= 0; i--) {
-        const length = (chunks[i] as Chunk).length;
-        if (size + length > left) break;
-        size += length;
-        kept++;
-      }
-      const use = chunks.slice(chunks.length - kept);
-      const first = use[0];
-      const lastChunk = use.at(-1);
-      if (first && lastChunk) {
-        // the chunks of a range are consecutive members: one slice of the file, read alone
-        const bytes = await readRange(
-          join(dir, `${day}.gz`),
-          first.offset,
-          lastChunk.offset + lastChunk.length,
-        );
-        parts.push({ day, bytes, raw: use.reduce((n, c) => n + c.raw, 0) });
-        left -= bytes.length;
-      }
-      if (kept < chunks.length) return { parts, truncated: true };
-    }
-    return { parts, truncated: false };
+  private search(pod: string, parts: Part[], pattern: string, lines: number, running: boolean) {
+    const deps = { docker: this.docker, prefix: this.prefix, exec: this.opts.exec };
+    return searchParts(deps, pod, parts, pattern, lines, running);
   }
 }
 
 const lockKey = (pod: string) => `log-history:${pod}`;
 const gzipAsync = promisify(gzip);
-
-/** bytes `start`…`end` of a file (fewer when it is shorter: an index that outlived its data) */
-async function readRange(path: string, start: number, end: number): Promise<Buffer> {
-  const file = await open(path, "r");
-  try {
-    const buffer = Buffer.alloc(end - start);
-    const { bytesRead } = await file.read(buffer, 0, buffer.length, start);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await file.close();
-  }
-}
-
-/** Each part's text, exactly `raw` bytes of it (cut, or padded with newlines, if the file lied). */
-async function* texts(parts: Part[]): AsyncGenerator<Buffer> {
-  for (const part of parts) {
-    let sent = 0;
-    for await (const chunk of Readable.from([part.bytes]).pipe(createGunzip()) as AsyncIterable<Buffer>) {
-      const take = Math.min(chunk.length, part.raw - sent);
-      if (take > 0) yield chunk.subarray(0, take);
-      sent += take;
-    }
-    if (sent < part.raw) yield Buffer.alloc(part.raw - sent, 0x0a);
-  }
-}
-
-/** The search through the agent's pipe into a running pod, its stdout kept up to GREP_OUTPUT_BYTES. */
-async function streamText(exec: StreamExecutor, container: string, argv: string[], parts: Part[]) {
-  const run = await exec(container, argv, {
-    workingDir: HOME,
-    stdin: Readable.from(texts(parts)),
-    signal: AbortSignal.timeout((SEARCH_TIMEOUT_S + 10) * 1000),
-  });
-  const out = new CappedBytes(GREP_OUTPUT_BYTES);
-  run.stdout.on("data", out.push);
-  const drained = finished(run.stdout).catch(() => undefined);
-  const { exitCode, stderr } = await run.done;
-  await drained;
-  return { exitCode, stdout: out.text(), stderr, omitted: { stdout: out.omitted } };
-}
 
 async function writeAtomic(path: string, text: string) {
   await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
