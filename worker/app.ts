@@ -33,6 +33,7 @@ import { insideRouter } from "./routes/inside";
 import { invitationsRouter } from "./routes/invitations";
 import { mcpRouter } from "./routes/mcp";
 import { metricsRouter } from "./routes/metrics";
+import { operatorHostsRouter } from "./routes/operator-hosts";
 import { podsRouter } from "./routes/pods";
 import { servicesRouter } from "./routes/services";
 import { sshRouter } from "./routes/ssh";
@@ -88,6 +89,7 @@ export function createApp() {
   app.route("/agent/relay", agentRelayRouter);
   app.route("/agent/terminal", agentTerminalRouter);
   app.route("/agent", agentConnectRouter);
+  app.route("/operator/hosts", operatorHostsRouter);
 
   // A route that does no work: the floor the API benchmark compares against, and a liveness probe.
   // The dashboard (worker/dashboard/, docs/dashboard.md): pages under /app; the root sends a browser there.

@@ -8,6 +8,7 @@ import type { PodBackupParams } from "./workflows/pod-backup";
 import type { PodCodingAgentParams } from "./workflows/pod-coding-agent";
 import type { PodCreateParams } from "./workflows/pod-create";
 import type { PodDeployParams } from "./workflows/pod-deploy";
+import type { PodMoveParams } from "./workflows/pod-move";
 import type { PodRestoreParams } from "./workflows/pod-restore";
 import type { PodServiceParams } from "./workflows/pod-service";
 
@@ -35,6 +36,8 @@ export interface Bindings {
   POD_SERVICE: Workflow<PodServiceParams>;
   /** one instance per coding agent install; instance id = the install's row id */
   POD_CODING_AGENT: Workflow<PodCodingAgentParams>;
+  /** one instance per pod leaving a host (evacuated or recreated after a loss); instance id = the move's id */
+  POD_MOVE: Workflow<PodMoveParams>;
   /** one instance per mail sent through the provider, retried with backoff; instance id = the mail's id (docs/mail.md) */
   MAIL_SEND: Workflow<MailSendParams>;
   /** one instance per alert delivery to a channel, retried with backoff; instance id = the delivery's id (docs/alerts.md) */
@@ -88,4 +91,5 @@ export type WorkflowBinding =
   | "POD_SERVICE"
   | "POD_BACKUP"
   | "POD_RESTORE"
-  | "POD_CODING_AGENT";
+  | "POD_CODING_AGENT"
+  | "POD_MOVE";

@@ -12,6 +12,7 @@ export { PodBackupWorkflow } from "./workflows/pod-backup";
 export { PodCodingAgentWorkflow } from "./workflows/pod-coding-agent";
 export { PodCreateWorkflow } from "./workflows/pod-create";
 export { PodDeployWorkflow } from "./workflows/pod-deploy";
+export { PodMoveWorkflow } from "./workflows/pod-move";
 export { PodRestoreWorkflow } from "./workflows/pod-restore";
 export { PodServiceWorkflow } from "./workflows/pod-service";
 

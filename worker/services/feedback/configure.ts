@@ -24,7 +24,7 @@ export interface FeedbackSettingsInput {
 /** Where pods load the widget from: the Worker's own `GET /feedback/widget.js`. */
 export const widgetScriptUrl = (publicUrl: string) => new URL("/feedback/widget.js", publicUrl).toString();
 
-const vhostOf = (row: FeedbackSettingsRow, scriptUrl: string): FeedbackVhost => ({
+export const vhostOf = (row: FeedbackSettingsRow, scriptUrl: string): FeedbackVhost => ({
   enabled: row.enabled,
   visibility: row.visibility,
   token: row.token,

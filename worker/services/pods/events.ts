@@ -47,6 +47,8 @@ export const POD_EVENT_TYPES = [
   "agent_installed",
   "agent_install_failed",
   "agent_removed",
+  "moved",
+  "move_failed",
 ] as const;
 
 export type PodEventType = (typeof POD_EVENT_TYPES)[number];
