@@ -25,7 +25,7 @@ import { type HandlerDeps, podStreams } from "../handlers/deps";
 import type { HandlerContext } from "../handlers/types";
 import { validDomain } from "../ingress/vhost";
 import { type ReloadOutcome, reloadApp } from "../inside/reload";
-import { type StagedArchive, stageArchive, unpackStaged } from "../zip/deploy";
+import { preloadStaged, type StagedArchive, stageArchive, type Unpacked, unpackStaged } from "../zip/deploy";
 import { routeTo } from "./route";
 
 /**
@@ -94,8 +94,8 @@ export function podCreation(deps: HandlerDeps) {
       const err = await networkReady;
       if (err) throw err;
     };
-    // A from-zip archive is fetched from the control plane and checked while the pod is made and
-    // started (it is unpacked once the pod runs). Never rejects: the error is its value.
+    // A from-zip archive is fetched from the control plane and checked while the pod is made (it
+    // goes in before the start, or once the pod runs: below). Never rejects: the error is its value.
     const staging: Promise<StagedArchive | Error> | null = from.seed
       ? stageArchive(deps, from.seed.blobKey, ctx.signal).catch((err: unknown) =>
           err instanceof Error ? err : new Error(String(err)),
@@ -150,10 +150,19 @@ export function podCreation(deps: HandlerDeps) {
       }
       // Files go in only before the first start: a running pod adopted by a retry already has them,
       // and its user may have changed them since.
+      let preloaded: (Unpacked & { env: boolean }) | null = null;
       if (fresh) {
-        const entries = specFileEntries(spec, { onlyNonEmpty: copied });
+        let entries = specFileEntries(spec, { onlyNonEmpty: copied });
         // A home this call made and the engine just seeded from the image: written on the host.
         const direct = disk && made.volume && made.container && !copied ? disk.dirOf(n.volume) : null;
+        // A from-zip archive goes into such a home before the first start (its fetch ran beside
+        // the calls above): the pod starts on it, with no unpack in the pod after the start.
+        if (direct && staging) {
+          const staged = await staging;
+          if (staged instanceof Error) throw staged;
+          preloaded = await preloadStaged(docker.getContainer(n.container), direct, staged);
+          if (preloaded.env) entries = entries.filter((e) => e.path !== "app/.env");
+        }
         if (direct) await writeFreshHome(direct, entries);
         else if (entries.length > 0)
           await docker.getContainer(n.container).putArchive(buildTar(entries), { path: HOME });
@@ -163,8 +172,14 @@ export function podCreation(deps: HandlerDeps) {
       // The vhost is rendered while the container starts (a reload takes as long as a preset's
       // boot, the start far longer): on the network this call made, the container's address is
       // known before it has it. The start confirms it; another address is routed again below. Not
-      // for a from-zip pod, whose vhost waits for its archive (below).
-      const early = made.network && !from.seed ? await firstContainerAddress(docker, n.network) : null;
+      // for a from-zip pod, whose vhost waits for its archive (below) unless the archive is in
+      // already and needs no reload.
+      const reloadPreloaded =
+        preloaded !== null && !(spec.preset === "static" && preloaded.manifests.length === 0);
+      const early =
+        made.network && (!from.seed || (preloaded && !reloadPreloaded))
+          ? await firstContainerAddress(docker, n.network)
+          : null;
       const earlyRoute = early
         ? ingress
             .upsert({ pod: spec.name, podId: spec.podId, domains: [spec.domain], ip: early, port: spec.port })
@@ -178,14 +193,20 @@ export function podCreation(deps: HandlerDeps) {
       const routeError = await earlyRoute;
       if (routeError) throw routeError;
       if (early) await forgetFailedNeighbour(running.ip);
-      // A from-zip archive replaces the default app once the pod runs, and is reloaded (its
-      // dependencies installed, its services restarted on it) before its vhost exists, so "running"
-      // already serves the archive: no request meets the default app or a restarting server. A
+      // A from-zip archive not put in before the start (a home this call cannot write: an adopted
+      // container, a host without pod disks) replaces the default app once the pod runs. Either
+      // way it is reloaded when it asks for one (its dependencies installed, its services
+      // restarted on it) before its vhost exists, so "running" already serves the archive: no
+      // request meets the default app or a restarting server. A
       // failed unpack fails the creation; a failed install is the app's problem, told in the
       // result. A retry unpacks again: an agent restarted mid-unpack must not leave the default app
       // behind, and the same archive twice gives the same ~/app.
       let reload: ReloadOutcome | undefined;
-      if (staging) {
+      if (preloaded) {
+        reload = reloadPreloaded
+          ? await reloadApp(docker, prefix, spec.name, spec.preset, ctx.log)
+          : { ok: true, services: [], depsInstalled: null, unsupported: [] };
+      } else if (staging) {
         const staged = await staging;
         if (staged instanceof Error) throw staged;
         const unpacked = await unpackStaged({ exec: streams, prefix }, spec.name, staged, ctx.signal);

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import type { Container } from "dockerode";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { inspectZip } from "../../shared/zip/policy";
 import { CappedBytes } from "../docker/capped";
@@ -147,6 +148,41 @@ export function unpackStaged(
   signal: AbortSignal,
 ): Promise<Unpacked> {
   return unpackIntoPod(deps.exec, deps.prefix, pod, staged.file, staged.manifest, signal);
+}
+
+/**
+ * A staged archive as ~/app of a home this create made, before the pod's first start: the image's
+ * default app is removed on the host (`home`, the volume's directory, holds only what the engine
+ * seeded from the image), and the engine writes the archive into the stopped container as for
+ * `docker cp` (no `done` mark: a stream cut short fails the create, which removes the volume; the
+ * owner is the tar's, pod_user, and the modes are the policy's 755/644). The pod then starts on it:
+ * no process in the pod, and its vhost can be rendered while it starts. `env`: whether the archive
+ * brings its own ~/app/.env (which then wins over the spec's, as it does in the swap above).
+ */
+export async function preloadStaged(
+  container: Container,
+  home: string,
+  staged: StagedArchive,
+): Promise<Unpacked & { env: boolean }> {
+  await rm(path.join(home, APP_DIR), { recursive: true, force: true });
+  const tar = unpackStream(staged.file, staged.manifest, { doneMark: false });
+  try {
+    await container.putArchive(tar.stream, { path: HOME });
+  } catch (err) {
+    throw tar.failure() ?? err;
+  } finally {
+    tar.stream.destroy();
+  }
+  const failure = tar.failure();
+  if (failure) throw failure;
+  const top = staged.manifest.items.filter((item) => !item.path.includes("/"));
+  const topFiles = new Set(top.flatMap((item) => (item.type === "file" ? [item.path] : [])));
+  return {
+    files: tar.stats.files,
+    bytes: tar.stats.bytes,
+    manifests: RELOAD_MANIFESTS.filter((f) => topFiles.has(f)),
+    env: top.some((item) => item.path === ".env"),
+  };
 }
 
 async function unpackIntoPod(

@@ -87,7 +87,12 @@ async function* entryData(file: string, item: ZipItem, total: { bytes: number })
   }
 }
 
-async function* tarOf(file: string, manifest: ZipManifest, stats: UnpackStats): AsyncGenerator<Buffer> {
+async function* tarOf(
+  file: string,
+  manifest: ZipManifest,
+  stats: UnpackStats,
+  doneMark: boolean,
+): AsyncGenerator<Buffer> {
   const now = Math.floor(Date.now() / 1000);
   yield* tarHeader({ path: APP_DIR, type: "dir", mode: 0o755, size: 0, mtime: now });
   const total = { bytes: 0 };
@@ -105,7 +110,7 @@ async function* tarOf(file: string, manifest: ZipManifest, stats: UnpackStats): 
     stats.files += 1;
     stats.bytes = total.bytes;
   }
-  yield* tarHeader({ path: DONE_MARK, type: "file", mode: 0o644, size: 0, mtime: now });
+  if (doneMark) yield* tarHeader({ path: DONE_MARK, type: "file", mode: 0o644, size: 0, mtime: now });
   yield tarEnd();
 }
 
@@ -114,12 +119,12 @@ async function* tarOf(file: string, manifest: ZipManifest, stats: UnpackStats): 
  * (a lying entry) destroys the stream with an AgentError; `failure()` tells it apart from the
  * consumer's own problems.
  */
-export function unpackStream(file: string, manifest: ZipManifest) {
+export function unpackStream(file: string, manifest: ZipManifest, opts: { doneMark?: boolean } = {}) {
   const stats: UnpackStats = { files: 0, bytes: 0 };
   let failure: AgentError | undefined;
   async function* guarded() {
     try {
-      yield* tarOf(file, manifest, stats);
+      yield* tarOf(file, manifest, stats, opts.doneMark ?? true);
     } catch (err) {
       failure =
         err instanceof AgentError ? err : new AgentError("internal", `zip: ${String(err).slice(0, 300)}`);

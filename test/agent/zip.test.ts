@@ -156,6 +156,51 @@ describe("unpacking into a pod", () => {
       ". ./.env ./css ./css/site.css ./index.html\n".replace(/ /g, "\n"),
     );
     expect(await sh("cat ~/app/.env")).toContain('SECRET="kept"');
+    // put in before the first start (agent/zip/deploy.ts preloadStaged): pod_user's, the policy's modes
+    expect(await sh("cd ~/app && stat -c '%U %a %n' . index.html css/site.css")).toBe(
+      "pod_user 755 .\npod_user 644 index.html\npod_user 644 css/site.css\n",
+    );
+  });
+
+  it("creates with the archive's own .env over the spec's, and fails a lying archive leaving nothing", async () => {
+    staged.set(
+      "own-env",
+      await buildZip([
+        { name: "index.html", data: "<h1>own</h1>" },
+        { name: ".env", data: "MINE=1\n" },
+      ]),
+    );
+    const own = "zipped-env";
+    await handlers["pod.create"](
+      { ...podSpec(own, { env: { SECRET: "spec" } }), seed: { blobKey: "own-env" } },
+      agent.ctx,
+    );
+    const inOwn = await execInContainer(agent.docker, podNames(agent.config.namePrefix, own).container, [
+      "cat",
+      "/home/pod_user/app/.env",
+    ]);
+    expect(inOwn.stdout).toBe("MINE=1\n");
+    expect((await httpGet(agent.port, `${own}.pods.test`)).body).toContain("<h1>own</h1>");
+
+    staged.set(
+      "lying",
+      await buildZip([
+        { name: "index.html", data: "<h1>lying</h1>" },
+        { name: "zeros", data: new Uint8Array(1024 * 1024), declaredSize: 10 },
+      ]),
+    );
+    const lying = "zipped-lying";
+    await expect(
+      handlers["pod.create"]({ ...podSpec(lying), seed: { blobKey: "lying" } }, agent.ctx),
+    ).rejects.toMatchObject({ code: "bad_request", message: expect.stringMatching(/zeros.*inflates past/) });
+    const n = podNames(agent.config.namePrefix, lying);
+    const gone = (p: Promise<unknown>) =>
+      p.then(
+        () => false,
+        () => true,
+      );
+    expect(await gone(agent.docker.getContainer(n.container).inspect())).toBe(true);
+    expect(await gone(agent.docker.getVolume(n.volume).inspect())).toBe(true);
   });
 
   it("leaves the app untouched when an entry lies about its size", async () => {
