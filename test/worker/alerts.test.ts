@@ -4,7 +4,14 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { newId, randomToken } from "../../shared/ids";
 import { createDb } from "../../worker/db/client";
-import { alertDeliveries, backups, deployments, podServices, pods } from "../../worker/db/schema";
+import {
+  ALERT_EVENTS,
+  alertDeliveries,
+  backups,
+  deployments,
+  podServices,
+  pods,
+} from "../../worker/db/schema";
 import { redispatchPendingDeliveries } from "../../worker/services/alerts/deliver";
 import { alertOnDeployment, alertOnService } from "../../worker/services/alerts/hooks";
 import { recordVerified } from "../../worker/services/backups/job";
@@ -498,17 +505,7 @@ describe("events", () => {
     const events = `/api/teams/${team.id}/alerts/events`;
     const initial = await call("GET", events, undefined, { token: owner.token });
     expect(initial.body).toEqual({
-      events: [
-        "deploy_failed",
-        "backup_failed",
-        "service_failed",
-        "pod_error",
-        "app_unhealthy",
-        "disk_full",
-        "payment_failed",
-        "team_suspended",
-        "host_lost",
-      ].map((event) => ({ event, enabled: true })),
+      events: ALERT_EVENTS.map((event) => ({ event, enabled: true })),
       pods: [],
     });
     const off = await call("PUT", events, { event: "deploy_failed", enabled: false }, { token: owner.token });
