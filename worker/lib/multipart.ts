@@ -65,9 +65,12 @@ export function multipartBoundary(
 /**
  * The parts of a multipart/form-data body, one after the other. Throws `MultipartError` for a
  * malformed body; a part body cut off by the end of the source (or by a source error) errors, so a
- * truncated upload never looks complete. After the closing boundary or an error the source is
- * cancelled (the epilogue is ignored); stopping early while a part's body is being read leaves the
- * source to that body, which can still be read to its end.
+ * truncated upload never looks complete. After the closing boundary the epilogue (the client's last
+ * line break) is read to the end of the body, up to `maxHeaderBytes`, and ignored: a server that
+ * answers with request bytes still unread closes the connection with a TCP reset, which the client
+ * may read before the answer ("connection reset by peer" after a whole upload went through). After
+ * an error, or past that bound, the source is cancelled; stopping early while a part's body is being
+ * read leaves the source to that body, which can still be read to its end.
  */
 export async function* readMultipart(
   body: ReadableStream<Uint8Array>,
@@ -88,6 +91,7 @@ export async function* readMultipart(
       yield { ...headers, body: current.stream };
       next = await current.finish();
     }
+    if (next === "close") await parser.readEpilogue(maxHeaderBytes);
   } finally {
     if (!current || current.done) await reader.cancel().catch(() => {});
   }
@@ -285,6 +289,16 @@ class Parser {
         throw new MultipartError("a multipart boundary is followed by something other than a line break");
       }
       at++;
+    }
+  }
+
+  /** After the closing delimiter: reads on to the end of the body, at most `max` bytes of it. */
+  async readEpilogue(max: number): Promise<void> {
+    let read = this.unparsed.bytes.length;
+    this.unparsed.skip(read);
+    while (read <= max && (await this.unparsed.more())) {
+      read += this.unparsed.bytes.length;
+      this.unparsed.skip(this.unparsed.bytes.length);
     }
   }
 
