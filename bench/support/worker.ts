@@ -239,16 +239,21 @@ export function migratedPersistDir(configPath = path.join(REPO_ROOT, "wrangler.t
   return freshPersistDir(path.resolve(REPO_ROOT, configPath));
 }
 
-const SNAPSHOT_SKIP = new Set(["node_modules", ".git", ".wrangler", ".podhost"]);
+const SNAPSHOT_SKIP = new Set([".git", ".wrangler", ".podhost"]);
 
-/** Copies the repository's sources to a temp dir (node_modules symlinked); returns the dir. */
+/**
+ * Copies the repository's sources to a temp dir (the root's node_modules symlinked, every other
+ * node_modules left out: the CLI's own is no part of the Worker, and an install under way there
+ * would fail the copy); returns the dir.
+ */
 async function snapshotRepo(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), "podhost-src-"));
   await cp(REPO_ROOT, dir, {
     recursive: true,
     filter: (src) => {
       const rel = path.relative(REPO_ROOT, src);
-      return rel === "" || !SNAPSHOT_SKIP.has(rel.split(path.sep)[0] ?? "");
+      const parts = rel.split(path.sep);
+      return rel === "" || (!SNAPSHOT_SKIP.has(parts[0] ?? "") && !parts.includes("node_modules"));
     },
   });
   await symlink(path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
