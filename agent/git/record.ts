@@ -63,6 +63,32 @@ export class PodRecord {
     await this.write(join("outcomes", `${deploymentId}.json`), JSON.stringify(outcome));
   }
 
+  /**
+   * The releases record as it travels with a pod moving to another host (its release directories
+   * travel in its home): the text of `releases.json`, or null when there is none.
+   */
+  async exportReleases(): Promise<string | null> {
+    const r = await this.releases();
+    return r.releases.length > 0 ? JSON.stringify(r) : null;
+  }
+
+  /**
+   * A moved pod's releases record from its old host, taken only when it parses and this host has
+   * none of its own yet (a replayed create must not undo a deploy made since). Whether it was taken.
+   */
+  async importReleases(text: string): Promise<boolean> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      return false;
+    }
+    const parsed = Releases.safeParse(raw);
+    if (!parsed.success || (await this.releases()).releases.length > 0) return false;
+    await this.saveReleases(parsed.data);
+    return true;
+  }
+
   /** everything the host kept for the pod (its deletion) */
   async remove(): Promise<void> {
     await rm(join(this.repoDir, ".."), { recursive: true, force: true });

@@ -84,6 +84,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       validateSpec(spec);
       return locks.run(spec.name, async () => {
         const state = await createPod(spec, ctx, { seed: spec.seed, home: spec.home });
+        // a pod moved from another host: the releases in its home are known again (rollback)
+        if (spec.home?.releases) await new PodRecord(config, spec.name).importReleases(spec.home.releases);
         await logHistory.setPolicy(spec.name, policyOf(spec.limits));
         await deps.ssh?.open(spec.name, spec.sshPort);
         return state;
@@ -123,7 +125,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       });
       archive.once("error", (error) => counted.destroy(error));
       await blobStore().upload(blobKey, archive.pipe(counted), undefined, ctx.signal);
-      return { bytes };
+      return { bytes, releases: await new PodRecord(config, name).exportReleases() };
     }),
 
     // a stopped pod being backed up or restored in helper containers: 409 at once (keyed-lock.ts)

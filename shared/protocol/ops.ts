@@ -34,6 +34,9 @@ export type PodLimits = z.infer<typeof PodLimits>;
 export const CronJob = z.object({ schedule: z.string(), command: z.string() });
 export const WorkerProcess = z.object({ name: z.string(), command: z.string() });
 
+/** `releases.json` holds at most KEEP_RELEASES small entries; far below this */
+const MAX_RELEASES_RECORD = 256 * 1024;
+
 export const PodSpec = z.object({
   podId: z.string(),
   name: PodName,
@@ -53,7 +56,11 @@ export const PodSpec = z.object({
 export type PodSpec = z.infer<typeof PodSpec>;
 
 /** A staged tar of another pod's home (a clone across hosts); fills the volume before the first start. */
-export const HomeSeed = z.object({ blobKey: z.string().min(1).max(200) });
+export const HomeSeed = z.object({
+  blobKey: z.string().min(1).max(200),
+  /** a moved pod's git releases record from its old host (`pod.clone.export`'s `releases`), as text */
+  releases: z.string().max(MAX_RELEASES_RECORD).optional(),
+});
 export type HomeSeed = z.infer<typeof HomeSeed>;
 
 export const ContainerState = z.enum(["running", "stopped", "missing"]);
@@ -95,7 +102,11 @@ export const ops = {
    */
   "pod.clone.export": {
     params: z.object({ name: PodName, blobKey: z.string().min(1).max(200) }),
-    result: z.object({ bytes: z.number().int().min(0) }),
+    result: z.object({
+      bytes: z.number().int().min(0),
+      /** the host's record of the pod's git releases (agent/git/record.ts), for a pod moving hosts */
+      releases: z.string().max(MAX_RELEASES_RECORD).nullable().optional(),
+    }),
   },
   ...sshOps,
   ...insideOps,

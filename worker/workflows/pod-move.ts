@@ -151,7 +151,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
     await this.event(step, job, "progress", `moving pod ${job.podName} to server ${placed.hostName}`);
 
     let stoppedAt: number | null = null;
-    let home: { blobKey: string } | undefined;
+    let home: { blobKey: string; releases?: string } | undefined;
     let data = job.backup;
     if (job.move === "evacuate") {
       stoppedAt = await step.do("note the stop's time", async () => Date.now());
@@ -187,7 +187,8 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
         await claimStagedBlob(this.env, keys.exported, keys.imported);
         return true;
       });
-      home = { blobKey: keys.imported };
+      const releases = exported.value.releases;
+      home = { blobKey: keys.imported, ...(releases ? { releases } : {}) };
     }
 
     const created = await runOnHost(step, this.env, ref, {

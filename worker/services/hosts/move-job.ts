@@ -36,8 +36,9 @@ export type MoveJob =
       preset: Preset;
       planSlug: string;
       region: string;
-      /** the pod's status before the move: a stopped pod stays stopped */
+      /** the pod's status before the move: a stopped pod stays stopped, a suspended one suspended */
       wasRunning: boolean;
+      suspended: boolean;
       fromHostId: string;
       fromHostName: string;
       fromSshPort: number | null;
@@ -85,6 +86,7 @@ export async function loadMoveJob(db: Db, moveId: string): Promise<MoveJob> {
     planSlug: pod.planSlug,
     region: pod.region,
     wasRunning: pod.status !== "stopped" && pod.status !== "suspended",
+    suspended: pod.status === "suspended",
     fromHostId: move.fromHostId,
     fromHostName: from?.name ?? move.fromHostId,
     fromSshPort: pod.sshPort,
@@ -175,7 +177,7 @@ export async function switchPodHost(
         hostId: to.hostId,
         sshPort: to.sshPort,
         ip: to.ip,
-        status: job.wasRunning ? "running" : "stopped",
+        status: job.wasRunning ? "running" : job.suspended ? "suspended" : "stopped",
         updatedAt: now,
       })
       .where(and(eq(pods.id, job.podId), eq(pods.hostId, job.fromHostId)))
