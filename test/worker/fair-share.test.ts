@@ -115,6 +115,26 @@ describe("fair share of a host", () => {
     expect((await reload(theirs.name, other)).status).toBe(200);
   });
 
+  it("counts a team's caps in one call to its limiter: the first spent one refuses, and nothing is counted then", async () => {
+    const limiter = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`fair:test:${crypto.randomUUID()}`));
+    const caps = (pod: string, team = 3) => [
+      { key: `pod:${pod}`, limit: 2 },
+      { key: "team", limit: team },
+    ];
+    expect(await limiter.hitEach(caps("a"), 60_000)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await limiter.hitEach(caps("a"), 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+    // a's own cap is spent: refused, and not counted on the team (which has one place left)
+    expect(await limiter.hitEach(caps("a"), 60_000)).toMatchObject({ allowed: false, refused: 0 });
+    expect(await limiter.hitEach(caps("b"), 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+    const teamSpent = await limiter.hitEach(caps("c"), 60_000);
+    expect(teamSpent).toMatchObject({ allowed: false, refused: 1 });
+    expect(teamSpent.retryAfter).toBeGreaterThan(0);
+    // c's refused request was not counted on c: under a roomier team cap it has both its places
+    expect(await limiter.hitEach(caps("c", 5), 60_000)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await limiter.hitEach(caps("c", 5), 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await limiter.hitEach(caps("c", 9), 60_000)).toMatchObject({ allowed: false, refused: 0 });
+  });
+
   it("rate limits what reloads the shared ingress (feedback settings, domain verification, reload) per pod, then per team", async () => {
     const user = await registerUser();
     const host = await insertHost();

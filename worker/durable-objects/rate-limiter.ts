@@ -29,6 +29,8 @@ interface BackoffState {
  */
 export class RateLimiter extends DurableObject {
   private hits: number[] | undefined;
+  /** `hitEach`'s logs by key */
+  private logs: Record<string, number[]> | undefined;
 
   async hit(limit: number, windowMs: number): Promise<RateDecision> {
     const now = Date.now();
@@ -48,6 +50,44 @@ export class RateLimiter extends DurableObject {
     await this.ctx.storage.put("hits", recent);
     await this.ctx.storage.setAlarm(now + windowMs);
     return { allowed: true, retryAfter: 0, remaining: limit - recent.length };
+  }
+
+  /**
+   * Several sliding logs of one window in one object, checked and counted in one call: a team's fair
+   * share (its own count and each of its pods', `enforceFairShare`) costs one round trip instead of
+   * one per cap. The caps are checked in order; the first one spent refuses (`refused`: its index)
+   * and nothing is counted; otherwise every one counts the request.
+   */
+  async hitEach(
+    caps: { key: string; limit: number }[],
+    windowMs: number,
+  ): Promise<RateDecision & { refused?: number }> {
+    const now = Date.now();
+    this.logs ??= (await this.ctx.storage.get<Record<string, number[]>>("logs")) ?? {};
+    const logs = this.logs;
+    const recent = caps.map(({ key }) => (logs[key] ?? []).filter((t) => t > now - windowMs));
+    for (const [i, { limit }] of caps.entries()) {
+      const log = recent[i] ?? [];
+      if (log.length < limit) continue;
+      const oldest = log[0] ?? now;
+      return {
+        allowed: false,
+        refused: i,
+        retryAfter: Math.max(1, Math.ceil((oldest + windowMs - now) / 1000)),
+        remaining: 0,
+      };
+    }
+    // keys whose window has passed go (a busy team's object is never wiped by its alarm)
+    for (const [key, log] of Object.entries(logs)) if ((log.at(-1) ?? 0) <= now - windowMs) delete logs[key];
+    let remaining = Number.POSITIVE_INFINITY;
+    for (const [i, { key, limit }] of caps.entries()) {
+      const log = [...(recent[i] ?? []), now];
+      logs[key] = log;
+      remaining = Math.min(remaining, limit - log.length);
+    }
+    await this.ctx.storage.put("logs", logs);
+    await this.ctx.storage.setAlarm(now + windowMs);
+    return { allowed: true, retryAfter: 0, remaining: Number.isFinite(remaining) ? remaining : 0 };
   }
 
   /**
@@ -105,6 +145,7 @@ export class RateLimiter extends DurableObject {
 
   override async alarm(): Promise<void> {
     this.hits = undefined;
+    this.logs = undefined;
     await this.ctx.storage.deleteAll();
   }
 }

@@ -114,9 +114,9 @@ export const FAIR_SHARE_LIMITS = {
 } as const;
 
 /**
- * Counts one request on the pod named in the path, then on the caller's team (after requireAuth);
- * 429 with Retry-After once either is spent. A request the pod's cap refuses is not counted on the
- * team's.
+ * Counts one request on the pod named in the path and on the caller's team (after requireAuth), in
+ * one call to the team's limiter object; 429 with Retry-After once either is spent. A request either
+ * cap refuses is counted on neither.
  */
 export function fairShareLimit(kind: keyof typeof FAIR_SHARE_LIMITS): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -134,20 +134,25 @@ export async function enforceFairShare(
 ): Promise<void> {
   const { perPod, perTeam, windowMs } = FAIR_SHARE_LIMITS[kind];
   const window = `${windowMs / 60_000} minute(s)`;
-  const caps: [string, number, string][] = [
-    ...(pod ? [[`${kind}:pod:${teamId}:${pod}`, perPod, `per pod`] as [string, number, string]] : []),
-    [`${kind}:team:${teamId}`, perTeam, "per team"],
+  // the pod's cap first: a request it refuses is not counted on the team's
+  const caps = [
+    ...(pod ? [{ key: `pod:${pod}`, limit: perPod, scope: "per pod" }] : []),
+    { key: "team", limit: perTeam, scope: "per team" },
   ];
-  for (const [key, limit, scope] of caps) {
-    const decision = await env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(key)).hit(limit, windowMs);
-    if (!decision.allowed) {
-      throw new ApiError(
-        "rate_limited",
-        `too many ${kind} operations: at most ${limit} per ${window} ${scope}; retry in ${decision.retryAfter} s`,
-        {},
-        { "Retry-After": String(decision.retryAfter) },
-      );
-    }
+  // One object per team and kind holds the team's count and its pods': one round trip for both.
+  const limiter = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`fair:${kind}:${teamId}`));
+  const decision = await limiter.hitEach(
+    caps.map(({ key, limit }) => ({ key, limit })),
+    windowMs,
+  );
+  const refused = decision.allowed ? undefined : caps[decision.refused ?? 0];
+  if (refused) {
+    throw new ApiError(
+      "rate_limited",
+      `too many ${kind} operations: at most ${refused.limit} per ${window} ${refused.scope}; retry in ${decision.retryAfter} s`,
+      {},
+      { "Retry-After": String(decision.retryAfter) },
+    );
   }
 }
 
