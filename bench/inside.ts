@@ -13,7 +13,8 @@
  * 1. exec of `true`: POST /api/pods/{name}/exec {"command": ["true"]} (auth, D1, the host's Durable
  *    Object, the agent, a `runc exec` under `timeout` in the pod) beside the in-process floors: a
  *    dockerode exec of `true` from this process and a bare `runc exec <id> true`; `docker exec <c>
- *    true` (the CLI) for context. Target (issue #17): p50 ≤ 1.1x the lower floor.
+ *    true` (the CLI) for context. Target (issue #17): p50 ≤ 1.1x the lower floor. For the profile,
+ *    the exec route's Worker path alone (an exec of a pod the team lacks: auth, fair share, lookup, 404).
  * 2. a `--size-mb` MB file of random bytes uploaded with curl (multipart POST …/files/upload: the
  *    form read by the Worker as it arrives, the file part streamed through a TransferRelay to the
  *    agent's GET and into the pod as pod_user, then committed) and downloaded with curl (GET
@@ -168,6 +169,17 @@ async function main() {
           "API GET pod events (no host)": async () => {
             await must("events", await fetch(api("/events?limit=1"), { headers: auth }));
           },
+          // the exec route's own Worker path (auth, its fair-share counts, the pod's lookup) up to the
+          // host: a pod name the team does not have ends it there with a 404
+          "API exec, no such pod (Worker only)": async () => {
+            const res = await fetch(`${stack.api}/api/pods/${pod}-none/exec`, {
+              method: "POST",
+              headers: { ...auth, "content-type": "application/json" },
+              body: JSON.stringify({ command: ["true"] }),
+            });
+            if (res.status !== 404)
+              throw new Error(`exec of a missing pod: ${res.status} ${await res.text()}`);
+          },
           "docker exec <c> true (CLI)": () => run("docker", ["exec", container, "true"]),
           "dockerode exec true (in-process)": () => execInContainer(docker, container, ["true"]),
           "runc exec <id> true (bare)": () =>
@@ -200,9 +212,9 @@ async function main() {
         const api = median(execSamples["API exec true"] ?? []);
         const agent = median(handled);
         const bare = median(execSamples["runc exec <id> true (bare)"] ?? []);
-        const worker = median(execSamples["API GET pod events (no host)"] ?? []);
+        const worker = median(execSamples["API exec, no such pod (Worker only)"] ?? []);
         console.log(
-          `profile (p50): agent handler ${fmt(agent, 1)} ms (bare runc exec ${fmt(bare, 1)} ms), the rest of the API path ${fmt(api - agent, 1)} ms, of which a read of the pod's events (auth, D1, no host) ${fmt(worker, 1)} ms and the host's object, the WebSocket and the journal ~${fmt(api - agent - worker, 1)} ms`,
+          `profile (p50): agent handler ${fmt(agent, 1)} ms (bare runc exec ${fmt(bare, 1)} ms), the rest of the API path ${fmt(api - agent, 1)} ms, of which the exec route's Worker path up to the host (auth, fair share, the pod's lookup: a missing pod's 404) ${fmt(worker, 1)} ms and the host's object and the WebSocket ~${fmt(api - agent - worker, 1)} ms`,
         );
       }
     }
