@@ -17,6 +17,19 @@ type Outcome = { ok: true; data: unknown } | { ok: false; error: WireError };
 
 const IDEMPOTENCY_TTL_MS = 60 * 60_000;
 const IDEMPOTENCY_MAX = 2_000;
+/**
+ * The largest outcome kept for a re-sent key (as the HostAgent's journal keeps, in characters): an
+ * exec's can be 2 MiB, and 2,000 of them kept an hour would be gigabytes of this process. A larger
+ * one is answered that the command already ran.
+ */
+const MAX_KEPT_OUTCOME_CHARS = 64 * 1024;
+const TOO_LARGE_TO_KEEP: Outcome = {
+  ok: false,
+  error: {
+    code: "conflict",
+    message: "the command already ran; its result was too large to keep for a replay",
+  },
+};
 const EVENT_GRACE_MS = 3_000;
 
 /**
@@ -58,8 +71,13 @@ export class Dispatcher {
     this.expireSeen();
     let entry = this.seen.get(call.idempotencyKey);
     if (!entry) {
-      entry = { at: Date.now(), outcome: this.run(call) };
-      this.seen.set(call.idempotencyKey, entry);
+      const fresh = { at: Date.now(), outcome: this.run(call) };
+      this.seen.set(call.idempotencyKey, fresh);
+      // Callers waiting now get the outcome whole; a key sent later hears only that it ran.
+      void fresh.outcome.then((o) => {
+        if (charsOver(o, MAX_KEPT_OUTCOME_CHARS)) fresh.outcome = Promise.resolve(TOO_LARGE_TO_KEEP);
+      });
+      entry = fresh;
     }
     const outcome = await entry.outcome;
     return outcome.ok
@@ -143,6 +161,29 @@ export class Dispatcher {
 }
 
 const failure = (code: ErrorCode, message: string): Outcome => ({ ok: false, error: { code, message } });
+
+/** Whether `value`'s strings and keys add up to more than `limit` characters (stops once they do). */
+function charsOver(value: unknown, limit: number): boolean {
+  let left = limit;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === "string") left -= v.length;
+    else if (Array.isArray(v)) {
+      // each item is at least one character more: a long array is over before its items are looked at
+      left -= v.length;
+      if (left < 0) return true;
+      for (const x of v) stack.push(x);
+    } else if (v !== null && typeof v === "object") {
+      for (const [k, x] of Object.entries(v)) {
+        left -= k.length + 1;
+        stack.push(x);
+      }
+    } else left -= 8;
+    if (left < 0) return true;
+  }
+  return false;
+}
 
 function toFailure(error: unknown, aborted: boolean): Extract<Outcome, { ok: false }> {
   if (error instanceof AgentError) return { ok: false, error: { code: error.code, message: error.message } };

@@ -136,6 +136,37 @@ describe("Dispatcher", () => {
     expect(restart).toHaveBeenCalledTimes(2);
   });
 
+  it("keeps no large outcome for a re-sent key: the callers of the run get it whole, a later copy hears it ran", async () => {
+    const big = { exitCode: 0, stdout: "x".repeat(1024 * 1024), stderr: "", durationMs: 1, timedOut: false };
+    const gate = deferred<typeof big>();
+    const exec = vi.fn(() => gate.promise);
+    const dispatcher = new Dispatcher(handlers({ "pod.exec": exec }), quiet);
+    const params = { name: "shop", command: ["cat", "big"], timeoutS: 5 };
+    const first = callOf("pod.exec", params, { idempotencyKey: "exec-1" });
+    const copy = callOf("pod.exec", params, { idempotencyKey: "exec-1" });
+    const answers = [dispatcher.handle(first), dispatcher.handle(copy)];
+    gate.resolve(big);
+    for (const answer of await Promise.all(answers)) expect(answer).toMatchObject({ ok: true, data: big });
+
+    const late = await dispatcher.handle(callOf("pod.exec", params, { idempotencyKey: "exec-1" }));
+    expect(late).toMatchObject({
+      ok: false,
+      error: { code: "conflict", message: expect.stringContaining("already ran") },
+    });
+    expect(exec).toHaveBeenCalledTimes(1);
+
+    // a small outcome is still kept whole
+    const small = { ...big, stdout: "ok" };
+    const execSmall = vi.fn(async () => small);
+    const other = new Dispatcher(handlers({ "pod.exec": execSmall }), quiet);
+    await other.handle(callOf("pod.exec", params, { idempotencyKey: "exec-2" }));
+    expect(await other.handle(callOf("pod.exec", params, { idempotencyKey: "exec-2" }))).toMatchObject({
+      ok: true,
+      data: small,
+    });
+    expect(execSmall).toHaveBeenCalledTimes(1);
+  });
+
   it("remembers a failure under its key too: a re-sent command that failed does not run again", async () => {
     const start = vi.fn(async () => {
       throw new AgentError("conflict", "port taken");
