@@ -21,6 +21,14 @@ export const ErrorCode = z.enum([
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 
+/**
+ * The part of the system a failure came from, where it is known: the control plane (the host could
+ * not reach the Worker: a restart or a cut mid-command, which a workflow step retries once it is
+ * back), the Docker engine, the pod itself, or storage (R2, the host's disk).
+ */
+export const Component = z.enum(["control_plane", "engine", "pod", "storage"]);
+export type Component = z.infer<typeof Component>;
+
 export const statusOfErrorCode = {
   bad_request: 400,
   unauthorized: 401,
@@ -46,6 +54,8 @@ export interface Failure {
   readonly extra?: Record<string, unknown>;
   /** seconds until a refused (`rate_limited`) request may be tried again: the Retry-After header */
   readonly retryAfter?: number;
+  /** where it failed (a host's answer says so); the edge never shows it, a workflow acts on it */
+  readonly component?: Component;
 }
 export interface Success<T> {
   readonly ok: true;

@@ -253,8 +253,7 @@ async function sendArchive(
   // completing it, so the control plane never keeps a truncated archive as if it were whole.
   const tally = new Tally(async () => {
     exit = await run.done;
-    if (exit.exitCode !== 0)
-      throw new Error(`archiving failed (exit ${exit.exitCode}): ${tail(exit.stderr)}`);
+    if (exit.exitCode !== 0) throw new Error(archivingFailed(exit));
   });
   run.stdout.on("error", (err) => tally.destroy(err));
   run.stdout.pipe(tally);
@@ -262,10 +261,14 @@ async function sendArchive(
   try {
     stored = await store.write(backupId, tally, timeout);
   } catch (err) {
+    // Which side failed first decides the reason: an archive that ended badly before the upload
+    // broke (`exit` is known) is the pod's; otherwise the upload broke (the control plane restarted
+    // or the connection was cut) and the tar killed here (exit 143) is no cause, so the upload's
+    // error is thrown and the workflow retries the step once the control plane answers again.
+    const failedFirst: { exitCode: number; stderr: string } | null = exit;
     run.abort();
-    const done = exit ?? (await run.done.catch(() => null));
-    if (done && done.exitCode !== 0)
-      return { ok: false, reason: `archiving failed (exit ${done.exitCode}): ${tail(done.stderr)}` };
+    await run.done.catch(() => null);
+    if (failedFirst && failedFirst.exitCode !== 0) return { ok: false, reason: archivingFailed(failedFirst) };
     throw err;
   }
   const sha256 = tally.sha256 ?? "";
@@ -276,3 +279,7 @@ async function sendArchive(
     };
   return { ok: true, bytes: tally.bytes, sha256 };
 }
+
+/** the archive's own failure, never with an empty reason (a process killed by a signal says nothing) */
+const archivingFailed = (exit: { exitCode: number; stderr: string }) =>
+  `archiving failed (exit ${exit.exitCode}): ${tail(exit.stderr) || (exit.exitCode > 128 ? `killed by signal ${exit.exitCode - 128}` : "tar and gzip printed nothing")}`;

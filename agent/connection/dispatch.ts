@@ -186,7 +186,15 @@ function charsOver(value: unknown, limit: number): boolean {
 }
 
 function toFailure(error: unknown, aborted: boolean): Extract<Outcome, { ok: false }> {
-  if (error instanceof AgentError) return { ok: false, error: { code: error.code, message: error.message } };
+  if (error instanceof AgentError)
+    return {
+      ok: false,
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.component ? { component: error.component } : {}),
+      },
+    };
   const message = error instanceof Error ? error.message : String(error);
   if (aborted) return { ok: false, error: { code: "unavailable", message } };
   return { ok: false, error: { code: "internal", message } };

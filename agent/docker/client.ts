@@ -1,5 +1,5 @@
 import Docker from "dockerode";
-import { AgentError } from "../errors";
+import { AgentError, controlPlaneUnreachable, isFromControlPlane } from "../errors";
 
 export type DockerClient = Docker;
 
@@ -42,17 +42,24 @@ export function isEngineUnreachable(err: unknown): boolean {
 /** The engine's own words for a failed call ("No such container: x"), else the error's message. */
 export function dockerMessage(err: unknown): string {
   const e = asDockerish(err);
-  return e.json?.message ?? e.reason ?? e.message ?? String(err);
+  return e.json?.message || e.reason || e.message || e.code || String(err);
 }
 
 /**
- * Turn anything a handler threw into an AgentError: ours pass through, an unreachable engine is
+ * Turn anything a handler threw into an AgentError: ours pass through, a failed call to the control
+ * plane (marked where it was made, ../errors.ts) is the control plane's, an unreachable engine is
  * `unavailable` (the control plane retries later), a 404 is `not_found`, the rest `internal`.
+ * A message never ends empty: the error's code stands in for a missing text.
  */
 export function toAgentError(err: unknown, what: string): AgentError {
   if (err instanceof AgentError) return err;
+  if (isFromControlPlane(err)) return controlPlaneUnreachable(what, err);
   if (isEngineUnreachable(err))
-    return new AgentError("unavailable", `${what}: docker engine unavailable (${dockerMessage(err)})`);
+    return new AgentError(
+      "unavailable",
+      `${what}: docker engine unavailable (${dockerMessage(err)})`,
+      "engine",
+    );
   if (isNotFound(err)) return new AgentError("not_found", `${what}: ${dockerMessage(err)}`);
   if (isConflict(err)) return new AgentError("conflict", `${what}: ${dockerMessage(err)}`);
   return new AgentError("internal", `${what}: ${dockerMessage(err)}`);

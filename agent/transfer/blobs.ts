@@ -3,7 +3,7 @@ import https from "node:https";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ErrorCode } from "../../shared/errors";
-import { AgentError } from "../errors";
+import { AgentError, markControlPlane } from "../errors";
 
 /**
  * The agent's side of the control plane's staged blobs (worker/routes/agent-blobs.ts): bulk bytes
@@ -47,10 +47,13 @@ export function httpByteStore(o: {
 }): ByteStore {
   const urlOf = (id: string) => new URL(`${o.route}${id}`, o.apiUrl);
   const authorization = `Bearer ${o.agentToken}`;
+  // A 5xx is the control plane failing (a restart answers 502/503 at its proxy): a workflow step
+  // retries it; other refusals are answers about this transfer.
   const failure = (id: string, status: number | undefined, text: string) =>
     new AgentError(
       status === 404 ? o.missing : "unavailable",
       `${o.what} ${id}: control plane answered ${status}${text ? ` ${errorOf(text)}` : ""}`,
+      status === undefined || status >= 500 ? "control_plane" : undefined,
     );
 
   return {
@@ -61,8 +64,13 @@ export function httpByteStore(o: {
       const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
         (url.protocol === "https:" ? https : http)
           .get(url, { headers: { authorization }, signal }, resolve)
-          .once("error", reject);
+          .once("error", (err) => {
+            markControlPlane(err);
+            reject(err);
+          });
       });
+      // the body breaking off mid-way is the control plane's doing too (a restart, a cut)
+      res.prependListener("error", markControlPlane);
       if (res.statusCode !== 200) throw failure(id, res.statusCode, await textOf(res));
       const size = Number(res.headers["content-length"] ?? Number.NaN);
       return { body: res, size };
@@ -79,8 +87,14 @@ export function httpByteStore(o: {
         },
         signal,
       });
+      // the connection's failures are the control plane's; the body's own (an archive that failed)
+      // are not, and reach the caller unmarked
+      request.prependListener("error", markControlPlane);
       const answered = new Promise<http.IncomingMessage>((resolve, reject) => {
-        request.once("response", resolve);
+        request.once("response", (res) => {
+          res.prependListener("error", markControlPlane);
+          resolve(res);
+        });
         request.once("error", reject);
       });
       const sent = pipeline(body, request);

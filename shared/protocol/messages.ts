@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ErrorCode } from "../errors";
+import { Component, ErrorCode } from "../errors";
 import { Diagnosis } from "./health";
 import { OpName, PodName, PodState } from "./ops";
 import { ServiceType } from "./services";
@@ -16,7 +16,8 @@ import { ServiceType } from "./services";
  */
 export const PROTOCOL_VERSION = 4;
 
-export const WireError = z.object({ code: ErrorCode, message: z.string() });
+/** `component`: where the failure came from, when the agent knows (optional: older agents leave it out) */
+export const WireError = z.object({ code: ErrorCode, message: z.string(), component: Component.optional() });
 export type WireError = z.infer<typeof WireError>;
 
 // control plane → agent

@@ -312,6 +312,58 @@ describe("create, list, get, download, delete", () => {
   });
 });
 
+describe("a host that lost the control plane mid-step", () => {
+  it("backup.create and backup.verify whose own calls to the control plane broke off are run again under a new key, and the backup completes", async () => {
+    const s = await setup();
+    const res = await call("POST", `/api/pods/${s.pod.name}/backups`, undefined, s.as);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    // the archive's upload broke off as the Worker restarted: the host says so (component)
+    const c1 = await nextCall(s.agent, "backup.create");
+    s.agent.fail(
+      c1,
+      "unavailable",
+      "backup.create: the control plane could not be reached (socket hang up)",
+      "control_plane",
+    );
+    const c2 = await nextCall(s.agent, "backup.create", 15_000);
+    expect(c2.params).toEqual(c1.params);
+    expect(c2.idempotencyKey).not.toBe(c1.idempotencyKey);
+    const bytes = await archive();
+    expect((await putBackupArchive(s.host, res.body.id, bytes)).status).toBe(201);
+    s.agent.ok(c2, await facts(bytes));
+    // the test-restore could not read the archive back (connection refused): run again too
+    const v1 = await nextCall(s.agent, "backup.verify");
+    s.agent.fail(
+      v1,
+      "unavailable",
+      "backup.verify: the control plane could not be reached (connect ECONNREFUSED 127.0.0.1:8787)",
+      "control_plane",
+    );
+    const v2 = await answerVerify(s);
+    expect(v2.idempotencyKey).not.toBe(v1.idempotencyKey);
+    const done = await settled(s.as, s.pod.name, res.body.id);
+    expect(done.status).toBe("completed");
+    expect(done.error).toBeUndefined();
+    expect(done.verified_at).toBeTruthy();
+  }, 60_000);
+
+  it("a failure of the engine or the pod is not run again: the backup fails with the host's reason", async () => {
+    const s = await setup();
+    const res = await call("POST", `/api/pods/${s.pod.name}/backups`, undefined, s.as);
+    const c = await nextCall(s.agent, "backup.create");
+    s.agent.fail(
+      c,
+      "unavailable",
+      "backup.create: docker engine unavailable (connect ENOENT /run/docker.sock)",
+      "engine",
+    );
+    const done = await settled(s.as, s.pod.name, res.body.id);
+    expect(done.status).toBe("failed");
+    expect(done.error).toContain("docker engine unavailable");
+    await s.agent.expectNone("control:call", 500);
+  });
+});
+
 describe("fair use", () => {
   it(`at most ${FAIR_SHARE_LIMITS.backup.perPod} backups, imports and restores per pod an hour through the API (429 with Retry-After)`, async () => {
     const s = await setup("turbo");

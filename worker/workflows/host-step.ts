@@ -38,6 +38,9 @@ const MAX_SENDS = 20;
  * record), or an agent restarted mid-command (the handler is idempotent: create adopts its own
  * container). A host that is away is waited for, with backoff, for HOST_RETURN_WINDOW_MS.
  *
+ * A command whose host reports that its own calls to the control plane failed mid-way (a failure
+ * with `component: "control_plane"`) is run again, up to CONTROL_PLANE_RERUNS times.
+ *
  * The outcome is the op's typed result, or a failure naming the host when it never answered.
  */
 export async function runOnHost<O extends Op>(
@@ -46,13 +49,36 @@ export async function runOnHost<O extends Op>(
   ref: WorkflowRef,
   call: HostStep<O>,
 ): Promise<Result<OpResult<O>>> {
-  const key = `${ref.instanceId}:${call.name}`;
-  const eventBase = eventType(call.name);
+  for (let run = 1; ; run++) {
+    const outcome = await runOnce(step, env, ref, call, run);
+    // The host's own calls to the control plane broke off (the Worker restarted while a backup
+    // streamed or a restore read its archive): the command is run again, under a new key (the
+    // first one's answer is settled), once the control plane that now heard the answer is back.
+    if (outcome.ok || outcome.component !== "control_plane" || run > CONTROL_PLANE_RERUNS) return outcome;
+    await step.sleep(`${call.name} (control plane was away, rerun #${run})`, RERUN_PAUSE_MS * run);
+  }
+}
+
+/** how often a command whose host lost the control plane mid-way is run again (shared/errors.ts Component) */
+export const CONTROL_PLANE_RERUNS = 3;
+const RERUN_PAUSE_MS = 2_000;
+
+async function runOnce<O extends Op>(
+  step: WorkflowStep,
+  env: Bindings,
+  ref: WorkflowRef,
+  call: HostStep<O>,
+  run: number,
+): Promise<Result<OpResult<O>>> {
+  // the first run keeps the names and key it always had (instances in flight across a deploy)
+  const name = run === 1 ? call.name : `${call.name} (rerun #${run - 1})`;
+  const key = `${ref.instanceId}:${name}`;
+  const eventBase = eventType(name);
   let awayMs = 0;
   for (let attempt = 1; attempt <= MAX_SENDS; attempt++) {
     const type = `${eventBase}-${attempt}`;
     const dispatched = await step.do(
-      `${call.name} (send #${attempt})`,
+      `${name} (send #${attempt})`,
       { retries: { limit: 3, delay: "1 second", backoff: "exponential" } },
       async (): Promise<Dispatched> =>
         (await hostAgentStub(env, call.hostId).dispatch(call.op, call.params, {
@@ -67,12 +93,12 @@ export async function runOnHost<O extends Op>(
         return fail("unavailable", dispatched.message);
       }
       const pause = Math.min(2_000 * 2 ** Math.min(attempt - 1, 4), 30_000);
-      await step.sleep(`${call.name} (host away, wait #${attempt})`, pause);
+      await step.sleep(`${name} (host away, wait #${attempt})`, pause);
       awayMs += pause;
       continue;
     }
     try {
-      const event = await step.waitForEvent<string>(`${call.name} (answer #${attempt})`, {
+      const event = await step.waitForEvent<string>(`${name} (answer #${attempt})`, {
         type,
         timeout: call.timeoutMs + ANSWER_GRACE_MS,
       });

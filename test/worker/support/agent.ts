@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import type { ErrorCode } from "../../../shared/errors";
+import type { Component, ErrorCode } from "../../../shared/errors";
 import { newId } from "../../../shared/ids";
 import {
   AGENT_TOKEN_PREFIX,
@@ -208,8 +208,13 @@ export class FakeAgent {
     this.send({ type: "agent:result", id: call.id, ok: true, data });
   }
 
-  fail(call: { id: string }, code: ErrorCode, message = `${code} on the host`): void {
-    this.send({ type: "agent:result", id: call.id, ok: false, error: { code, message } });
+  fail(call: { id: string }, code: ErrorCode, message = `${code} on the host`, component?: Component): void {
+    this.send({
+      type: "agent:result",
+      id: call.id,
+      ok: false,
+      error: { code, message, ...(component ? { component } : {}) },
+    });
   }
 
   podStatus(pod: PodState, reason?: string): void {

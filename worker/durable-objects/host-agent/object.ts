@@ -280,7 +280,10 @@ export class HostAgent extends DurableObject<Bindings> {
       case "agent:result": {
         const outcome: Result<unknown> = message.ok
           ? ok(message.data)
-          : fail(message.error.code, message.error.message);
+          : {
+              ...fail(message.error.code, message.error.message),
+              ...(message.error.component ? { component: message.error.component } : {}),
+            };
         // The host's answer about a container is the truth about the pod: D1 first, then the waiter,
         // so the caller reads the new state.
         const op = this.journaledOp(message.id);
