@@ -89,6 +89,8 @@ export default defineConfig({
           include: [
             "test/agent/**/*.test.ts",
             "test/e2e/**/*.test.ts",
+            // the fault-injection suite's fast subset; all of it: `npm run chaos` (vitest.chaos.config.ts)
+            "test/chaos/**/*.fast.test.ts",
             "test/scripts/**/*.test.ts",
             "test/layout.test.ts",
           ],

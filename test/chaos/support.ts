@@ -1,0 +1,100 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { expect } from "vitest";
+import type { ApiClient } from "../e2e/support/api";
+import type { AgentProcess } from "../e2e/support/stack";
+import { waitFor } from "../e2e/support/stack";
+
+/**
+ * What the fault-injection suite (docs/reliability.md) shares: kill points found by observation (a
+ * line of the agent's log, a Docker object appearing), never by a delay built into the product, and
+ * the counts that show an operation ran at most once and left nothing behind.
+ */
+
+const run = promisify(execFile);
+
+/** The agent's log lines (JSON, agent/logger.ts) seen so far, parsed. */
+export function agentLines(agent: AgentProcess): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  for (const text of agent.output.join("").split("\n")) {
+    try {
+      lines.push(JSON.parse(text) as Record<string, unknown>);
+    } catch {
+      // a line cut at the end of the output so far, or not ours
+    }
+  }
+  return lines;
+}
+
+/**
+ * Waits until the agent logs `msg` with `fields` (as the host reaches that point of an operation),
+ * looking every 20 ms: the kill point of a test, found by observation, not by a delay in the product.
+ */
+export async function agentReaches(
+  agent: AgentProcess,
+  msg: string,
+  fields: Record<string, unknown> = {},
+  timeoutMs = 120_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const matches = (line: Record<string, unknown>) =>
+    line.msg === msg && Object.entries(fields).every(([k, v]) => line[k] === v);
+  while (Date.now() < deadline) {
+    if (agentLines(agent).some(matches)) return;
+    if (agent.child.exitCode !== null) throw new Error(`the agent exited before logging "${msg}"`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for the agent to log "${msg}"`);
+}
+
+/** Docker's objects under a host's name prefix (containers of any state, volumes, networks). */
+export async function dockerObjects(prefix: string): Promise<{
+  containers: string[];
+  volumes: string[];
+  networks: string[];
+}> {
+  const list = async (args: string[]) =>
+    (await run("docker", args)).stdout
+      .split("\n")
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .sort();
+  return {
+    containers: await list([
+      "ps",
+      "-a",
+      "--format",
+      "{{.Names}}",
+      "--filter",
+      `label=podhost.prefix=${prefix}`,
+    ]),
+    volumes: await list(["volume", "ls", "-q", "--filter", `name=${prefix}-`]),
+    networks: await list(["network", "ls", "--format", "{{.Name}}", "--filter", `name=${prefix}-`]),
+  };
+}
+
+/** Runs a shell script in the pod through the API (as its owner would), its stdout trimmed. */
+export async function podSh(api: ApiClient, pod: string, script: string): Promise<string> {
+  const res = await api.post(`/api/pods/${pod}/exec`, { command: ["sh", "-c", script] });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return (res.body.stdout as string).trim();
+}
+
+/** Until a backup is no longer in progress, through the API (which may be away: it is retried). */
+export const backupSettled = (api: ApiClient, pod: string, id: string, timeoutMs = 240_000) =>
+  waitFor(
+    `backup ${id} to settle`,
+    async () => {
+      const res = await api.get(`/api/pods/${pod}/backups/${id}`);
+      return res.body?.status && res.body.status !== "in_progress" ? res.body : undefined;
+    },
+    timeoutMs,
+  );
+
+/** The pod's files, listed with their sizes and hashes (a fingerprint that changes if any byte does). */
+export const fingerprint = (api: ApiClient, pod: string) =>
+  podSh(
+    api,
+    pod,
+    "cd ~/app && find . -path ./node_modules -prune -o -type f -print0 | sort -z | xargs -0 sha256sum",
+  );
