@@ -16,7 +16,7 @@ const WRAPPED =
 
 /** The tables of a page: each one's region name and caption, and how many tables there are in all. */
 function tables(html: string) {
-  const wrapped = [...html.matchAll(WRAPPED)].map((m) => ({ region: m[1], caption: m[2] }));
+  const wrapped = [...html.matchAll(WRAPPED)].map((m) => ({ region: m[1] ?? "", caption: m[2] ?? "" }));
   return {
     wrapped,
     all: html.split("<table").length - 1,
