@@ -56,6 +56,10 @@ export default defineConfig({
                 STRIPE_API_BASE: process.env.STRIPE_DOUBLE_URL ?? "http://127.0.0.1:9",
                 // Custom domains: the DNS-over-HTTPS double (test/worker/global-setup.ts) verifies them.
                 DNS_RESOLVER_URL: process.env.DNS_DOUBLE_URL ?? "http://127.0.0.1:9/dns-query",
+                // Custom domains' certificates: Cloudflare for SaaS's custom hostnames double (test/worker/global-setup.ts).
+                CLOUDFLARE_API_BASE: process.env.CLOUDFLARE_DOUBLE_URL ?? "http://127.0.0.1:9",
+                CLOUDFLARE_ZONE_ID: "023e105f4ecef8ad9ca31a8372d0c353",
+                CLOUDFLARE_API_TOKEN: "cf-double-test-token",
                 // Mail: every mail goes through Resend's double (test/worker/global-setup.ts) by the
                 // mail-send Workflow, and is recorded in mail_outbox as in production.
                 MAIL_API_BASE: process.env.MAIL_API_DOUBLE_URL ?? "http://127.0.0.1:9",

@@ -68,6 +68,12 @@ export interface Bindings {
   /** "true": plain http:// repository URLs are accepted for loopback hosts (local development, tests) */
   ALLOW_HTTP_GIT_LOOPBACK?: string;
   DNS_RESOLVER_URL?: string;
+  /** Cloudflare's API for custom domains' certificates (Cloudflare for SaaS); default https://api.cloudflare.com/client/v4 (docs/domains.md) */
+  CLOUDFLARE_API_BASE?: string;
+  /** the zone whose custom hostnames carry verified custom domains; unset: `tls_status: "not_configured"` */
+  CLOUDFLARE_ZONE_ID?: string;
+  /** secret: an API token with "SSL and Certificates: Edit" on that zone; unset: `tls_status: "not_configured"` */
+  CLOUDFLARE_API_TOKEN?: string;
   /** "true": URL imports may fetch 127.0.0.0/8 (local development, tests); every other private address stays refused */
   ALLOW_IMPORT_LOOPBACK?: string;
   /** secret: the mail provider's API key (Resend); unset, mail stays in the outbox (docs/mail.md) */

@@ -13,6 +13,7 @@ import { sweepStagedBlobs } from "./services/blobs/staging";
 import { failStuckAgentInstalls } from "./services/coding-agents/stuck";
 import { sweepExpiredGrants } from "./services/connectors/grants";
 import { recheckVerifiedDomains } from "./services/domains/recheck";
+import { pollDomainTls } from "./services/domains/tls";
 import { redispatchQueuedMail } from "./services/mail/delivery";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
@@ -74,6 +75,11 @@ export const scheduledJobs: ScheduledJob[] = [
     name: "domain-recheck",
     run: ({ env, db, now }) =>
       recheckVerifiedDomains({ db, env, mailer: createMailer(db, env) }, now).then(() => undefined),
+  },
+  // Verified custom domains' certificates polled until active; hostnames Cloudflare failed to delete, again (docs/domains.md).
+  {
+    name: "domain-tls",
+    run: ({ env, db }) => pollDomainTls({ db, env, mailer: createMailer(db, env) }).then(() => undefined),
   },
   // Alert deliveries whose alert-deliver Workflow never started (docs/alerts.md).
   {

@@ -1,4 +1,5 @@
 import type { TestProject } from "vitest/node";
+import { startCloudflareDouble } from "../support/cloudflare";
 import { startDnsDouble } from "../support/dns";
 import { startImportSiteDouble } from "../support/import-site";
 import { startMailApiDouble } from "../support/mail-api";
@@ -10,18 +11,21 @@ import { startWebhookReceiver } from "../support/webhook-receiver";
  * Starts the git host's REST double (test/support/repohost.ts), Stripe's (test/support/stripe.ts)
  * a DNS-over-HTTPS resolver's (test/support/dns.ts) and Resend's (test/support/mail-api.ts) for the
  * workerd tests; their addresses become the Worker's GITHUB_API_BASE, STRIPE_API_BASE,
- * DNS_RESOLVER_URL and MAIL_API_BASE (vitest.config.ts reads them from the environment). A webhook
+ * DNS_RESOLVER_URL and MAIL_API_BASE (vitest.config.ts reads them from the environment), and
+ * Cloudflare's custom hostnames double (test/support/cloudflare.ts) is CLOUDFLARE_API_BASE. A webhook
  * receiver (test/support/webhook-receiver.ts) takes alert deliveries: its address is WEBHOOK_RECEIVER_URL.
  */
 export default async function setup(_project: TestProject) {
-  const [repohost, stripe, dns, importSite, mailApi, receiver] = await Promise.all([
+  const [repohost, stripe, dns, importSite, mailApi, receiver, cloudflare] = await Promise.all([
     startRepohostDouble(),
     startStripeDouble(),
     startDnsDouble(),
     startImportSiteDouble(),
     startMailApiDouble(),
     startWebhookReceiver(),
+    startCloudflareDouble(),
   ]);
+  process.env.CLOUDFLARE_DOUBLE_URL = cloudflare.url;
   process.env.WEBHOOK_RECEIVER_URL = receiver.url;
   process.env.MAIL_API_DOUBLE_URL = mailApi.url;
   process.env.IMPORT_SITE_DOUBLE_URL = importSite.url;
@@ -36,6 +40,7 @@ export default async function setup(_project: TestProject) {
       importSite.close(),
       mailApi.close(),
       receiver.close(),
+      cloudflare.close(),
     ]);
   };
 }

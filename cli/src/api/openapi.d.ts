@@ -2671,6 +2671,11 @@ export interface components {
             };
             created_at: string;
             verified_at: string | null;
+            /**
+             * @description podhost's extension: the edge's certificate for a verified domain (Cloudflare for SaaS). `null` while pending verification, then `pending`, `active`, `failed: <why validation fails>`, or `not_configured` where the service has no Cloudflare settings (local development)
+             * @example active
+             */
+            tls_status: string | null;
         };
         FeedbackList: components["schemas"]["FeedbackSettings"] & {
             feedback: components["schemas"]["FeedbackComment"][];

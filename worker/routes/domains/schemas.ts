@@ -29,6 +29,11 @@ export const Domain = z
     }),
     created_at: z.string(),
     verified_at: z.string().nullable(),
+    tls_status: z.string().nullable().openapi({
+      description:
+        "podhost's extension: the edge's certificate for a verified domain (Cloudflare for SaaS). `null` while pending verification, then `pending`, `active`, `failed: <why validation fails>`, or `not_configured` where the service has no Cloudflare settings (local development)",
+      example: "active",
+    }),
   })
   .openapi("Domain");
 

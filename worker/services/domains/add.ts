@@ -54,6 +54,9 @@ export async function addDomain({
     verifiedAt: null,
     checkedAt: null,
     missingSince: null,
+    tlsStatus: null,
+    tlsHostnameId: null,
+    tlsCheckedAt: null,
   };
   try {
     await ctx.db.batch([

@@ -7,6 +7,7 @@ import { readPodRow } from "../pods/lookup";
 import { lookupTxt } from "./dns";
 import { verificationName } from "./names";
 import { pushVerifiedDomains } from "./sync";
+import { hostnameRemovalStatements } from "./tls";
 
 /** How often a verified domain's TXT record is looked up again (docs/domains.md). */
 export const RECHECK_EVERY_MS = 12 * HOUR;
@@ -87,11 +88,22 @@ async function recheckOne(
       return "skipped";
     }
   }
+  // its custom hostname goes too (tls.ts): whoever verifies the name next registers it again
+  const tlsCleanup = await hostnameRemovalStatements(ctx, [row]);
   await ctx.db.batch([
     ctx.db
       .update(domains)
-      .set({ status: "pending", verifiedAt: null, checkedAt: null, missingSince: null })
+      .set({
+        status: "pending",
+        verifiedAt: null,
+        checkedAt: null,
+        missingSince: null,
+        tlsStatus: null,
+        tlsHostnameId: null,
+        tlsCheckedAt: null,
+      })
       .where(still),
+    ...tlsCleanup,
     recordEventStatement(
       ctx.db,
       row.podId,

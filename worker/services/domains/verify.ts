@@ -9,6 +9,7 @@ import { lookupTxt } from "./dns";
 import { findTeamDomain } from "./lookup";
 import { verificationName } from "./names";
 import { pushVerifiedDomains } from "./sync";
+import { refreshDomainTls, registerDomainTls } from "./tls";
 import { type DomainView, toDomainView } from "./views";
 
 const MAX_SHOWN = 5;
@@ -33,7 +34,11 @@ export async function verifyDomain({
   const found = await findTeamDomain(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
   const { pod, domain } = found.value;
-  if (domain.status === "verified") return ok(toDomainView(domain, pod.name));
+  // verified already: its certificate's state is looked at again (until it is active)
+  if (domain.status === "verified") {
+    const tlsStatus = domain.tlsStatus === "active" ? domain.tlsStatus : await refreshDomainTls(ctx, domain);
+    return ok(toDomainView({ ...domain, tlsStatus }, pod.name));
+  }
   if (await verifiedElsewhere(ctx, domain.domain)) return fail("conflict", OWNED_ELSEWHERE(domain.domain));
   const name = verificationName(domain.domain);
   const txt = await lookupTxt(ctx.env, name);
@@ -83,7 +88,10 @@ export async function verifyDomain({
     ),
     ...(await dropOtherClaims(ctx, domain.domain, domain.id)),
   ]);
-  return ok(toDomainView({ ...domain, status: "verified", verifiedAt, checkedAt: verifiedAt }, pod.name));
+  const row = { ...domain, status: "verified" as const, verifiedAt, checkedAt: verifiedAt };
+  // the edge's certificate for the name (tls.ts): registered with Cloudflare for SaaS now
+  const tlsStatus = await registerDomainTls(ctx, row);
+  return ok(toDomainView({ ...row, tlsStatus }, pod.name));
 }
 
 async function verifiedElsewhere(ctx: ServiceContext, domain: string): Promise<boolean> {

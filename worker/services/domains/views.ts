@@ -10,6 +10,8 @@ export interface DomainView {
   verification: { type: "TXT"; name: string; value: string };
   created_at: string;
   verified_at: string | null;
+  /** podhost's extension (docs/domains.md, "TLS"): null until verified, then `not_configured`, `pending`, `active` or `failed: <why>` */
+  tls_status: string | null;
 }
 
 export const toDomainView = (row: DomainRow, podName: string): DomainView => ({
@@ -20,4 +22,5 @@ export const toDomainView = (row: DomainRow, podName: string): DomainView => ({
   verification: { type: "TXT", name: verificationName(row.domain), value: row.verificationToken },
   created_at: row.createdAt,
   verified_at: row.verifiedAt,
+  tls_status: row.status === "verified" ? row.tlsStatus : null,
 });

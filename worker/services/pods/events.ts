@@ -47,6 +47,7 @@ export const POD_EVENT_TYPES = [
   "agent_installed",
   "agent_install_failed",
   "agent_removed",
+  "domain_tls",
   "moved",
   "move_failed",
 ] as const;

@@ -6,6 +6,8 @@ import { nowIso } from "../../lib/time";
 import { closePodIncidentsStatement } from "../alerts/raise";
 import { deletePodBackups } from "../backups/remove";
 import type { TeamCall } from "../context";
+import { domainsOfPod } from "../domains/lookup";
+import { hostnameRemovalStatements } from "../domains/tls";
 import { disconnectRepository } from "../git/config";
 import { releaseCapacity } from "../hosts/hosts";
 import { recordEventStatement } from "./events";
@@ -52,6 +54,9 @@ export async function deletePod({
     );
   // Its backups go too (docs/backups.md): the archives are the pod's data, reachable only through it.
   await deletePodBackups(ctx.env, ctx.db, pod.id);
+  // Its custom domains' hostnames at Cloudflare go too; one Cloudflare fails to delete is queued
+  // and retried by the cron (docs/domains.md, "TLS").
+  const tlsCleanup = await hostnameRemovalStatements(ctx, await domainsOfPod(ctx.db, pod.id));
   const now = nowIso();
   const plan = findPlan(pod.planSlug);
   await ctx.db.batch([
@@ -59,6 +64,7 @@ export async function deletePod({
     ctx.db.delete(podCodingAgents).where(eq(podCodingAgents.podId, pod.id)),
     // its custom domains go too: the names are free for any pod again (docs/domains.md)
     ctx.db.delete(domains).where(eq(domains.podId, pod.id)),
+    ...tlsCleanup,
     // its visitors' feedback and the token go too (docs/feedback.md)
     ctx.db.delete(feedback).where(eq(feedback.podId, pod.id)),
     ctx.db.delete(feedbackSettings).where(eq(feedbackSettings.podId, pod.id)),
