@@ -276,6 +276,7 @@ export class LogHistory {
     }
     const filtered = q.grep !== undefined && q.grep !== "";
     const pattern = filtered ? (q.grep as string) : "";
+    const started = this.now();
     // whether the pod runs (how its search is fed), asked beside reading the index
     const container = podNames(this.prefix, pod).container;
     const running = this.opts.exec
@@ -301,9 +302,12 @@ export class LogHistory {
     let fresh: Searched | null = null;
     let freshParts = 0;
     if (collected) {
-      // what the snapshot did not have: collected after its newest chunk
+      // what the snapshot did not have: collected after its newest chunk. Those lines were written
+      // before this collection, which dates them: a range up to now (the read's start, give or take
+      // the Worker's clock) holds them, also a first collection's (dated only by its own time).
       const after = Math.max(snapshot.cursor?.at ?? -1, snapshot.newest);
-      const more = await this.locks.run(lockKey(pod), () => selectParts(dir, q.since, q.until, after));
+      const until = q.until >= started - NOW_SLACK_MS ? Number.MAX_SAFE_INTEGER : q.until;
+      const more = await this.locks.run(lockKey(pod), () => selectParts(dir, q.since, until, after));
       freshParts = more.parts.length;
       if (freshParts > 0) fresh = await this.search(pod, more.parts, pattern, q.lines, await running);
     }
@@ -341,6 +345,8 @@ export class LogHistory {
   }
 }
 
+/** how far before the host's now an `until` still means "now" (the Worker's clock is another's) */
+const NOW_SLACK_MS = 60_000;
 const lockKey = (pod: string) => `log-history:${pod}`;
 const gzipAsync = promisify(gzip);
 

@@ -140,6 +140,11 @@ function build(version: string): Command {
     .option("-n, --lines <n>", "the last N lines")
     .option("--source <source>", "one source only: app, web, error or build")
     .option("--grep <re>", "only lines matching this PCRE2 expression (applied by the API)")
+    .option(
+      "--since <time>",
+      "read the kept history from this time: 2h, 7d, 2026-11-27 or 2026-11-27T12:00:00Z",
+    )
+    .option("--until <time>", "read the kept history up to this time (default: now), as --since")
     .option("-f, --follow", "keep printing new lines")
     .action(act(async () => (await import("./commands/logs")).logs));
 
