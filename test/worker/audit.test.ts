@@ -14,11 +14,11 @@ import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { ROUTE_ACTIONS, UNAUDITED_ROUTES } from "../../worker/services/audit/actions";
 import type { Caller } from "../../worker/services/auth/caller";
 import { FakeAgent, insertHost, insertPod } from "./support/agent";
-import { call, registerUser, type TestUser } from "./support/client";
+import { call, PASSWORD, registerUser, sessionCookie, type TestUser, uniqueEmail } from "./support/client";
 import { BASE, connect } from "./support/connectors";
 import { db } from "./support/db";
 import { documentedOperations } from "./support/openapi";
-import { teamFixture } from "./support/teams";
+import { invite, teamFixture } from "./support/teams";
 
 /**
  * The audit log (docs/audit.md): what each kind of change records (actor, credential, IP, target,
@@ -136,6 +136,54 @@ describe("what a change records", () => {
     expect(JSON.parse(setRow?.detail ?? "{}")).toEqual({ keys: ["DATABASE_URL", "MODE"] });
     expect(JSON.parse(unsetRow?.detail ?? "{}")).toEqual({ keys: ["MODE"] });
     expect(JSON.stringify([setRow, unsetRow])).not.toMatch(/VALUE-SECRET|VALUE-PLAIN/);
+  });
+
+  it("an invitation accepted signed out (the invitation page) records the account it made or signed in; a failed attempt records nothing", async () => {
+    const { owner, outsider, team } = await teamFixture({ outsider: true });
+    // a new account: registered, joined and signed in by the accept itself
+    const email = uniqueEmail("invitee");
+    const inv = await invite(owner, team.id, email);
+    const joined = await call(
+      "POST",
+      "/api/invitations/accept",
+      { token: inv.token, email, name: "Invitee", password: PASSWORD },
+      { ip: "198.51.100.23" },
+    );
+    expect(joined.status, JSON.stringify(joined.body)).toBe(200);
+    const [row] = await rowsOf(team.id, "invitation.accept");
+    const who = await call("GET", "/api/auth/user", undefined, { cookie: sessionCookie(joined) });
+    expect(row).toMatchObject({
+      teamId: team.id,
+      actorId: who.body.id,
+      actorEmail: email,
+      credential: "session",
+      ip: "198.51.100.23",
+      outcome: "ok",
+      status: 200,
+    });
+    // attacker: a wrong password for an existing account joins nothing and writes nothing into the
+    // team's log (a stranger cannot fill it from outside)
+    const second = await invite(owner, team.id, outsider.user.email);
+    const refused = await call("POST", "/api/invitations/accept", {
+      token: second.token,
+      email: outsider.user.email,
+      name: "Outsider",
+      password: "not the password at all",
+    });
+    expect(refused.status).toBe(401);
+    // the right one: an existing account signed in by the accept
+    const accepted = await call("POST", "/api/invitations/accept", {
+      token: second.token,
+      email: outsider.user.email,
+      name: "Outsider",
+      password: PASSWORD,
+    });
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    const rows = await rowsOf(team.id, "invitation.accept", 2);
+    expect(rows.map((r) => [r.actorId, r.outcome])).toEqual([
+      [who.body.id, "ok"],
+      [outsider.user.id, "ok"],
+    ]);
   });
 
   it("a failed change records its outcome and status", async () => {

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/app-env";
+import { auditDirectly } from "../../http/audit-trail";
 import { jsonBodyLimit } from "../../http/body-limit";
 import { ApiError, unwrap } from "../../http/errors";
 import { isTeamBound, optionalAuth, teamBoundRefusal } from "../../http/middleware";
@@ -15,6 +16,7 @@ import {
 } from "../../http/router";
 import { setSessionCookie } from "../../http/session-cookie";
 import type { Caller } from "../../services/auth/caller";
+import { resolveCredential } from "../../services/auth/credentials";
 import {
   acceptInvitationSignedIn,
   acceptInvitationSignedOut,
@@ -98,7 +100,13 @@ export const invitationsRouter = createRouter()
       const result = unwrap(await acceptInvitationSignedOut(ctx, { token, email, name, password }));
       await attempt.succeeded();
       if (result.registered) await attributeSignupFromCookie(c, ctx, result.registered);
-      if (result.session) setSessionCookie(c, result.session.token);
+      if (result.session) {
+        setSessionCookie(c, result.session.token);
+        // The audit trail records signed-in callers: here the caller is only known now, as the
+        // session just made. A failed signed-out attempt names nobody (the login limit covers it).
+        const joined = await resolveCredential(c.get("db"), c.env, result.session.token);
+        if (joined) auditDirectly(c, { ...joined.caller, teamId: result.team_id }, "invitation.accept", 200);
+      }
       return c.json({ status: result.status, team_id: result.team_id }, 200);
     },
   );
