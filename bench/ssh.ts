@@ -12,10 +12,10 @@
  *    OpenSSH ≥ 9) and `scp -O` (the legacy protocol: `scp -t` in the pod), beside `docker cp` of the same
  *    file to the same place, the file removed before each run (outside its timing). Throughput = size /
  *    wall time of the client command. Target (issue #17 item 4): scp and sftp ≥ 75% of docker cp (`scp`
- *    speaks SFTP to sftp-server). The scp rows use the client's default cipher, which for OpenSSH is
- *    aes128-ctr with hmac-sha2-256-etm (the client's order decides, whatever the server lists first;
- *    chacha20 is not offered). For context, not targets:
- *    - the same two uploads with `-c aes128-gcm@openssh.com` (no separate MAC);
+ *    speaks SFTP to sftp-server). The scp rows use the client's default list, with which the gateway
+ *    negotiates aes128-gcm@openssh.com (it offers only AES-GCM to a client that has it:
+ *    agent/ssh/client-offer.ts). For context, not targets:
+ *    - the same two uploads with `-c aes128-gcm@openssh.com` (the same cipher, asked for);
  *    - `docker exec -i <c> sh -c 'cat > file' < file`: the engine's exec stdin, the path every byte of
  *      an SSH session takes into the pod;
  *    - the same from this process through dockerode, the file in one write: that hop's floor on its own;
