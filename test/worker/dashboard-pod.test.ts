@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
+import { FAIR_SHARE_LIMITS, fairShareLimiter, podCap } from "../../worker/http/rate-limit";
 import { FakeAgent, insertHost, insertPod, type TestHost } from "./support/agent";
 import { page, signedIn } from "./support/dashboard";
 
@@ -204,10 +204,9 @@ describe("the Files tab", () => {
     const { user, host, pod } = await setup();
     const { agent } = await online(host, pod.name);
     const { perPod, windowMs } = FAIR_SHARE_LIMITS.files;
-    const limiter = env.RATE_LIMITER.get(
-      env.RATE_LIMITER.idFromName(`files:pod:${user.user.active_team_id}:${pod.name}`),
-    );
-    for (let i = 0; i < perPod; i++) await limiter.hit(perPod, windowMs);
+    const limiter = fairShareLimiter(env, "files", user.user.active_team_id);
+    for (let i = 0; i < perPod; i++)
+      await limiter.hitEach([{ key: podCap(pod.name), limit: perPod }], windowMs);
     const res = await page(`/app/pods/${pod.name}/files`, { session: user.session });
     expect(res.status).toBe(429);
     expect(res.text).toContain("too many files operations");

@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { FAIR_SHARE_LIMITS, RATE_LIMITS } from "../../worker/http/rate-limit";
+import { FAIR_SHARE_LIMITS, fairShareLimiter, podCap, RATE_LIMITS } from "../../worker/http/rate-limit";
 import { call, freshIp, registerUser } from "./support/client";
 import { BASE, connect, raw } from "./support/connectors";
 import { insertPod } from "./support/db";
@@ -252,10 +252,9 @@ describe("the MCP server", () => {
     const [pod] = (await call("GET", "/api/pods", undefined, { token: u.token })).body.pods;
     expect(pod.id).toBe(podId);
     const { perPod, windowMs } = FAIR_SHARE_LIMITS.backup;
-    const limiter = env.RATE_LIMITER.get(
-      env.RATE_LIMITER.idFromName(`backup:pod:${u.user.active_team_id}:${pod.name}`),
-    );
-    for (let i = 0; i < perPod; i++) await limiter.hit(perPod, windowMs);
+    const limiter = fairShareLimiter(env, "backup", u.user.active_team_id);
+    for (let i = 0; i < perPod; i++)
+      await limiter.hitEach([{ key: podCap(pod.name), limit: perPod }], windowMs);
     const c = await connect(u);
     const client = await mcpClient(c.accessToken);
     const refused = await client.callTool({ name: "create_backup", arguments: { name: pod.name } });

@@ -125,6 +125,12 @@ export function fairShareLimit(kind: keyof typeof FAIR_SHARE_LIMITS): Middleware
   };
 }
 
+/** One object per team and kind holds the team's count and its pods' (`podCap`): one round trip for both. */
+export const fairShareLimiter = (env: Bindings, kind: keyof typeof FAIR_SHARE_LIMITS, teamId: string) =>
+  env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`fair:${kind}:${teamId}`));
+/** a pod's count in its team's fair-share object */
+export const podCap = (pod: string) => `pod:${pod}`;
+
 /** fairShareLimit's count, for callers that name the pod otherwise than in the path (the MCP tools). */
 export async function enforceFairShare(
   env: Bindings,
@@ -136,12 +142,10 @@ export async function enforceFairShare(
   const window = `${windowMs / 60_000} minute(s)`;
   // the pod's cap first: a request it refuses is not counted on the team's
   const caps = [
-    ...(pod ? [{ key: `pod:${pod}`, limit: perPod, scope: "per pod" }] : []),
+    ...(pod ? [{ key: podCap(pod), limit: perPod, scope: "per pod" }] : []),
     { key: "team", limit: perTeam, scope: "per team" },
   ];
-  // One object per team and kind holds the team's count and its pods': one round trip for both.
-  const limiter = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`fair:${kind}:${teamId}`));
-  const decision = await limiter.hitEach(
+  const decision = await fairShareLimiter(env, kind, teamId).hitEach(
     caps.map(({ key, limit }) => ({ key, limit })),
     windowMs,
   );
