@@ -2,6 +2,8 @@
  * The host agent: dials the control plane, runs its commands against the local Docker engine and
  * nginx, and reports what it sees. Run with PODHOST_API_URL and PODHOST_AGENT_TOKEN (`npm run agent`).
  */
+
+import { edgeSecretFromToken } from "../shared/edge-proof";
 import { PROTOCOL_VERSION } from "../shared/protocol";
 import { removeBackupLeftovers } from "./backups/stopped-pod";
 import { createBackupStore } from "./backups/store";
@@ -46,7 +48,9 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   // What the host fetches for others (git lookups and deploy caches, coding agents) under its own limit.
   config.cacheDir = await prepareHostCache(config);
   const docker = createDockerClient(config.dockerSocket);
-  const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, log });
+  // the edge's proof (docs/edge.md): its secret is derived from the token, so a rotation rotates it
+  const edgeSecret = await edgeSecretFromToken(config.agentToken);
+  const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, edgeSecret, log });
   // SSH is one feature of the pods, not a reason to leave them unmanaged: without it the agent runs on.
   // Its pods' listeners open with the start's other checks (`startup`), before the hello.
   const ssh = await createSshGateway({

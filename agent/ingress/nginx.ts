@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import { chown, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { isCustomDomain } from "../../shared/protocol/domains";
 import { FeedbackVhost } from "../../shared/protocol/feedback";
@@ -15,6 +16,8 @@ export interface IngressOptions {
   stateDir: string;
   /** `ip:port` the ingress listens on */
   listen: string;
+  /** the edge's secret for this host (shared/edge-proof.ts `edgeSecretFromToken`): its front server lets only proven requests in */
+  edgeSecret: string;
   log: Logger;
   nginxBin?: string;
 }
@@ -44,6 +47,8 @@ interface PendingVhost {
 export class Ingress {
   readonly dir: string;
   readonly confPath: string;
+  /** where the pods' vhosts listen, behind the front server (renderMainConfig) */
+  readonly podsSocket: string;
   private readonly bin: string;
   private readonly log: Logger;
   private queue: Promise<unknown> = Promise.resolve();
@@ -57,6 +62,7 @@ export class Ingress {
     this.dir = join(opts.stateDir, "nginx");
     this.confPath = join(this.dir, "nginx.conf");
     this.bin = opts.nginxBin ?? "nginx";
+    this.podsSocket = podsSocketPath(this.dir);
     this.log = opts.log.child({ component: "ingress" });
   }
 
@@ -112,9 +118,21 @@ export class Ingress {
       ]);
       // Workers run as nobody and buffer large bodies into the temp dirs.
       if (user) await Promise.all(temp.map((d) => chown(join(this.dir, "tmp", d), user.uid, user.gid)));
-      await writeAtomic(this.confPath, renderMainConfig({ dir: this.dir, listen: this.opts.listen, user }));
-      await this.nginx("-t", "-q");
+      await mkdir(dirname(this.podsSocket), { recursive: true, mode: 0o755 });
+      await writeAtomic(
+        this.confPath,
+        renderMainConfig({
+          dir: this.dir,
+          listen: this.opts.listen,
+          podsSocket: this.podsSocket,
+          edgeSecret: this.opts.edgeSecret,
+          user,
+        }),
+      );
       const pid = await this.masterPid();
+      // a master that died without its goodbye leaves the socket file behind: binding it would fail
+      if (!pid) await rm(this.podsSocket, { force: true });
+      await this.nginx("-t", "-q");
       if (pid) {
         this.log.info("reusing running nginx master", { pid });
         // what `nginx -s reload` sends, without another process parsing every vhost again (the
@@ -144,7 +162,7 @@ export class Ingress {
   async upsert(v: VhostSpec): Promise<void> {
     const custom = await this.customDomains(v.pod);
     const feedback = await this.feedback(v.pod);
-    const text = renderVhost(this.opts.listen, {
+    const text = renderVhost(`unix:${this.podsSocket}`, {
       ...v,
       domains: [...new Set([...v.domains, ...custom])],
       ...(feedback ? { feedback } : {}),
@@ -395,4 +413,14 @@ async function workerUser(): Promise<{ name: string; group: string; uid: number;
   const uid = Number(user.split(":")[2]);
   const gid = Number(grp.split(":")[2]);
   return { name: "nobody", group: grp.split(":")[0] ?? "nogroup", uid, gid };
+}
+
+/**
+ * The pods' socket: the front server's workers (nobody, when the master runs as root) connect to it,
+ * and a state dir is often private (0700), so as root it lives in /run, named for the ingress's dir.
+ */
+function podsSocketPath(dir: string): string {
+  if (process.getuid?.() !== 0) return join(dir, "run", "pods.sock");
+  const key = createHash("sha256").update(dir).digest("hex").slice(0, 16);
+  return join("/run/podhost-ingress", `${key}.sock`);
 }

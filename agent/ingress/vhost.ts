@@ -107,10 +107,13 @@ ${feedback.server}  location / {
     proxy_pass http://podhost_${v.podId};
     proxy_http_version 1.1;
     proxy_set_header Host $host;
-    proxy_set_header X-Real-IP $remote_addr;
-    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-    proxy_set_header X-Forwarded-Proto $podhost_forwarded_proto;
+    # the visitor's address and scheme as the edge signed them (the front server let nothing else in)
+    proxy_set_header X-Real-IP $http_x_podhost_client_ip;
+    proxy_set_header X-Forwarded-For $http_x_podhost_client_ip;
+    proxy_set_header CF-Connecting-IP $http_x_podhost_client_ip;
+    proxy_set_header X-Forwarded-Proto $http_x_forwarded_proto;
     proxy_set_header X-Forwarded-Host $host;
+    proxy_set_header X-Podhost-Client-Ip "";
     proxy_set_header Upgrade $http_upgrade;
     proxy_set_header Connection $podhost_connection_upgrade;
     # only a refused or broken connection tries the standby; a slow app still answers 504
@@ -118,7 +121,13 @@ ${feedback.server}  location / {
     proxy_connect_timeout 5s;
     proxy_read_timeout 300s;
     proxy_send_timeout 300s;
+    # the app not answering: marked, so the edge answers its own page instead of nginx's
+    error_page 502 504 = @podhost_unavailable;
 ${feedback.location}  }
+  location @podhost_unavailable {
+    add_header X-Podhost-Ingress unavailable always;
+    return 502;
+  }
 }
 `;
 }
@@ -127,12 +136,18 @@ export interface MainConfigSpec {
   /** absolute, = nginx's -p prefix */
   dir: string;
   listen: string;
+  /** the pods' vhosts listen on this unix socket (absolute path), reached only through the front server */
+  podsSocket: string;
+  /** the edge's secret for this host (shared/edge-proof.ts): lowercase hex */
+  edgeSecret: string;
   /** `user` directive when the master runs as root */
   user?: { name: string; group: string };
 }
 
 /** The ingress's own nginx.conf: nothing from the system nginx is used (no /etc/nginx/sites-enabled). */
 export function renderMainConfig(c: MainConfigSpec): string {
+  if (!/^[0-9a-f]{64}$/.test(c.edgeSecret)) throw new Error("ingress: the edge secret must be 64 hex digits");
+  if (!/^\/[A-Za-z0-9._/-]+$/.test(c.podsSocket)) throw new Error("ingress: invalid pods socket path");
   return `# podhost-agent ingress, rewritten at every agent start.
 ${c.user ? `user ${c.user.name} ${c.user.group};\n` : ""}worker_processes auto;
 pid ${c.dir}/nginx.pid;
@@ -161,10 +176,36 @@ http {
   server_names_hash_bucket_size 128;
   server_names_hash_max_size 65536;
   map $http_upgrade $podhost_connection_upgrade { default upgrade; "" ""; }
-  # TLS ends at the edge in front of the host: keep its X-Forwarded-Proto.
-  map $http_x_forwarded_proto $podhost_forwarded_proto { default $http_x_forwarded_proto; "" $scheme; }
+  # The front door: only requests that carry the edge's proof (shared/edge-proof.ts, docs/edge.md)
+  # get in, and go on to the pod whose vhost names the visitor's host name, which the edge sends
+  # in X-Podhost-Host (a Worker cannot set Host). Anything else is 403 here: nobody reaches a pod by
+  # going around the edge, and the forwarded-address headers the pods see are only the edge's.
   server {
     listen ${c.listen} default_server;
+    server_name _;
+    default_type text/plain;
+    client_max_body_size 0;
+    secure_link $http_x_podhost_edge_proof,$http_x_podhost_edge_expires;
+    secure_link_md5 "$secure_link_expires|$request_method|$http_x_podhost_host|$request_uri|$http_x_podhost_client_ip|$http_x_forwarded_proto|${c.edgeSecret}";
+    location / {
+      if ($secure_link != "1") {
+        add_header X-Podhost-Ingress forbidden always;
+        return 403 "only the edge may ask this host\\n";
+      }
+      proxy_pass http://unix:${c.podsSocket};
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_x_podhost_host;
+      proxy_set_header X-Podhost-Edge-Proof "";
+      proxy_set_header X-Podhost-Edge-Expires "";
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $podhost_connection_upgrade;
+      proxy_buffering off;
+      proxy_read_timeout 300s;
+      proxy_send_timeout 300s;
+    }
+  }
+  server {
+    listen unix:${c.podsSocket} default_server;
     server_name _;
     add_header X-Podhost-Ingress default always;
     default_type text/plain;

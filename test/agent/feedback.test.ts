@@ -7,7 +7,8 @@ import { podNames } from "../../agent/docker/naming";
 import { buildTar } from "../../agent/docker/tar";
 import type { Logger } from "../../agent/logger";
 import type { FeedbackVhost } from "../../shared/protocol/feedback";
-import { type Agent, podSpec, startAgent, until } from "./helpers";
+import { edgeHeaders } from "../support/edge";
+import { type Agent, podSpec, startAgent, TEST_EDGE_SECRET, until } from "./helpers";
 
 /**
  * The feedback widget on the host (docs/feedback.md): `pod.feedback.set` against a real PHP pod
@@ -46,7 +47,11 @@ interface Page {
 /** GET through the ingress as a browser would: gzip accepted, an optional cookie. */
 function browse(path = "/", cookie?: string): Promise<Page> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { host: web.domain, "accept-encoding": "gzip, deflate" };
+    const headers: Record<string, string> = {
+      host: web.domain,
+      "accept-encoding": "gzip, deflate",
+      ...edgeHeaders(TEST_EDGE_SECRET, { host: web.domain, path }),
+    };
     if (cookie) headers.cookie = cookie;
     const req = request({ host: "127.0.0.1", port: agent.port, path, headers, timeout: 5000 }, (res) => {
       const chunks: Buffer[] = [];

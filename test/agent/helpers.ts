@@ -15,6 +15,7 @@ import { Ingress } from "../../agent/ingress/nginx";
 import { createLogger } from "../../agent/logger";
 import { type SshGateway, startSshGateway } from "../../agent/ssh/gateway";
 import { type OpParams, PodSpec } from "../../shared/protocol";
+import { edgeGet } from "../support/edge";
 import { removePodDisks, testPodDisk } from "../support/pod-disk";
 
 export const DOCKER_SOCKET = "/var/run/docker.sock";
@@ -64,7 +65,7 @@ export async function startAgent(
   config.cacheDir = await prepareHostCache(config);
   const log = createLogger({ test: prefix }, true);
   const docker = createDockerClient(config.dockerSocket);
-  const ingress = new Ingress({ stateDir, listen: config.ingressListen, log });
+  const ingress = new Ingress({ stateDir, listen: config.ingressListen, edgeSecret: TEST_EDGE_SECRET, log });
   await ingress.start();
   const gateway = opts.ssh
     ? await startSshGateway({
@@ -126,7 +127,14 @@ export function podSpec(name: string, over: Partial<OpParams<"pod.create">> = {}
   });
 }
 
-export { type HttpResult, httpGet } from "../support/http";
+export type { HttpResult } from "../support/http";
+
+/** the edge secret every agent test's ingress is given (an agent's own is derived from its token) */
+export const TEST_EDGE_SECRET = "7e57".repeat(16);
+
+/** GET through the test ingress on `port` as the edge would ask it (signed, test/support/edge.ts) */
+export const httpGet = (port: number, host: string, path = "/") =>
+  edgeGet(port, host, path, TEST_EDGE_SECRET);
 
 /** Poll `fn` until it returns a truthy value (or `timeoutMs` passes, then the last result/throw). */
 export async function until<T>(fn: () => Promise<T>, timeoutMs = 10_000, stepMs = 100): Promise<T> {

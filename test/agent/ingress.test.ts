@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ingress } from "../../agent/ingress/nginx";
 import { renderVhost, STANDBY_PORT } from "../../agent/ingress/vhost";
 import { createLogger } from "../../agent/logger";
-import { freePort, httpGet, until } from "./helpers";
+import { edgeHeaders } from "../support/edge";
+import { freePort, httpGet, TEST_EDGE_SECRET, until } from "./helpers";
 
 /** The agent's own nginx, without pods: an upstream that is this test's own HTTP server. */
 
@@ -20,7 +21,7 @@ let ingress: Ingress;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "podhost-ingress-test-"));
   port = await freePort();
-  ingress = new Ingress({ stateDir: dir, listen: `127.0.0.1:${port}`, log });
+  ingress = new Ingress({ stateDir: dir, listen: `127.0.0.1:${port}`, edgeSecret: TEST_EDGE_SECRET, log });
   await ingress.start();
 });
 
@@ -37,6 +38,13 @@ const vhost = (pod: string, ip = "127.0.0.1", p = 9) => ({
   port: p,
 });
 
+/** curl's `-H` arguments of the edge's proof for `/` of `host` */
+const signedCurlHeaders = (method: string, host: string) =>
+  Object.entries(edgeHeaders(TEST_EDGE_SECRET, { method, host, path: "/" })).flatMap(([k, v]) => [
+    "-H",
+    `${k}: ${v}`,
+  ]);
+
 describe("Ingress", () => {
   it("answers unknown hosts with 404 from the default server", async () => {
     const res = await httpGet(port, "unknown.pods.test");
@@ -46,10 +54,10 @@ describe("Ingress", () => {
 
   it("routes a domain once its vhost is rendered, and stops routing it once removed", async () => {
     await ingress.upsert(vhost("alpha"));
-    // nothing listens on :9, so nginx's own 502 proves the vhost (not the default server) answered
+    // nothing listens on :9: the vhost's own mark on nginx's 502 proves it (not the default server) answered
     const res = await httpGet(port, "alpha.pods.test");
     expect(res.status).toBe(502);
-    expect(res.headers["x-podhost-ingress"]).toBeUndefined();
+    expect(res.headers["x-podhost-ingress"]).toBe("unavailable");
     await ingress.remove("alpha");
     expect((await httpGet(port, "alpha.pods.test")).status).toBe(404);
     await ingress.remove("alpha"); // absent is fine
@@ -58,7 +66,12 @@ describe("Ingress", () => {
   it("reuses a running master: a second agent start does not start another nginx", async () => {
     const pid = await ingress.masterPid();
     expect(pid).toBeGreaterThan(0);
-    const again = new Ingress({ stateDir: dir, listen: `127.0.0.1:${port}`, log });
+    const again = new Ingress({
+      stateDir: dir,
+      listen: `127.0.0.1:${port}`,
+      edgeSecret: TEST_EDGE_SECRET,
+      log,
+    });
     await again.start();
     expect(await again.masterPid()).toBe(pid);
   });
@@ -182,6 +195,7 @@ describe("Ingress", () => {
         "8M",
         "-H",
         "Host: big.pods.test",
+        ...signedCurlHeaders("GET", "big.pods.test"),
         `http://127.0.0.1:${port}/`,
       ]);
       expect(stdout).toBe(`200 ${size}`);
@@ -217,6 +231,7 @@ describe("Ingress", () => {
         `@${file}`,
         "-H",
         "Host: upload.pods.test",
+        ...signedCurlHeaders("POST", "upload.pods.test"),
         `http://127.0.0.1:${port}/`,
       ]);
       expect(stdout).toBe(`${size} 200`);
@@ -282,5 +297,83 @@ describe("Ingress", () => {
     expect(() => renderVhost(listen, { ...vhost("x"), domains: ["a.test\n"] })).toThrow();
     expect(() => renderVhost(listen, { ...vhost("x"), ip: "1.2.3.4;" })).toThrow();
     expect(() => renderVhost(listen, { ...vhost("x"), podId: "p\n}" })).toThrow();
+  });
+});
+
+describe("Ingress: only the edge gets in (docs/edge.md)", () => {
+  /** raw GET to the ingress with exactly these headers */
+  const raw = (headers: Record<string, string>, path = "/") =>
+    new Promise<{ status: number; body: string; headers: Record<string, unknown> }>((resolve, reject) => {
+      const req = httpRequest({ host: "127.0.0.1", port, path, headers, timeout: 5000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString(),
+            headers: res.headers,
+          }),
+        );
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  let echo: ReturnType<typeof createServer>;
+  const host = "echo.pods.test";
+
+  beforeAll(async () => {
+    // the app: answers with the headers it was given
+    echo = createServer((req, res) => res.end(JSON.stringify(req.headers)));
+    const echoPort = await freePort();
+    await new Promise<void>((resolve) => echo.listen(echoPort, "127.0.0.1", resolve));
+    await ingress.upsert(vhost("echo", "127.0.0.1", echoPort));
+  });
+  afterAll(async () => {
+    await ingress.remove("echo");
+    echo.close();
+  });
+
+  it("serves a request with the edge's proof, and the app sees the visitor's address the edge signed", async () => {
+    const res = await raw({
+      host: "10.0.0.1",
+      // a visitor's own forwarded headers, which the edge passes on and the ingress must not believe
+      "x-forwarded-for": "6.6.6.6",
+      "cf-connecting-ip": "6.6.6.6",
+      "x-real-ip": "6.6.6.6",
+      ...edgeHeaders(TEST_EDGE_SECRET, { host, path: "/", client: "203.0.113.9", proto: "https" }),
+    });
+    expect(res.status).toBe(200);
+    const seen = JSON.parse(res.body) as Record<string, string | undefined>;
+    expect(seen.host).toBe(host);
+    expect(seen["x-forwarded-for"]).toBe("203.0.113.9");
+    expect(seen["cf-connecting-ip"]).toBe("203.0.113.9");
+    expect(seen["x-real-ip"]).toBe("203.0.113.9");
+    expect(seen["x-forwarded-proto"]).toBe("https");
+    // the proof does not reach the app, so the app cannot replay it
+    expect(seen["x-podhost-edge-proof"]).toBeUndefined();
+    expect(seen["x-podhost-client-ip"]).toBeUndefined();
+  });
+
+  it("refuses with 403 a request without a proof, even for a host it serves", async () => {
+    const res = await raw({ host });
+    expect(res.status).toBe(403);
+    expect(res.headers["x-podhost-ingress"]).toBe("forbidden");
+    expect((await raw({ host, "x-podhost-host": host })).status).toBe(403);
+  });
+
+  it("refuses a proof under another secret, an expired one, and one moved to another host, path or address", async () => {
+    const signed = (over: { path?: string }, secret = TEST_EDGE_SECRET) =>
+      edgeHeaders(secret, { host, path: "/", client: "203.0.113.9", ...over });
+    expect((await raw(signed({}, "0".repeat(64)))).status).toBe(403);
+    const good = signed({});
+    expect((await raw({ ...good, "x-podhost-host": "alpha.pods.test" })).status).toBe(403);
+    expect((await raw(good, "/admin")).status).toBe(403);
+    expect((await raw({ ...good, "x-podhost-client-ip": "6.6.6.6" })).status).toBe(403);
+    expect((await raw({ ...good, "x-forwarded-proto": "https" })).status).toBe(403);
+    expect(
+      (await raw({ ...good, "x-podhost-edge-expires": String(Math.floor(Date.now() / 1000) - 5) })).status,
+    ).toBe(403);
+    // the same proof, unchanged, is fine: what failed above was the change
+    expect((await raw(good)).status).toBe(200);
   });
 });
