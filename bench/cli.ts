@@ -216,7 +216,7 @@ async function main() {
       const serves = async (pod: string, want: string, timeoutMs = 120_000) => {
         const deadline = performance.now() + timeoutMs;
         for (;;) {
-          const r = await httpGet(stack.ingressPort, `${pod}.pods.localhost`, "/").catch(() => undefined);
+          const r = await httpGet(stack.edgePort, `${pod}.pods.localhost`, "/").catch(() => undefined);
           if (r?.status === 200 && r.body.includes(want)) return;
           if (performance.now() > deadline) throw new Error(`${pod} did not serve ${want}`);
           await new Promise((res) => setTimeout(res, 20));

@@ -49,7 +49,7 @@ async function servedWithin(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const r = await httpGet(stack.ingressPort, `${name}.pods.localhost`).catch(() => ({
+    const r = await httpGet(stack.edgePort, `${name}.pods.localhost`).catch(() => ({
       status: 0,
       body: "",
     }));

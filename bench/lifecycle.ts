@@ -39,7 +39,9 @@
  * Variants take turns inside each repetition (in rotating order), so drift on a busy machine spreads over
  * all of them. Everything is removed at the end, also on failure or Ctrl-C.
  */
+
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
@@ -412,7 +414,7 @@ const pageAnswers = (stack: Stack, name: string, intervalMs: number) =>
   until(
     `${name}'s page`,
     async () => {
-      const page = await httpGet(stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(() => null);
+      const page = await httpGet(stack.edgePort, `${name}.${POD_DOMAIN}`).catch(() => null);
       return page?.status === 200;
     },
     intervalMs,
@@ -538,7 +540,13 @@ function printPing({ rows }: PingResult) {
 async function measureVhostUpserts(many: number, reps: number) {
   const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-bench-ingress-"));
   const listen = `127.0.0.1:${await freePort()}`;
-  const ingress = new Ingress({ stateDir, listen, log: createLogger({}, true) });
+  // a secret of its own: the bench measures the config's reload, not a request through it
+  const ingress = new Ingress({
+    stateDir,
+    listen,
+    edgeSecret: randomBytes(32).toString("hex"),
+    log: createLogger({}, true),
+  });
   const spec = { pod: "bench", podId: "pod_bench", domains: [`bench.${POD_DOMAIN}`], ip: "10.254.0.2" };
   const timed = async () => {
     const out: number[] = [];
@@ -556,7 +564,7 @@ async function measureVhostUpserts(many: number, reps: number) {
     for (let i = 1; i < many; i++) {
       const pod = `other-${i}`;
       const ip = `10.254.${1 + Math.floor(i / 250)}.${(i % 250) + 2}`;
-      const text = renderVhost(listen, {
+      const text = renderVhost(`unix:${ingress.podsSocket}`, {
         pod,
         podId: `pod_${i}`,
         domains: [`${pod}.${POD_DOMAIN}`],
@@ -789,7 +797,7 @@ async function diagnose(b: Bench, name: string): Promise<string> {
     .inspect()
     .then((i) => JSON.stringify(i.State), String);
   const vhost = path.join(b.stack.agentEnv.PODHOST_STATE_DIR ?? "", "nginx", "vhosts", `${name}.conf`);
-  const page = await httpGet(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(String);
+  const page = await httpGet(b.stack.edgePort, `${name}.${POD_DOMAIN}`).catch(String);
   const log = b.stack.agent.output
     .join("")
     .split("\n")
@@ -892,7 +900,7 @@ async function fillPhase(b: Bench, idle: { connected: Memory; beforePods: Memory
 async function waitUp(b: Bench, name: string): Promise<string | undefined> {
   const deadline = now() + 120_000;
   for (let i = 0; now() < deadline; i++) {
-    const page = await httpGet(b.stack.ingressPort, `${name}.${POD_DOMAIN}`).catch(() => null);
+    const page = await httpGet(b.stack.edgePort, `${name}.${POD_DOMAIN}`).catch(() => null);
     if (page?.status === 200) return undefined;
     if (i % 20 === 19 && (await b.api.get(`/api/pods/${name}`)).body?.status === "error") {
       const events = await b.api.get(`/api/pods/${name}/events?type=error`);

@@ -2,7 +2,11 @@
  * Registers a container host and prints its agent token once.
  *
  *   npm run host:add -- --name h1 --region eu-central --ssh-host h1.example.com \
- *     --ssh-ports 2200-2999 --cpu 16 --memory-mb 65536 --disk-gb 500 [--rotate] [--remote]
+ *     --ssh-ports 2200-2999 --cpu 16 --memory-mb 65536 --disk-gb 500 \
+ *     --ingress-origin https://h1-ingress.example.net [--rotate] [--remote]
+ *
+ * --ingress-origin: where the edge router reaches this host's ingress (docs/edge.md), its tunnel or
+ * public address; without it the host's pods answer 503 through the edge.
  */
 import { parseArgs } from "node:util";
 import { DEFAULT_REGION } from "../shared/catalog";
@@ -17,6 +21,7 @@ const { values } = parseArgs({
     cpu: { type: "string", default: "16" },
     "memory-mb": { type: "string", default: "32768" },
     "disk-gb": { type: "string", default: "500" },
+    "ingress-origin": { type: "string" },
     rotate: { type: "boolean", default: false },
     remote: { type: "boolean", default: false },
     "persist-to": { type: "string" },
@@ -41,6 +46,7 @@ try {
       cpu: Number(values.cpu),
       memoryMb: Number(values["memory-mb"]),
       diskGb: Number(values["disk-gb"]),
+      ...(values["ingress-origin"] ? { ingressOrigin: values["ingress-origin"] } : {}),
     },
     { rotate: values.rotate, remote: values.remote, persistTo: values["persist-to"] },
   );

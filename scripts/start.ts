@@ -140,6 +140,8 @@ const host = await registerHost(
     cpu: 64,
     memoryMb: 131072,
     diskGb: 1000,
+    // the edge router (docs/edge.md) reaches this host's ingress here
+    ingressOrigin: `http://${INGRESS_HOST === "0.0.0.0" ? "127.0.0.1" : INGRESS_HOST}:${INGRESS_PORT}`,
   },
   { rotate: true },
 );
@@ -198,8 +200,8 @@ const workerArgs = [
   "ALLOW_IMPORT_LOOPBACK:true",
   // alert webhooks may reach a receiver on this machine (docs/alerts.md)
   "ALLOW_ALERT_LOOPBACK:true",
-  // the dashboard's links to pods: locally they answer on the ingress's port
-  `POD_PUBLIC_PORT:${INGRESS_PORT}`,
+  // the dashboard's links to pods: locally they answer through the edge, on the Worker's port
+  `POD_PUBLIC_PORT:${API_PORT}`,
 ];
 supervise(
   spawnGroup("the Worker (wrangler dev)", path.join(ROOT, "node_modules", ".bin", "wrangler"), workerArgs, {
@@ -211,7 +213,7 @@ supervise(
 );
 await waitForHealth(API_URL, 60_000).catch((error: Error) => stopAll(1, error.message));
 
-step(`Starting the agent (ingress on http://<pod>.pods.localhost:${INGRESS_PORT})`);
+step(`Starting the agent (its ingress on ${INGRESS}, which answers only the edge)`);
 mkdirSync(STATE_DIR, { recursive: true });
 // The agent runs compiled (dist/agent/main.js), as in production; rebuilt here when its sources changed.
 await buildAgent();
@@ -240,5 +242,5 @@ await waitForPlaceable(API_URL, host.token);
 console.log(`
 Ready. Open the dashboard: http://localhost:${API_PORT}/app
 The API is at http://localhost:${API_PORT} (reference: http://localhost:${API_PORT}/docs).
-Pods answer at http://<name>.pods.localhost:${INGRESS_PORT} — see README "Your first pod".
+Pods answer through the edge at http://<name>.pods.localhost:${API_PORT} — see README "Your first pod".
 `);

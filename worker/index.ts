@@ -1,4 +1,5 @@
 import { createApp } from "./app";
+import { routeToPod } from "./edge";
 import type { Bindings } from "./env";
 import { runScheduledJobs } from "./scheduled";
 
@@ -19,6 +20,8 @@ export { PodServiceWorkflow } from "./workflows/pod-service";
 const app = createApp();
 
 export default {
-  fetch: app.fetch,
+  // a pod's host name goes to the edge router (docs/edge.md); every other name is the API's
+  fetch: async (request: Request, env: Bindings, ctx: ExecutionContext) =>
+    (await routeToPod(request, env)) ?? app.fetch(request, env, ctx),
   scheduled: (controller, env, ctx) => ctx.waitUntil(runScheduledJobs(env, controller.scheduledTime)),
 } satisfies ExportedHandler<Bindings>;

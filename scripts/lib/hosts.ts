@@ -13,6 +13,26 @@ export interface HostRegistration {
   cpu: number;
   memoryMb: number;
   diskGb: number;
+  /**
+   * Where the edge reaches the host's ingress (docs/edge.md): `http(s)://host[:port]`, no path; in
+   * production its tunnel or public address, locally `http://127.0.0.1:<ingress port>`
+   */
+  ingressOrigin?: string;
+}
+
+/** An ingress origin as the edge uses it (scheme, host, port), or an error naming what is wrong. */
+export function parseIngressOrigin(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`ingress origin ${JSON.stringify(text)} is not a URL (e.g. http://127.0.0.1:8080)`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new Error("the ingress origin must be http:// or https://");
+  if (url.pathname !== "/" || url.search || url.hash || url.username || url.password)
+    throw new Error("the ingress origin is scheme, host and port only (no path, query or credentials)");
+  return url.origin;
 }
 
 /** A new agent token (`hat_…`) and the SHA-256 hex the Worker checks it against; only the hash is stored. */
@@ -35,6 +55,7 @@ export async function registerHost(
   if (!(host.sshPortMin > 0 && host.sshPortMax >= host.sshPortMin && host.sshPortMax < 65536)) {
     throw new Error("the SSH port range must be within 1-65535, min ≤ max");
   }
+  const origin = host.ingressOrigin === undefined ? null : parseIngressOrigin(host.ingressOrigin);
   const { token, hash } = issueAgentToken();
   const existing = await d1Execute<{ id: string }>(
     `SELECT id FROM hosts WHERE name = ${sqlText(host.name)}`,
@@ -47,16 +68,18 @@ export async function registerHost(
     await d1Execute(
       `UPDATE hosts SET agent_token_hash = ${sqlText(hash)}, region = ${sqlText(host.region)}, ssh_host = ${sqlText(host.sshHost)},
         ssh_port_min = ${host.sshPortMin}, ssh_port_max = ${host.sshPortMax}, cpu = ${host.cpu},
-        memory_mb = ${host.memoryMb}, disk_gb = ${host.diskGb} WHERE id = ${sqlText(found.id)}`,
+        memory_mb = ${host.memoryMb}, disk_gb = ${host.diskGb}${origin === null ? "" : `, ingress_origin = ${sqlText(origin)}`}
+        WHERE id = ${sqlText(found.id)}`,
       options,
     );
     return { hostId: found.id, token, created: false };
   }
   const id = newId("host");
   await d1Execute(
-    `INSERT INTO hosts (id, name, region, ssh_host, ssh_port_min, ssh_port_max, cpu, memory_mb, disk_gb, agent_token_hash, created_at)
+    `INSERT INTO hosts (id, name, region, ssh_host, ssh_port_min, ssh_port_max, cpu, memory_mb, disk_gb, agent_token_hash, ingress_origin, created_at)
      VALUES (${sqlText(id)}, ${sqlText(host.name)}, ${sqlText(host.region)}, ${sqlText(host.sshHost)}, ${host.sshPortMin},
-       ${host.sshPortMax}, ${host.cpu}, ${host.memoryMb}, ${host.diskGb}, ${sqlText(hash)}, ${sqlText(new Date().toISOString())})`,
+       ${host.sshPortMax}, ${host.cpu}, ${host.memoryMb}, ${host.diskGb}, ${sqlText(hash)},
+       ${origin === null ? "NULL" : sqlText(origin)}, ${sqlText(new Date().toISOString())})`,
     options,
   );
   return { hostId: id, token, created: true };

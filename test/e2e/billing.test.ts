@@ -74,7 +74,7 @@ describe("billing: a suspended team's pods stop on their host and start again on
     const created = await user.api.post("/api/pods", { name, preset: "static" });
     expect(created.status, JSON.stringify(created.body)).toBe(202);
     await waitForPodStatus(user.api, name, "running");
-    expect((await httpGet(stack.ingressPort, `${name}.pods.localhost`)).status).toBe(200);
+    expect((await httpGet(stack.edgePort, `${name}.pods.localhost`)).status).toBe(200);
 
     // the period's invoice, the first of next month: the card is declined, the team past_due
     const now = new Date();
@@ -92,7 +92,7 @@ describe("billing: a suspended team's pods stop on their host and start again on
     expect(await subscriptionStatus()).toBe("suspended");
     const info = await dockerInspect("container", container());
     expect(info.State.Running).toBe(false); // stopped, not removed: its files are kept
-    expect((await httpGet(stack.ingressPort, `${name}.pods.localhost`)).status).not.toBe(200);
+    expect((await httpGet(stack.edgePort, `${name}.pods.localhost`)).status).not.toBe(200);
     const events = (await user.api.get(`/api/pods/${name}/events`)).body;
     const types = (events.events ?? events).map((e: { type: string }) => e.type);
     expect(types).toContain("suspended");
@@ -125,7 +125,7 @@ describe("billing: a suspended team's pods stop on their host and start again on
     expect(back.body.status).toBe("running");
     expect((await dockerInspect("container", container())).State.Running).toBe(true);
     const page = await waitFor("the page to answer again", async () => {
-      const r = await httpGet(stack.ingressPort, `${name}.pods.localhost`);
+      const r = await httpGet(stack.edgePort, `${name}.pods.localhost`);
       return r.status === 200 ? r : undefined;
     });
     expect(page.body).toContain("podhost");

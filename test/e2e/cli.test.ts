@@ -73,7 +73,7 @@ describe("podhost CLI", () => {
     return JSON.parse(run.stdout);
   };
   const page = (pod: string) =>
-    httpGet(stack.ingressPort, `${pod}.pods.localhost`, "/").catch(() => ({ status: 0, body: "" }));
+    httpGet(stack.edgePort, `${pod}.pods.localhost`, "/").catch(() => ({ status: 0, body: "" }));
 
   beforeAll(async () => {
     bundle = await buildCli();
@@ -278,7 +278,7 @@ describe("podhost CLI", () => {
       const seen = await waitFor(
         "the request's line in the followed log",
         async () => {
-          await httpGet(stack.ingressPort, `${pod}.pods.localhost`, `/${marker}`).catch(() => undefined);
+          await httpGet(stack.edgePort, `${pod}.pods.localhost`, `/${marker}`).catch(() => undefined);
           return stdout.includes(marker) ? stdout : undefined;
         },
         60_000,
@@ -611,7 +611,7 @@ describe("podhost CLI", () => {
         await waitFor(
           "the app's own line in logs -f",
           async () => {
-            await httpGet(stack.ingressPort, `${pod}.pods.localhost`, `/${marker}`).catch(() => undefined);
+            await httpGet(stack.edgePort, `${pod}.pods.localhost`, `/${marker}`).catch(() => undefined);
             return out.includes(`app saw /${marker}`) ? true : undefined;
           },
           60_000,

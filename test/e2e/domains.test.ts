@@ -20,7 +20,7 @@ describe("custom domains end to end", () => {
   let stack: Stack;
   let api: ApiClient;
 
-  const page = (host: string) => httpGet(stack.ingressPort, host);
+  const page = (host: string) => httpGet(stack.edgePort, host);
   const servedWithin = async (host: string, status: number, timeoutMs = 20_000) => {
     const deadline = Date.now() + timeoutMs;
     let last = await page(host);

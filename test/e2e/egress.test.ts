@@ -113,7 +113,7 @@ describe("a pod's egress", () => {
 
   it("cannot reach another pod, which the host's ingress still reaches", async () => {
     await expectRefused(victimIp, 8080);
-    const page = await httpGet(stack.ingressPort, `${victim}.pods.localhost`);
+    const page = await httpGet(stack.edgePort, `${victim}.pods.localhost`);
     expect(page.status).toBe(200);
   });
 

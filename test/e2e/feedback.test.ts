@@ -24,12 +24,12 @@ describe("the feedback widget in a real browser", () => {
   const contexts: BrowserContext[] = [];
 
   /** the pod's address through the test's ingress (the pod domain is pods.localhost, loopback) */
-  const podUrl = (path = "/") => `http://${POD}.pods.localhost:${stack.ingressPort}${path}`;
+  const podUrl = (path = "/") => `http://${POD}.pods.localhost:${stack.edgePort}${path}`;
   /** share_url as a browser reaches it here: http and the ingress's port */
   const reachable = (shareUrl: string) => {
     const url = new URL(shareUrl);
     url.protocol = "http:";
-    url.port = String(stack.ingressPort);
+    url.port = String(stack.edgePort);
     return url.toString();
   };
 

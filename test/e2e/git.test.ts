@@ -80,7 +80,7 @@ describe("git deployments end to end", () => {
   };
 
   const page = (name: string) =>
-    httpGet(stack.ingressPort, `${name}.pods.localhost`).catch((e) => ({
+    httpGet(stack.edgePort, `${name}.pods.localhost`).catch((e) => ({
       status: 0,
       body: String(e),
     }));

@@ -141,7 +141,7 @@ describe("a hostile tenant", () => {
     const nina = await signUp(stack.api, "Nina");
     const neighbour = `nb-${stack.prefix.slice(-4)}`;
     await createRunningPods(nina.api, [[neighbour, "static"]]);
-    const probe = await startLatencyProbe(stack.ingressPort, `${neighbour}.pods.localhost`);
+    const probe = await startLatencyProbe(stack.edgePort, `${neighbour}.pods.localhost`);
     /** 300 calls, 8 at a time; the statuses, and when the load ran */
     const burst = async (post: () => Promise<{ status: number }>) => {
       const statuses: number[] = [];

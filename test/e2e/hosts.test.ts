@@ -78,7 +78,7 @@ describe("several hosts", () => {
     const pinned = await createRunning(`pinned-${tag()}`, { server_id: two.hostId });
     expect(pinned.server_name).toBe(two.name);
     expect((await hostOf(`pinned-${tag()}`))?.name).toBe(two.name);
-    const page = await httpGet(two.ingressPort, `pinned-${tag()}.pods.localhost`);
+    const page = await httpGet(stack.edgePort, `pinned-${tag()}.pods.localhost`);
     expect(page.status).toBe(200);
   });
 
@@ -115,7 +115,7 @@ describe("several hosts", () => {
       expect(res.body.server_name).toBe(two.name);
       await waitForPodStatus(alice.api, copy, "running");
       expect((await hostOf(copy))?.name).toBe(two.name);
-      const marker = await httpGet(two.ingressPort, `${copy}.pods.localhost`, "/marker.txt");
+      const marker = await httpGet(stack.edgePort, `${copy}.pods.localhost`, "/marker.txt");
       expect(marker.body.trim()).toBe("across-hosts");
       const check = await dockerExec(`${two.prefix}-${copy}`, ["sh", "-c", "sha256sum -c app/sum.txt"]);
       expect(check).toContain("OK");
@@ -179,6 +179,6 @@ describe("several hosts", () => {
     });
     expect(placed.body.server_name).toBe(three.name);
     await waitForPodStatus(alice.api, name, "running");
-    expect((await httpGet(port, `${name}.pods.localhost`)).status).toBe(200);
+    expect((await httpGet(stack.edgePort, `${name}.pods.localhost`)).status).toBe(200);
   });
 });

@@ -44,7 +44,7 @@ describe("imports end to end", () => {
   let browser: Browser;
 
   const host = (pod: string) => `${pod}.pods.localhost`;
-  const get = (pod: string, path = "/") => httpGet(stack.ingressPort, host(pod), path);
+  const get = (pod: string, path = "/") => httpGet(stack.edgePort, host(pod), path);
 
   /** Starts an import: 202 with the pod's name. */
   async function started(body: Record<string, unknown>): Promise<string> {
@@ -81,7 +81,7 @@ describe("imports end to end", () => {
     page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
     page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
     try {
-      await page.goto(`http://${host(pod)}:${stack.ingressPort}/`);
+      await page.goto(`http://${host(pod)}:${stack.edgePort}/`);
       const el = await page.waitForSelector(selector, { timeout: 60_000 }).catch((err: Error) => {
         // what the page itself said is what explains a selector that never showed
         throw new Error(`${err.message}\n${problems.join("\n") || "(no page errors)"}`);
@@ -149,7 +149,7 @@ describe("imports end to end", () => {
     expect((await get(svg, "/image.svg")).body).toBe(ARTIFACT_SOURCES.svg);
     expect((await get(php)).body).toBe("php says 42");
 
-    const origin = (pod: string) => `http://${host(pod)}:${stack.ingressPort}`;
+    const origin = (pod: string) => `http://${host(pod)}:${stack.edgePort}`;
     const reactPage = await rendered(react, "#count");
     expect(reactPage.text).toBe("count is 42 & rising");
     expect([...reactPage.origins]).toEqual([origin(react)]);
@@ -205,7 +205,7 @@ describe("imports end to end", () => {
     expect(index.body).toContain('href="site/about/index.html"');
     expect((await get(name, "/site/about/index.html")).body).toContain("About us");
     expect((await get(name, "/site/blog/post-1.html")).body).toContain('href="../about/index.html"');
-    expect(await getBytes(stack.ingressPort, host(name), "/site/logo.png")).toEqual(PIXEL_PNG);
+    expect(await getBytes(stack.edgePort, host(name), "/site/logo.png")).toEqual(PIXEL_PNG);
   }, 240_000);
 
   it("an assistant's artifact page is turned into a pod of its type", async () => {

@@ -35,7 +35,7 @@ describe("working inside a pod: exec, env, logs, preset, disk usage, Node versio
     waitFor(
       "the app to answer as expected",
       async () => {
-        const page = await httpGet(stack.ingressPort, `${node}.pods.localhost`).catch(() => undefined);
+        const page = await httpGet(stack.edgePort, `${node}.pods.localhost`).catch(() => undefined);
         if (page?.status !== 200) return undefined;
         try {
           const body = JSON.parse(page.body);
@@ -233,7 +233,7 @@ describe("working inside a pod: exec, env, logs, preset, disk usage, Node versio
       const put = await alice.api.put(`/api/pods/${site}/env`, { vars: { A: "1" } });
       expect(put.body).toEqual({ path: ENV_PATH, vars: { A: "1" }, restarted: [] });
       // nginx never serves the dotfile
-      const page = await httpGet(stack.ingressPort, `${site}.pods.localhost`, "/.env");
+      const page = await httpGet(stack.edgePort, `${site}.pods.localhost`, "/.env");
       expect(page.status).not.toBe(200);
     });
   });

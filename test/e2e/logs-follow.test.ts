@@ -90,7 +90,7 @@ describe("following a pod's log (GET /api/pods/{name}/logs?follow=true)", () => 
     return f;
   }
 
-  const appGet = (path: string) => httpGet(stack.ingressPort, `${node}.pods.localhost`, path);
+  const appGet = (path: string) => httpGet(stack.edgePort, `${node}.pods.localhost`, path);
 
   /**
    * A follow, once one is admitted: a caller who went away frees its place when the Worker writes

@@ -174,7 +174,7 @@ describe("an AI assistant hosts an app through MCP (OAuth + MCP SDK client + Wor
     });
     expect(written.isError, text(written)).toBeFalsy();
     const page = await waitFor("the page through the ingress", async () => {
-      const res = await httpGet(stack.ingressPort, `${name}.pods.localhost`);
+      const res = await httpGet(stack.edgePort, `${name}.pods.localhost`);
       return res.status === 200 && res.body.includes(marker) ? res : undefined;
     });
     expect(page.body).toContain(marker);

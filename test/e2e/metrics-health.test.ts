@@ -113,7 +113,7 @@ describe("metrics and app health through the API (agent sampling every 2 s)", ()
     const page = await waitFor(
       "the app to answer through the ingress",
       async () => {
-        const res = await httpGet(stack.ingressPort, `${app}.pods.localhost`).catch(() => undefined);
+        const res = await httpGet(stack.edgePort, `${app}.pods.localhost`).catch(() => undefined);
         return res?.status === 200 ? res.body : undefined;
       },
       30_000,

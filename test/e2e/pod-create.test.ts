@@ -44,7 +44,7 @@ describe("pod creation survives its surroundings (Workflows)", () => {
     await stack.restartWorker();
     const pod = await waitForPodStatus(alice.api, name, "running", 90_000);
     expect(pod.status).toBe("running");
-    expect((await httpGet(stack.ingressPort, `${name}.pods.localhost`)).status).toBe(200);
+    expect((await httpGet(stack.edgePort, `${name}.pods.localhost`)).status).toBe(200);
     const types = await waitFor("the started event", async () => {
       const t = await eventTypes(name);
       return t.includes("started") ? t : undefined;
@@ -69,7 +69,7 @@ describe("pod creation survives its surroundings (Workflows)", () => {
     // back in seconds and the re-sent command adopts the container the killed agent made.
     const pod = await waitForPodStatus(alice.api, name, "running", 60_000);
     expect(pod.status).toBe("running");
-    expect((await httpGet(stack.ingressPort, `${name}.pods.localhost`)).status).toBe(200);
+    expect((await httpGet(stack.edgePort, `${name}.pods.localhost`)).status).toBe(200);
     expect((await eventTypes(name)).filter((t) => t === "started")).toHaveLength(1);
   });
 });

@@ -80,7 +80,7 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
 
     const running = await waitForStatus(alice, name, "running");
     expect(running.ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-    const page = await httpGet(stack.ingressPort, `${name}.pods.localhost`);
+    const page = await httpGet(stack.edgePort, `${name}.pods.localhost`);
     expect(page.status).toBe(200);
     expect(page.body).toContain("podhost");
   });
@@ -135,7 +135,7 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     const started = await alice.api.post(`/api/pods/${name}/start`);
     expect(started.status).toBe(200);
     expect(started.body.status).toBe("running");
-    expect((await httpGet(stack.ingressPort, `${name}.pods.localhost`)).status).toBe(200);
+    expect((await httpGet(stack.edgePort, `${name}.pods.localhost`)).status).toBe(200);
 
     const before = (await dockerInspect("container", container())).State.StartedAt;
     const restarted = await alice.api.post(`/api/pods/${name}/restart`);
@@ -179,9 +179,9 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
       status: "creating",
     });
     await waitForStatus(alice, cloneName, "running");
-    const page = await httpGet(stack.ingressPort, `${cloneName}.pods.localhost`);
+    const page = await httpGet(stack.edgePort, `${cloneName}.pods.localhost`);
     expect(page.body).toContain("podhost");
-    const marker = await httpGet(stack.ingressPort, `${cloneName}.pods.localhost`, "/marker.txt");
+    const marker = await httpGet(stack.edgePort, `${cloneName}.pods.localhost`, "/marker.txt");
     expect(marker.body.trim()).toBe("cloned-marker");
     expect(await dockerExec(`${stack.prefix}-${cloneName}`, ["cat", "app/.env"])).toContain(
       'GREETING="hi there"',
@@ -221,7 +221,7 @@ describe("pod lifecycle through the public API, Worker + agent + Docker", () => 
     );
     expect(await dockerExec(c, ["cat", ".pod/workers/ticker"])).toContain("sleep 3600");
     expect(await dockerExec(c, ["cat", ".ssh/authorized_keys"])).toContain(key);
-    expect((await httpGet(stack.ingressPort, `${custom}.pods.localhost`)).body).toContain("podhost");
+    expect((await httpGet(stack.edgePort, `${custom}.pods.localhost`)).body).toContain("podhost");
     expect((await alice.api.delete(`/api/pods/${custom}`)).status).toBe(200);
   });
 

@@ -35,7 +35,7 @@ describe("ZIP archives", () => {
     return { status: res.status, body: (await res.json()) as any };
   };
   const page = (pod: string, path = "/") =>
-    httpGet(stack.ingressPort, `${pod}.pods.localhost`, path).catch(() => ({
+    httpGet(stack.edgePort, `${pod}.pods.localhost`, path).catch(() => ({
       status: 0,
       body: "",
     }));

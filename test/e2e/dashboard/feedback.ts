@@ -75,7 +75,7 @@ export function feedbackSteps(j: Journey) {
       const visitorContext = await j.browser.newContext();
       const visitor = await visitorContext.newPage();
       expect(
-        (await visitor.goto(`http://${staticPod(j)}.pods.localhost:${j.stack.ingressPort}/`))?.status(),
+        (await visitor.goto(`http://${staticPod(j)}.pods.localhost:${j.stack.edgePort}/`))?.status(),
       ).toBe(200);
       const widget = visitor.locator("[data-pod-feedback-widget]");
       await widget.locator("button.open").waitFor({ state: "visible", timeout: 20_000 });

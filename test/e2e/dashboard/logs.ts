@@ -24,7 +24,7 @@ const SERVER_JS = `require("http").createServer((req, res) => {
  */
 export function logsSteps(j: Journey) {
   describe("logs and metrics", () => {
-    const appGet = (path: string) => httpGet(j.stack.ingressPort, `${j.nodePod}.pods.localhost`, path);
+    const appGet = (path: string) => httpGet(j.stack.edgePort, `${j.nodePod}.pods.localhost`, path);
 
     beforeAll(async () => {
       const { api } = j.owner;

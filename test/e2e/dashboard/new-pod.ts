@@ -14,7 +14,7 @@ export async function served(j: Journey, name: string, path = "/"): Promise<stri
   const visitor = await j.context.newPage();
   try {
     const res = await visitor.goto(
-      `http://${name}.pods.localhost:${j.stack.ingressPort}${path}?visit=${Date.now()}`,
+      `http://${name}.pods.localhost:${j.stack.edgePort}${path}?visit=${Date.now()}`,
     );
     return res && res.status() < 500 ? await res.text() : "";
   } finally {

@@ -30,7 +30,7 @@ const nodeApp = (text: string): Files => ({
 export function deploysSteps(j: Journey) {
   describe("deploys", () => {
     const site = () =>
-      httpGet(j.stack.ingressPort, `${j.nodePod}.pods.localhost`).catch((e) => ({
+      httpGet(j.stack.edgePort, `${j.nodePod}.pods.localhost`).catch((e) => ({
         status: 0,
         body: String(e),
       }));

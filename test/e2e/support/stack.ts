@@ -56,7 +56,10 @@ export interface Stack {
   /** the first host's (most tests run on one host) */
   hostId: string;
   prefix: string;
+  /** the first host's ingress: it answers only the edge (test/support/edge.ts signs like it) */
   ingressPort: number;
+  /** where visitors reach pods: the edge router in the Worker (`http://<pod>.pods.localhost:<edgePort>`) */
+  edgePort: number;
   agentEnv: Record<string, string>;
   agent: AgentProcess;
   startAgent(): Promise<AgentProcess>;
@@ -155,7 +158,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   };
   // Each host its own prefix, SSH port block and state, as separate machines would have.
   const hostPrefixOf = (n: number) => (n === 0 ? prefix : `${prefix}h${n + 1}`);
-  const register = async (n: number) => {
+  const register = async (n: number, ingressPort: number) => {
     // a block of ports no other stack on this machine holds (ssh-ports.ts)
     const block = await reserveSshPortBlock();
     sshBlocks.push(block);
@@ -169,13 +172,19 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
         cpu: 64,
         memoryMb: 65536,
         diskGb: 1000,
+        // where the edge router reaches this host's ingress (docs/edge.md)
+        ingressOrigin: `http://127.0.0.1:${ingressPort}`,
       },
       { persistTo: persistDir },
     );
   };
   // The first host is registered (`npm run host:add`'s code, a wrangler run of seconds) while the
   // Worker starts: neither waits for the other.
-  const [worker, firstRegistration] = await Promise.all([startLocalWorker(workerOptions), register(0)]);
+  const firstIngressPort = await freePort();
+  const [worker, firstRegistration] = await Promise.all([
+    startLocalWorker(workerOptions),
+    register(0, firstIngressPort),
+  ]);
   const api = options.direct ? worker.directUrl : worker.url;
   const hosts: TestHost[] = [];
 
@@ -183,8 +192,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     const n = hosts.length;
     const hostPrefix = hostPrefixOf(n);
     const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
-    const registered = n === 0 ? firstRegistration : await register(n);
-    const ingressPort = opts.ingressPort ?? (await freePort());
+    const ingressPort = n === 0 ? firstIngressPort : (opts.ingressPort ?? (await freePort()));
+    const registered = n === 0 ? firstRegistration : await register(n, ingressPort);
     const agentEnv = {
       PODHOST_API_URL: api,
       PODHOST_AGENT_TOKEN: registered.token,
@@ -222,6 +231,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     hostId: first.hostId,
     prefix,
     ingressPort: first.ingressPort,
+    edgePort: Number(new URL(api).port),
     agentEnv: first.agentEnv,
     get agent() {
       return first.agent;
