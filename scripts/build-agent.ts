@@ -14,6 +14,7 @@
  * than it, and written to a temporary name first, then renamed, so an agent starting meanwhile never
  * reads half a file.
  */
+import { execFileSync } from "node:child_process";
 import { mkdir, readdir, rename, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,9 +40,25 @@ export const AGENT_NODE_FLAGS = ["--max-semi-space-size=8"];
  */
 export const AGENT_ENV: Record<string, string> = { MALLOC_ARENA_MAX: "1" };
 
-/** argv that runs the built agent: `[node, ...flags, dist/agent/main.js]` (with AGENT_ENV) */
+let agentNodePath: string | undefined;
+
+/**
+ * The node binary the agent runs on: Node 22 LTS or later (docs/hosts.md, "The agent's Node"), the
+ * machine's own when it is new enough, else the one scripts/host/ensure-agent-node.sh installs from
+ * the npm registry into the cache (a no-op once there). Asked once per process. Only the agent runs
+ * on it: this process (tsx, vitest, wrangler) stays on the machine's Node.
+ */
+export function agentNode(): string {
+  agentNodePath ??= execFileSync("bash", [path.join(REPO_ROOT, "scripts", "host", "ensure-agent-node.sh")], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
+  return agentNodePath;
+}
+
+/** argv that runs the built agent: `[agent's node, ...flags, dist/agent/main.js]` (with AGENT_ENV) */
 export function agentCommand(): [string, string[]] {
-  return [process.execPath, [...AGENT_NODE_FLAGS, AGENT_BUNDLE]];
+  return [agentNode(), [...AGENT_NODE_FLAGS, AGENT_BUNDLE]];
 }
 
 /** what the bundle is made of: a change to any of these rebuilds it */
@@ -82,7 +99,7 @@ export async function buildAgent(opts: { force?: boolean } = {}): Promise<string
     entryPoints: [path.join(REPO_ROOT, "agent", "main.ts")],
     bundle: true,
     platform: "node",
-    target: "node20",
+    target: "node22",
     format: "esm",
     write: false,
     outfile: AGENT_BUNDLE,

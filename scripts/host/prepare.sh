@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the tests and `npm start` need from this machine, installed or built when missing:
 # the Docker engine, the pod egress rules, nginx and the CLI tools, the pods' disk (a btrfs with
-# quotas), the pod images, the database service images, and Chromium. Idempotent, ~1 s when all is
+# quotas), the agent's Node, the pod images, the database service images, and Chromium. Idempotent, ~1 s when all is
 # there. Runs before `npm test` (npm's pretest) and, with --no-browser, at every `npm start`
 # (scripts/start.ts): running the service needs all of it but Chromium, which only tests drive.
 set -euo pipefail
@@ -18,6 +18,8 @@ bash "$here/ensure-docker.sh"
 bash "$here/ensure-egress.sh"
 bash "$here/ensure-nginx.sh"
 bash "$here/ensure-pod-disk.sh"
+# the agent's Node (22 LTS) when the machine's is older; vitest and wrangler keep the machine's
+bash "$here/ensure-agent-node.sh" >/dev/null
 bash "$here/build-images.sh"
 bash "$here/build-service-images.sh"
 if [ "$browser" = 1 ]; then bash "$here/ensure-browser.sh"; fi
