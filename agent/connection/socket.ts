@@ -36,8 +36,11 @@ export class ControlSocket {
     return this.ws?.readyState === WebSocket.OPEN;
   }
 
-  send = (message: unknown): void => {
-    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  /** Sends when the socket is open; false when it is not (the message is not queued). */
+  send = (message: unknown): boolean => {
+    if (this.ws?.readyState !== WebSocket.OPEN) return false;
+    this.ws.send(JSON.stringify(message));
+    return true;
   };
 
   /** Close with 1000 and stop reconnecting. */

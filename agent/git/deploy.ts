@@ -44,7 +44,7 @@ export interface GitDeps {
   podLock<T>(pod: string, fn: () => Promise<T>): Promise<T>;
   /** room in a full host cache: other pods' deploy caches removed (agent/disk/host-cache.ts) */
   makeRoom?: MakeRoom;
-  send?: (m: DeployLogMessage) => void;
+  send?: (m: DeployLogMessage) => boolean;
   /** per pod: the last deploy's clean-up still running (the next deploy of the pod waits for it) */
   pending: Map<string, Promise<void>>;
 }

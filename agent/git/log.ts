@@ -35,7 +35,8 @@ export class DeployLog {
   constructor(
     readonly deploymentId: string,
     private readonly redactor: Redactor,
-    private readonly send: ((m: DeployLogMessage) => void) | undefined,
+    /** false when the control socket is down: the chunk stays in the outbox for the next tick */
+    private readonly send: ((m: DeployLogMessage) => boolean) | undefined,
     private readonly maxBytes = DEPLOY_LOG_MAX_BYTES,
   ) {
     if (send) {
@@ -87,11 +88,19 @@ export class DeployLog {
     if (this.send) this.outbox += text;
   }
 
-  private tick(): void {
-    if (!this.send || this.outbox.length === 0) return;
+  /**
+   * Sends the outbox's next chunk; false when there was nothing to send or the socket was down. A
+   * chunk not sent is kept (the outbox is bounded by the log's cap), so lines written while the
+   * control socket reconnects reach a watcher of the deploy once it is back, in order.
+   */
+  private tick(): boolean {
+    if (!this.send || this.outbox.length === 0) return false;
     const chunk = this.outbox.slice(0, CHUNK_CHARS);
+    if (!this.send({ type: "agent:deploy-log", deploymentId: this.deploymentId, seq: this.seq, chunk }))
+      return false;
+    this.seq++;
     this.outbox = this.outbox.slice(chunk.length);
-    this.send({ type: "agent:deploy-log", deploymentId: this.deploymentId, seq: this.seq++, chunk });
+    return true;
   }
 
   /** Flush everything (in ≤ 64 KiB chunks) and stop the timer; the whole kept text. */
@@ -101,7 +110,8 @@ export class DeployLog {
       this.pending = "";
     }
     clearInterval(this.timer);
-    while (this.send && this.outbox.length > 0) this.tick();
+    // what the socket cannot take now is in the deploy's result (the kept text) all the same
+    while (this.tick()) {}
     return this.kept.join("");
   }
 

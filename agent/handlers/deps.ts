@@ -39,7 +39,7 @@ export interface HandlerDeps {
   /** the control plane's streamed transfers (file bytes); absent without a connection */
   relay?: RelayClient;
   /** sends a deploy's build output to the control plane (`agent:deploy-log`); absent: not sent */
-  deployLog?: (message: DeployLogMessage) => void;
+  deployLog?: (message: DeployLogMessage) => boolean;
   /** the periodic health watch (agent/health/monitor.ts); absent where none runs */
   health?: { forget(pod: string): void };
 }

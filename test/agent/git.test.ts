@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
 import { listeningPorts } from "../../agent/docker/proc-net";
@@ -82,7 +82,7 @@ function poll(port: number, host: string) {
 describe("deploy log and redaction (no Docker)", () => {
   it("redacts the token in every form, also split across writes and in lines without newlines", () => {
     const sent: DeployLogMessage[] = [];
-    const log = new DeployLog("dep_x", new Redactor("s3cr3t-tok"), (m) => sent.push(m));
+    const log = new DeployLog("dep_x", new Redactor("s3cr3t-tok"), (m) => sent.push(m) > 0);
     log.write("a s3cr");
     log.write("3t-tok b\n");
     log.write(`${"x".repeat(20_000)}s3cr3t-tok${"y".repeat(20_000)}`);
@@ -94,6 +94,22 @@ describe("deploy log and redaction (no Docker)", () => {
     expect(sent.map((m) => m.seq)).toEqual(sent.map((_, i) => i));
     expect(sent.every((m) => m.chunk.length <= 64 * 1024)).toBe(true);
     expect(sent.map((m) => m.chunk).join("")).toBe(text);
+  });
+
+  it("keeps what the control socket could not take, and sends it in order once it is back", async () => {
+    const sent: DeployLogMessage[] = [];
+    let up = false;
+    const log = new DeployLog("dep_z", new Redactor(undefined), (m) => up && sent.push(m) > 0);
+    log.write("while the socket is down\n");
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // two ticks with the socket down
+    expect(sent).toEqual([]);
+    up = true;
+    await vi.waitFor(() => expect(sent.length).toBe(1), { timeout: 5_000 });
+    log.write("after it came back\n");
+    const text = log.close();
+    expect(sent.map((m) => m.seq)).toEqual(sent.map((_, i) => i));
+    expect(sent.map((m) => m.chunk).join("")).toBe(text);
+    expect(text).toBe("while the socket is down\nafter it came back\n");
   });
 
   it("stops at the cap with one last line saying so", () => {
@@ -152,7 +168,7 @@ describe("git deployments", () => {
       PODHOST_START_TIMEOUT_S: "8",
       PODHOST_BUILD_TIMEOUT_S: "120",
     });
-    handlers = createHandlers({ ...agent, deployLog: (m) => messages.push(m) });
+    handlers = createHandlers({ ...agent, deployLog: (m) => messages.push(m) > 0 });
     server = await startGitServer({ token: TOKEN });
     await server.createRepo("app", nodeApp("v1"));
     await server.commit("app", { "README.md": "dev branch" }, { branch: "dev" });
