@@ -8,7 +8,7 @@ import { ErrorPage } from "./components/error-page";
 import { StatusBadge } from "./components/pod-bits";
 import { podForPage } from "./components/pod-page";
 import { pageContext } from "./layout";
-import { loadPodsPage, PAGE_SIZE, PodRows, PodsListPage } from "./pages/pods-list";
+import { loadPodsPage, PAGE_SIZE, PODS_TITLE, PodRows, PodsListBody } from "./pages/pods-list";
 import {
   ForgotPasswordPage,
   RegisterPage,
@@ -19,6 +19,7 @@ import {
 import { dashboardAreas } from "./routes";
 import { dashboardHeaders, noStore, ownHostOnly } from "./security";
 import { requireSignedIn, safeNext, signedInCaller } from "./session";
+import { streamPage } from "./stream-page";
 
 /**
  * The dashboard (docs/dashboard.md): server-rendered pages under /app, on the API's own origin.
@@ -67,13 +68,13 @@ const pageQuery = (c: { req: { query(k: string): string | undefined } }) => {
   };
 };
 
-dashboardRouter.get("/", requireSignedIn, async (c) => {
-  // the header's teams and the list are independent reads: both at once
-  const [page, list] = await Promise.all([
+dashboardRouter.get("/", requireSignedIn, (c) => {
+  // the header's teams and the list are independent reads: both at once, while the head is sent
+  const body = Promise.all([
     pageContext(c),
     loadPodsPage(serviceContext(c), c.get("caller").teamId, pageQuery(c)),
-  ]);
-  return c.html(<PodsListPage page={page} list={list} />);
+  ]).then(([page, list]) => <PodsListBody page={page} list={list} />);
+  return streamPage(c, { title: PODS_TITLE }, body);
 });
 
 dashboardRouter.get("/pods/rows", requireSignedIn, async (c) => {

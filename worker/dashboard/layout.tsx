@@ -23,44 +23,54 @@ export async function pageContext(c: Context<AppEnv>): Promise<PageContext> {
   return { ctx, caller, base: c.env.PUBLIC_URL, teams: await listTeams(ctx, caller.user.id) };
 }
 
-interface DocumentProps {
+/** What a page's `<head>` names: its title and the files it loads. */
+export interface HeadProps {
   title: string;
-  children: Child;
   /** scripts beyond the shared two (dash.js, htmx), e.g. the terminal's or the charts' */
   scripts?: AssetName[];
   styles?: AssetName[];
 }
 
 /**
- * The HTML document every page shares. Scripts are deferred files of this origin (the CSP allows
+ * The `<head>` every page shares. Scripts are deferred files of this origin (the CSP allows
  * nothing else); htmx is told not to inject styles or evaluate attribute code, which the CSP would
- * refuse anyway.
+ * refuse anyway. A page that streams (./stream-page.tsx) sends it before its data is read.
  */
-function Document({ title, children, scripts = [], styles = [] }: DocumentProps) {
+export function Head({ title, scripts = [], styles = [] }: HeadProps) {
+  return (
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="color-scheme" content="light dark" />
+      <link rel="icon" href="data:," />
+      <meta
+        name="htmx-config"
+        content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true}'
+      />
+      <title>{`${title} · podhost`}</title>
+      <link rel="stylesheet" href={assetUrl("dashboard.css")} />
+      {styles.map((s) => (
+        <link rel="stylesheet" href={assetUrl(s)} />
+      ))}
+      <script src={assetUrl("htmx.js")} defer />
+      <script src={assetUrl("dash.js")} defer />
+      {scripts.map((s) => (
+        <script src={assetUrl(s)} defer />
+      ))}
+    </head>
+  );
+}
+
+/** What comes before a page's `<head>`, as text. */
+export const DOCUMENT_START = '<!doctype html><html lang="en">';
+
+/** The HTML document every page shares: the head, then the page's `<body>`. */
+function Document({ children, ...head }: HeadProps & { children: Child }) {
   return (
     <>
       {raw("<!doctype html>")}
       <html lang="en">
-        <head>
-          <meta charset="utf-8" />
-          <meta name="viewport" content="width=device-width, initial-scale=1" />
-          <meta name="color-scheme" content="light dark" />
-          <link rel="icon" href="data:," />
-          <meta
-            name="htmx-config"
-            content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true}'
-          />
-          <title>{`${title} · podhost`}</title>
-          <link rel="stylesheet" href={assetUrl("dashboard.css")} />
-          {styles.map((s) => (
-            <link rel="stylesheet" href={assetUrl(s)} />
-          ))}
-          <script src={assetUrl("htmx.js")} defer />
-          <script src={assetUrl("dash.js")} defer />
-          {scripts.map((s) => (
-            <script src={assetUrl(s)} defer />
-          ))}
-        </head>
+        <Head {...head} />
         {children}
       </html>
     </>
@@ -69,14 +79,25 @@ function Document({ title, children, scripts = [], styles = [] }: DocumentProps)
 
 type Section = "pods" | "team" | "account" | "billing" | "affiliates";
 
-interface PageProps extends Omit<DocumentProps, "children"> {
+interface PageProps extends HeadProps {
   page: PageContext;
   section: Section;
   children: Child;
 }
 
 /** A signed-in page: the header (sections, team switcher, user menu) above the page's own content. */
-export function Page({ page, section, title, children, scripts, styles }: PageProps) {
+export function Page({ page, section, children, ...head }: PageProps) {
+  return (
+    <Document {...head}>
+      <PageBody page={page} section={section}>
+        {children}
+      </PageBody>
+    </Document>
+  );
+}
+
+/** A signed-in page's `<body>`: the header, then the page's content in `<main>`. */
+export function PageBody({ page, section, children }: Omit<PageProps, keyof HeadProps>) {
   const { caller, teams } = page;
   const nav: [Section, string, string][] = [
     ["pods", "Pods", "/app"],
@@ -85,63 +106,61 @@ export function Page({ page, section, title, children, scripts, styles }: PagePr
     ["account", "Account", "/app/account"],
   ];
   return (
-    <Document title={title} scripts={scripts} styles={styles}>
-      <body>
-        <a class="skip" href="#main">
-          Skip to content
+    <body>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href="/app">
+          podhost
         </a>
-        <header class="top">
-          <a class="brand" href="/app">
-            podhost
-          </a>
-          <nav aria-label="Sections">
-            {nav.map(([key, label, href]) => (
-              <a href={href} aria-current={key === section ? "page" : undefined}>
-                {label}
-              </a>
-            ))}
-          </nav>
-          <ApiForm action="/api/teams/switch" then="reload" class="team-switch">
-            <label>
-              <span class="visually-hidden">Active team</span>
-              <select name="team_id" data-submit-on-change>
-                {teams.map((t) => (
-                  <option value={t.id} selected={t.id === caller.teamId}>
-                    {t.name}
-                  </option>
-                ))}
-              </select>
-            </label>
-          </ApiForm>
-          <details class="menu">
-            <summary>{caller.user.email}</summary>
-            <div class="menu-items">
-              <a href="/app/account">Account</a>
-              <a href="/app/account/tokens">API tokens</a>
-              <a href="/app/affiliates">Affiliates</a>
-              <a href="/docs">API reference</a>
-              <ApiForm action="/api/auth/logout" then="go:/app/sign-in">
-                <button type="submit" class="link">
-                  Sign out
-                </button>
-              </ApiForm>
-            </div>
-          </details>
-        </header>
-        {caller.user.email_verified ? null : (
-          <div class="banner" role="status">
-            Your e-mail address is not verified yet: look for our mail, or{" "}
-            <ApiForm action="/api/auth/resend-verification" then="show" success="Sent." class="inline">
+        <nav aria-label="Sections">
+          {nav.map(([key, label, href]) => (
+            <a href={href} aria-current={key === section ? "page" : undefined}>
+              {label}
+            </a>
+          ))}
+        </nav>
+        <ApiForm action="/api/teams/switch" then="reload" class="team-switch">
+          <label>
+            <span class="visually-hidden">Active team</span>
+            <select name="team_id" data-submit-on-change>
+              {teams.map((t) => (
+                <option value={t.id} selected={t.id === caller.teamId}>
+                  {t.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        </ApiForm>
+        <details class="menu">
+          <summary>{caller.user.email}</summary>
+          <div class="menu-items">
+            <a href="/app/account">Account</a>
+            <a href="/app/account/tokens">API tokens</a>
+            <a href="/app/affiliates">Affiliates</a>
+            <a href="/docs">API reference</a>
+            <ApiForm action="/api/auth/logout" then="go:/app/sign-in">
               <button type="submit" class="link">
-                send it again
+                Sign out
               </button>
             </ApiForm>
-            .
           </div>
-        )}
-        <main id="main">{children}</main>
-      </body>
-    </Document>
+        </details>
+      </header>
+      {caller.user.email_verified ? null : (
+        <div class="banner" role="status">
+          Your e-mail address is not verified yet: look for our mail, or{" "}
+          <ApiForm action="/api/auth/resend-verification" then="show" success="Sent." class="inline">
+            <button type="submit" class="link">
+              send it again
+            </button>
+          </ApiForm>
+          .
+        </div>
+      )}
+      <main id="main">{children}</main>
+    </body>
   );
 }
 
@@ -149,14 +168,21 @@ export function Page({ page, section, title, children, scripts, styles }: PagePr
 export function AuthPage({ title, children }: { title: string; children: Child }) {
   return (
     <Document title={title}>
-      <body class="auth">
-        <main id="main" class="card narrow">
-          <a class="brand" href="/app">
-            podhost
-          </a>
-          {children}
-        </main>
-      </body>
+      <AuthBody>{children}</AuthBody>
     </Document>
+  );
+}
+
+/** A signed-out page's `<body>`. */
+export function AuthBody({ children }: { children: Child }) {
+  return (
+    <body class="auth">
+      <main id="main" class="card narrow">
+        <a class="brand" href="/app">
+          podhost
+        </a>
+        {children}
+      </main>
+    </body>
   );
 }

@@ -1,3 +1,4 @@
+import { html } from "hono/html";
 import { findPlan } from "../../../shared/catalog";
 import type { ServiceContext } from "../../services/context";
 import {
@@ -12,8 +13,8 @@ import { Curl } from "../components/curl";
 import { DataTable, EmptyRow } from "../components/data-table";
 import { STATUS_POLL } from "../components/live";
 import { podUrl, StatusBadge, Time } from "../components/pod-bits";
-import { UsageSparkline } from "../components/sparkline";
-import { Page, type PageContext } from "../layout";
+import { usageSparkline } from "../components/sparkline";
+import { PageBody, type PageContext } from "../layout";
 
 export const PAGE_SIZE = 50;
 
@@ -60,23 +61,15 @@ export async function loadPodsPage(
 /** "$5/mo", "$12.50/mo": a plan's monthly price in dollars, from cents. */
 export const monthly = (cents: number) => `$${cents % 100 === 0 ? cents / 100 : (cents / 100).toFixed(2)}/mo`;
 
-function PlanCell({ slug }: { slug: string }) {
+/** The plan's name and price, as text. */
+function planCell(slug: string) {
   const plan = findPlan(slug);
-  if (!plan) return <>{slug}</>;
-  return (
-    <>
-      {plan.name} <span class="muted">{monthly(plan.monthlyPrice)}</span>
-    </>
-  );
+  return plan ? html`${plan.name} <span class="muted">${monthly(plan.monthlyPrice)}</span>` : html`${slug}`;
 }
 
-function DeployCell({ deploy }: { deploy?: LastDeployment }) {
-  if (!deploy) return <span class="muted">—</span>;
-  return (
-    <>
-      <StatusBadge status={deploy.status} /> <Time iso={deploy.finished_at ?? deploy.created_at} />
-    </>
-  );
+function deployCell(deploy?: LastDeployment) {
+  if (!deploy) return html`<span class="muted">—</span>`;
+  return html`${StatusBadge({ status: deploy.status })} ${Time({ iso: deploy.finished_at ?? deploy.created_at })}`;
 }
 
 const COLUMNS = 8;
@@ -85,54 +78,34 @@ const COLUMNS = 8;
  * The rows of the pods table, also served alone as the fragment htmx fetches every 1.5 s
  * (`/app/pods/rows`): statuses, last deploys and sparklines change on the page without a reload,
  * and the page a person is on stays the page they are on.
+ *
+ * The rows are one escaping template (`html`, which escapes every value as JSX does) rather than
+ * JSX: a page of 50 rows is some 1,500 elements, and building and walking that many JSX nodes was
+ * most of the list's render time (bench/dashboard.ts, docs/dashboard.md "Measured").
  */
 export function PodRows({ page, list }: { page: PageContext; list: PodsPage }) {
   const rowsUrl = `/app/pods/rows?offset=${list.offset}&limit=${list.limit}`;
-  return (
-    <tbody id="pod-rows" hx-get={rowsUrl} hx-trigger={STATUS_POLL} hx-swap="outerHTML">
-      {list.pods.length === 0 ? (
-        <EmptyRow span={COLUMNS}>
-          No pods yet. <a href="/app/new">Create your first pod</a>.
-        </EmptyRow>
-      ) : (
-        list.pods.map((pod) => (
-          <tr data-pod={pod.name}>
-            <th scope="row">
-              <a href={`/app/pods/${encodeURIComponent(pod.name)}`}>{pod.name}</a>
-            </th>
-            <td>
-              <StatusBadge status={pod.status} />
-            </td>
-            <td>{pod.preset}</td>
-            <td>
-              <PlanCell slug={pod.plan_slug} />
-            </td>
-            <td class="url">
-              <a href={podUrl(page.ctx.env, pod.domain)} rel="noopener" target="_blank">
-                {pod.domain}
-              </a>
-            </td>
-            <td>
-              <DeployCell deploy={list.deploys.get(pod.id)} />
-            </td>
-            <td>
-              <UsageSparkline usage={list.usage.get(pod.id)} />
-            </td>
-            <td>
-              <Time iso={pod.created_at} />
-            </td>
-          </tr>
-        ))
-      )}
-    </tbody>
-  );
+  const rows =
+    list.pods.length === 0
+      ? EmptyRow({
+          span: COLUMNS,
+          children: html`No pods yet. <a href="/app/new">Create your first pod</a>.`,
+        })
+      : list.pods.map(
+          (pod) =>
+            html`<tr data-pod="${pod.name}"><th scope="row"><a href="/app/pods/${encodeURIComponent(pod.name)}">${pod.name}</a></th><td>${StatusBadge({ status: pod.status })}</td><td>${pod.preset}</td><td>${planCell(pod.plan_slug)}</td><td class="url"><a href="${podUrl(page.ctx.env, pod.domain)}" rel="noopener" target="_blank">${pod.domain}</a></td><td>${deployCell(list.deploys.get(pod.id))}</td><td>${usageSparkline(list.usage.get(pod.id))}</td><td>${Time({ iso: pod.created_at })}</td></tr>`,
+        );
+  return html`<tbody id="pod-rows" hx-get="${rowsUrl}" hx-trigger="${STATUS_POLL}" hx-swap="outerHTML">${rows}</tbody>`;
 }
 
-export function PodsListPage({ page, list }: { page: PageContext; list: PodsPage }) {
+export const PODS_TITLE = "Pods";
+
+/** The pods list's `<body>`: the route streams its head first (../stream-page.tsx). */
+export function PodsListBody({ page, list }: { page: PageContext; list: PodsPage }) {
   const { total, offset, limit } = list;
   const counts = Object.entries(list.status_counts);
   return (
-    <Page page={page} section="pods" title="Pods">
+    <PageBody page={page} section="pods">
       <div class="page-head">
         <h1>Pods</h1>
         <a class="button primary" href="/app/new">
@@ -170,6 +143,6 @@ export function PodsListPage({ page, list }: { page: PageContext; list: PodsPage
           { method: "GET", path: "/api/pods/{name}/metrics/history?hours=1", note: "A pod's CPU and memory" },
         ]}
       />
-    </Page>
+    </PageBody>
   );
 }
