@@ -41,6 +41,18 @@ const INSTALL_TIMEOUT_MS = 180_000;
 type Job = Extract<MoveJob, { kind: "run" }>;
 type Placed = Extract<Placement, { ok: true }>;
 
+/** a span of an evacuation's downtime: what ended at its end */
+interface Phase {
+  phase: string;
+  ms: number;
+}
+
+interface Moved {
+  downtimeMs: number | null;
+  phases: Phase[];
+  to: Placed;
+}
+
 /** What the move did so far, rebuilt as steps replay: what undoing it must undo. */
 interface Progress {
   placed: Placed | null;
@@ -91,17 +103,18 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
         switched: false,
         backupId: null,
       };
-      let outcome: Result<{ downtimeMs: number | null; to: Placed }>;
+      let outcome: Result<Moved>;
       try {
         outcome = await this.move(job, ref, step, progress);
       } catch (error) {
         outcome = fail("internal", error instanceof Error ? error.message : String(error));
       }
       if (outcome.ok) {
-        const { downtimeMs, to } = outcome.value;
+        const { downtimeMs, to, phases } = outcome.value;
+        const spent = phases.map((p) => `${p.phase} ${(p.ms / 1000).toFixed(1)} s`).join(", ");
         const message =
           job.move === "evacuate"
-            ? `moved from server ${job.fromHostName} to server ${to.hostName} (SSH port ${to.sshPort}); down for ${((downtimeMs ?? 0) / 1000).toFixed(1)} s`
+            ? `moved from server ${job.fromHostName} to server ${to.hostName} (SSH port ${to.sshPort}); down for ${((downtimeMs ?? 0) / 1000).toFixed(1)} s (${spent})`
             : `server ${job.fromHostName} was lost: recreated on server ${to.hostName} (SSH port ${to.sshPort}) from the backup of ${job.backup?.createdAt}`;
         await step.do("record the move", async () => {
           await endMove(db(), moveId, job.podId, {
@@ -112,7 +125,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
               from_host: job.fromHostName,
               to_host: to.hostName,
               ssh_port: to.sshPort,
-              ...(downtimeMs === null ? {} : { downtime_ms: downtimeMs }),
+              ...(downtimeMs === null ? {} : { downtime_ms: downtimeMs, phases }),
               ...(job.backup ? { backup_id: job.backup.id, backup_at: job.backup.createdAt } : {}),
             },
           });
@@ -140,7 +153,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
     ref: WorkflowRef,
     step: WorkflowStep,
     progress: Progress,
-  ): Promise<Result<{ downtimeMs: number | null; to: Placed }>> {
+  ): Promise<Result<Moved>> {
     const db = () => createDb(this.env.DB);
     const placed = await step.do("choose the new host", async () => placeMove(db(), job));
     if (!placed.ok) return fail("unavailable", placed.reason);
@@ -150,6 +163,11 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
     );
     await this.event(step, job, "progress", `moving pod ${job.podName} to server ${placed.hostName}`);
 
+    // where the downtime goes, for the event: each mark a step, so a replay gives the same times
+    const marks: { phase: string; at: number }[] = [];
+    const mark = async (phase: string) => {
+      marks.push({ phase, at: await step.do(`mark: ${phase}`, async () => Date.now()) });
+    };
     let stoppedAt: number | null = null;
     let home: { blobKey: string; releases?: string } | undefined;
     let data = job.backup;
@@ -165,11 +183,13 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
         });
         progress.stoppedOld = true;
         if (!stopped.ok) return stopped;
+        await mark("stop");
       }
       if (job.services.length > 0) {
         const saved = await this.saveDatabases(job, ref, step, progress, placed);
         if (!saved.ok) return saved;
         data = saved.value;
+        await mark("databases dumped");
       }
       const keys = await step.do("name the copies of the home", async () => ({
         exported: newStagingKey(job.fromHostId),
@@ -187,6 +207,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
         await claimStagedBlob(this.env, keys.exported, keys.imported);
         return true;
       });
+      await mark("home exported");
       const releases = exported.value.releases;
       home = { blobKey: keys.imported, ...(releases ? { releases } : {}) };
     }
@@ -207,6 +228,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
       });
     }
     if (!created.ok) return created;
+    await mark("created");
 
     const switched = await step.do("move the record to the new host", async () =>
       switchPodHost(db(), job, { ...placed, ip: created.value.ip }),
@@ -236,6 +258,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
           `${service.type}: ${installed.message.split(password.value).join("***")}`,
         );
     }
+    if (job.services.length > 0) await mark("services installed");
     if (data) {
       const backup = data;
       const restored = await runOnHost(step, this.env, ref, {
@@ -262,6 +285,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
           await markMoveBackupRestored(db(), backup.id);
           return true;
         });
+      await mark("restored");
     }
 
     const extras = await step.do("read the vhost's domains and feedback", async () =>
@@ -288,6 +312,13 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
       if (!set.ok) return set;
     }
     const servingAt = await step.do("note the pod serving", async () => Date.now());
+    marks.push({ phase: "vhost", at: servingAt });
+    const phases: Phase[] = [];
+    let since = stoppedAt;
+    for (const m of marks) {
+      if (since !== null) phases.push({ phase: m.phase, ms: m.at - since });
+      since = m.at;
+    }
 
     if (!job.wasRunning) {
       const stopped = await runOnHost(step, this.env, ref, {
@@ -318,6 +349,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
     }
     return ok({
       downtimeMs: stoppedAt === null || !job.wasRunning ? null : servingAt - stoppedAt,
+      phases: stoppedAt === null || !job.wasRunning ? [] : phases,
       to: placed,
     });
   }
