@@ -35,6 +35,7 @@ const ORDER = [
   "billing",
   "scale",
   "density",
+  "edge",
 ];
 
 function available(): string[] {
