@@ -28,7 +28,10 @@ describe("chaos: the Docker engine restarted under running pods", () => {
   let ports: Record<string, number>;
   let key: ClientKey;
   const knownHosts = path.join(tmpdir(), `podhost-chaos-known-${process.pid}`);
-  const names = () => [`dk-static-${stack.prefix.slice(-4)}`, `dk-node-${stack.prefix.slice(-4)}`];
+  const names = (): [string, string] => [
+    `dk-static-${stack.prefix.slice(-4)}`,
+    `dk-node-${stack.prefix.slice(-4)}`,
+  ];
   /** the engine's stop, start and the pods' restart policy, on a loaded 2-core machine */
   const BACK_WITHIN_MS = 180_000;
 
@@ -36,10 +39,10 @@ describe("chaos: the Docker engine restarted under running pods", () => {
     stack = await startStack("chaosdk");
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
-    const [s, n] = names();
+    const [staticPod, nodePod] = names();
     ports = await createRunningPods(alice.api, [
-      [s, "static"],
-      [n, "nodejs"],
+      [staticPod, "static"],
+      [nodePod, "nodejs"],
     ]);
     key = await makeKey("chaos@e2e");
     for (const name of names()) {
