@@ -1,6 +1,6 @@
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import type { ContainerInfo } from "dockerode";
-import type { Connection, Server as SshServer } from "ssh2";
+import type { CipherAlgorithm, Connection, Server as SshServer } from "ssh2";
 import type { DockerClient } from "../docker/client";
 import { streamExecutor } from "../docker/exec-stream";
 import { LABEL_POD, LABEL_SSH_PORT, podNames, prefixFilter } from "../docker/naming";
@@ -298,7 +298,7 @@ export class SshGateway implements PodSshListeners {
     });
   }
 
-  private sshServer(pod: string, l: PodListener, ciphers: readonly string[]): SshServer {
+  private sshServer(pod: string, l: PodListener, ciphers: readonly CipherAlgorithm[]): SshServer {
     return new (ssh2().Server)(
       { hostKeys: [this.opts.hostKey.privateKey], ident: IDENT, algorithms: { cipher: [...ciphers] } },
       (client, info) => this.serveClient(pod, l, client, info),
