@@ -15,7 +15,7 @@
  * 2. RSS (VmRSS from /proc/<pid>/status): idle, just connected; and with `--pods` running static pods
  *    (created through the API, `--batch` at a time), read every second for 10 s while the agent
  *    samples metrics every 5 s (PODHOST_METRICS_INTERVAL_S=5): the largest reading counts. Floor: a
- *    bare `node` with the same flags doing nothing. Target: ≤ 1.5x the floor with 50 pods (the 60 MB of
+ *    bare `node` (the agent's own, as every floor here) with the same flags doing nothing. Target: ≤ 1.5x the floor with 50 pods (the 60 MB of
  *    issue #30 item 6 over a bare node's ~40 MB; the 60 MB is shown beside it). With fewer than 50 pods
  *    the figure is printed and NOT MET.
  *
@@ -26,7 +26,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { WebSocketServer } from "ws";
-import { AGENT_NODE_FLAGS, buildAgent } from "../scripts/build-agent";
+import { AGENT_NODE_FLAGS, agentNode, buildAgent } from "../scripts/build-agent";
 import { signUp } from "../test/e2e/support/api";
 import { createRunningPods, waitForHostOnline } from "../test/e2e/support/pods";
 import { type Stack, sleep, startStack } from "../test/e2e/support/stack";
@@ -95,14 +95,18 @@ async function restartAgent(stack: Stack): Promise<{ connected: number; ready: n
   return { connected: connected - t0, ready: ready - t0 };
 }
 
-/** The floor of a start: a bare node with the agent's flags that opens a WebSocket and says so. */
+/**
+ * The floor of a start: a bare node with the agent's flags that opens a WebSocket and says so. Every
+ * floor runs on the agent's own node (agentNode(): Node 22 where the machine's is older), not this
+ * process's: another Node's start and baseline RSS would be no floor of the agent's.
+ */
 async function bareConnect(url: string): Promise<number> {
   const script = `import("ws").then(({ default: WebSocket }) => {
     const ws = new WebSocket(process.argv[1]);
     ws.on("open", () => { process.stdout.write("open\\n"); ws.close(); });
   });`;
   const t0 = now();
-  const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, "-e", script, url], {
+  const child = spawn(agentNode(), [...AGENT_NODE_FLAGS, "-e", script, url], {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -117,13 +121,9 @@ async function bareConnect(url: string): Promise<number> {
 
 /** A bare node with the agent's flags, idle: its RSS after a second. */
 async function bareRss(): Promise<number> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...AGENT_NODE_FLAGS, "-e", "setInterval(() => {}, 1000)"],
-    {
-      stdio: "ignore",
-    },
-  );
+  const child: ChildProcess = spawn(agentNode(), [...AGENT_NODE_FLAGS, "-e", "setInterval(() => {}, 1000)"], {
+    stdio: "ignore",
+  });
   await sleep(1_000);
   const mb = await rssMb(child.pid ?? 0);
   child.kill("SIGTERM");
