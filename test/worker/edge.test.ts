@@ -47,9 +47,11 @@ describe("edge router: which names are the edge's", () => {
   });
 
   it("any other name that is no verified custom domain stays the API's", async () => {
-    const res = await visit("api.example.test", "/health");
-    expect(res.status).toBe(200);
-    expect(res.headers.get("x-podhost-edge")).toBeNull();
+    for (const host of ["api.example.test", "localhost", "127.0.0.1"]) {
+      const res = await visit(host, "/health");
+      expect(res.status, host).toBe(200);
+      expect(res.headers.get("x-podhost-edge")).toBeNull();
+    }
   });
 
   it("attacker: a host name with markup is shown escaped on the page", async () => {

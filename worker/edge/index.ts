@@ -1,4 +1,5 @@
 import { EDGE_HEADERS } from "../../shared/edge-proof";
+import { isCustomDomain } from "../../shared/protocol/domains";
 import type { Bindings } from "../env";
 import { type EdgePage, edgePage } from "./pages";
 import { proofHeaders } from "./proof";
@@ -21,6 +22,13 @@ const EDGE_ONLY = [
   "forwarded",
 ];
 
+let apiHost: { url: string; hostname: string } | undefined;
+function apiHostname(publicUrl: string): string {
+  if (apiHost?.url !== publicUrl)
+    apiHost = { url: publicUrl, hostname: URL.parse(publicUrl)?.hostname ?? "" };
+  return apiHost.hostname;
+}
+
 /** The pod name a host name under the pod domain names (one label), "" for other names under it, null outside it. */
 export function podNameOf(hostname: string, podDomain: string): string | null {
   const suffix = `.${podDomain}`;
@@ -39,6 +47,9 @@ export async function routeToPod(request: Request, env: Bindings): Promise<Respo
   const hostname = url.hostname;
   const podName = podNameOf(hostname, env.POD_DOMAIN);
   if (podName === "") return edgePage("unknown", hostname);
+  // the API's own names (PUBLIC_URL's, localhost, an address) can be no pod's domain: no D1 read
+  if (podName === null && (!isCustomDomain(hostname) || hostname === apiHostname(env.PUBLIC_URL)))
+    return null;
   const route = await findRoute(env, hostname, podName);
   if (route.kind === "none") return podName === null ? null : edgePage("unknown", hostname);
   if (route.status === "stopped" || route.status === "suspended") return edgePage("stopped", hostname);
