@@ -25,7 +25,7 @@ const EDGE_ONLY = [
 let apiHost: { url: string; hostname: string } | undefined;
 function apiHostname(publicUrl: string): string {
   if (apiHost?.url !== publicUrl)
-    apiHost = { url: publicUrl, hostname: URL.parse(publicUrl)?.hostname ?? "" };
+    apiHost = { url: publicUrl, hostname: URL.canParse(publicUrl) ? new URL(publicUrl).hostname : "" };
   return apiHost.hostname;
 }
 
