@@ -258,9 +258,9 @@ describe("moving pods off a host", () => {
     expect((await alice.api.get(`/api/pods/${st}/env`)).body).toMatchObject({
       vars: { GREETING: "hello from one" },
     });
-    expect((await alice.api.get(`/api/pods/${st}/domains`)).body).toMatchObject([
-      { domain: domainName(), status: "verified" },
-    ]);
+    expect((await alice.api.get(`/api/pods/${st}/domains`)).body).toMatchObject({
+      domains: [{ domain: domainName(), status: "verified" }],
+    });
 
     // the PostgreSQL pod: its rows on the new host's server
     const read = await psql(pg, two.prefix, password, "SELECT body FROM notes WHERE id = 1;");
