@@ -24,9 +24,17 @@ const EDGE_ONLY = [
 
 let apiHost: { url: string; hostname: string } | undefined;
 function apiHostname(publicUrl: string): string {
-  if (apiHost?.url !== publicUrl)
-    apiHost = { url: publicUrl, hostname: URL.canParse(publicUrl) ? new URL(publicUrl).hostname : "" };
+  if (apiHost?.url !== publicUrl) apiHost = { url: publicUrl, hostname: hostnameOf(publicUrl) };
   return apiHost.hostname;
+}
+
+/** a URL's host name, "" when it is no URL (the Workers types here declare neither URL.parse nor URL.canParse) */
+function hostnameOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return "";
+  }
 }
 
 /** The pod name a host name under the pod domain names (one label), "" for other names under it, null outside it. */
