@@ -38,6 +38,9 @@ export function TeamPage({ page, team, members, invitations }: TeamPageProps) {
       <p>
         <a href="/app/team/alerts">Alerts</a>: who is told when a deploy, a backup or a pod fails.
       </p>
+      <p>
+        <a href="/app/team/audit">Audit log</a>: every change made to the team, by whom, from where.
+      </p>
       {owner ? (
         <section class="card">
           <h2>Name</h2>

@@ -19,6 +19,7 @@ import { podOverviewRouter } from "./pod-overview";
 import { podTerminalRouter } from "./pod-terminal";
 import { teamPages } from "./team";
 import { teamAlertsPages } from "./team-alerts";
+import { teamAuditPages } from "./team-audit";
 
 /**
  * The dashboard's areas, one router each (a file per area in this folder: the pod's tabs, the new
@@ -32,6 +33,7 @@ export const dashboardAreas: Hono<AppEnv>[] = [
   podBackupsArea,
   teamPages,
   teamAlertsPages,
+  teamAuditPages,
   billingPages,
   affiliatesPages,
   podDomainsArea,
