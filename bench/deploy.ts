@@ -328,7 +328,7 @@ async function main() {
     await server.createRepo("app", { ...base, "server.js": serverJs("v0") });
     agent = await startAgent();
     const messages: DeployLogMessage[] = [];
-    const handlers = createHandlers({ ...agent, deployLog: (m) => messages.push(m) });
+    const handlers = createHandlers({ ...agent, deployLog: (m) => messages.push(m) > 0 });
     floor = new Floor(path.join(work, "floor"), cache, url);
 
     // warm the floor's npm cache (and git's and node's files in the page cache) once, untimed

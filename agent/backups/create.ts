@@ -265,7 +265,8 @@ async function sendArchive(
     // broke (`exit` is known) is the pod's; otherwise the upload broke (the control plane restarted
     // or the connection was cut) and the tar killed here (exit 143) is no cause, so the upload's
     // error is thrown and the workflow retries the step once the control plane answers again.
-    const failedFirst: { exitCode: number; stderr: string } | null = exit;
+    // (a cast: \`exit\` is set in a callback, which the compiler's narrowing of it cannot see)
+    const failedFirst = exit as { exitCode: number; stderr: string } | null;
     run.abort();
     await run.done.catch(() => null);
     if (failedFirst && failedFirst.exitCode !== 0) return { ok: false, reason: archivingFailed(failedFirst) };
