@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { edgeSecretFromToken } from "../../shared/edge-proof";
 import { SUBVOLUME_IOCTLS } from "../support/pod-disk";
 import { apiClient, signUp } from "./support/api";
 import { percentile, startLatencyProbe } from "./support/latency-probe";
@@ -141,7 +142,12 @@ describe("a hostile tenant", () => {
     const nina = await signUp(stack.api, "Nina");
     const neighbour = `nb-${stack.prefix.slice(-4)}`;
     await createRunningPods(nina.api, [[neighbour, "static"]]);
-    const probe = await startLatencyProbe(stack.edgePort, `${neighbour}.pods.localhost`);
+    // the host's own ingress, signed as the edge signs: its reloads are what is measured
+    const probe = await startLatencyProbe(
+      stack.ingressPort,
+      `${neighbour}.pods.localhost`,
+      await edgeSecretFromToken(stack.agentEnv.PODHOST_AGENT_TOKEN ?? ""),
+    );
     /** 300 calls, 8 at a time; the statuses, and when the load ran */
     const burst = async (post: () => Promise<{ status: number }>) => {
       const statuses: number[] = [];

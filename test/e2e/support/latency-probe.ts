@@ -1,12 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { request } from "node:http";
 import { fileURLToPath } from "node:url";
+import { edgeHeaders } from "../../support/edge";
 
 /**
  * A visitor of a pod measured from its own process: sequential GETs through the ingress (keep-alive,
  * a Host header), each answer's status and round trip printed as `<end epoch ms> <status> <ms>`. Its
  * own process, so that a test that loads the API from its event loop meanwhile does not delay the
- * visitor's callbacks and count that as the pod's latency.
+ * visitor's callbacks and count that as the pod's latency. With `edgeSecret` the GETs go straight to
+ * a host's ingress, signed as the edge signs them (test/support/edge.ts): what the host's own nginx
+ * does, without the Worker's hop (which shares these cores with the API load) in the figure.
  */
 
 export interface LatencyProbe {
@@ -15,9 +18,13 @@ export interface LatencyProbe {
   stop(): Promise<void>;
 }
 
-export async function startLatencyProbe(port: number, host: string): Promise<LatencyProbe> {
+export async function startLatencyProbe(
+  port: number,
+  host: string,
+  edgeSecret?: string,
+): Promise<LatencyProbe> {
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url)], {
-    env: { ...process.env, PROBE_PORT: String(port), PROBE_HOST: host },
+    env: { ...process.env, PROBE_PORT: String(port), PROBE_HOST: host, PROBE_EDGE_SECRET: edgeSecret ?? "" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const samples: { at: number; status: number; ms: number }[] = [];
@@ -53,17 +60,15 @@ export const percentile = (ms: number[], q: number) =>
   [...ms].sort((a, b) => a - b)[Math.max(0, Math.ceil(ms.length * q) - 1)] ?? Number.NaN;
 
 /** The child: GET until killed. */
-async function probe(port: number, host: string): Promise<never> {
+async function probe(port: number, host: string, edgeSecret: string): Promise<never> {
   for (;;) {
     const t0 = performance.now();
+    const headers = { host, ...(edgeSecret ? edgeHeaders(edgeSecret, { host, path: "/" }) : {}) };
     const status = await new Promise<number>((resolve) => {
-      const req = request(
-        { host: "127.0.0.1", port, path: "/", headers: { host }, timeout: 10_000 },
-        (res) => {
-          res.resume();
-          res.on("end", () => resolve(res.statusCode ?? 0));
-        },
-      );
+      const req = request({ host: "127.0.0.1", port, path: "/", headers, timeout: 10_000 }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
       req.on("timeout", () => req.destroy(new Error("timeout")));
       // an idle keep-alive connection an old nginx worker closed at a reload is the client's race
       // (sent again, as browsers do); any other error is an answer the pod did not give
@@ -76,5 +81,9 @@ async function probe(port: number, host: string): Promise<never> {
 }
 
 if (process.env.PROBE_PORT && process.argv[1] === fileURLToPath(import.meta.url)) {
-  await probe(Number(process.env.PROBE_PORT), process.env.PROBE_HOST ?? "");
+  await probe(
+    Number(process.env.PROBE_PORT),
+    process.env.PROBE_HOST ?? "",
+    process.env.PROBE_EDGE_SECRET ?? "",
+  );
 }
