@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
-import { request } from "node:http";
 import { EDGE_HEADERS, EDGE_PROOF_TTL_S, signedText } from "../../shared/edge-proof";
-import type { HttpResult } from "./http";
+import { type HttpResult, httpGet } from "./http";
 
 /**
  * Signs a request to a host's ingress as the Worker's edge does (shared/edge-proof.ts): for tests
@@ -31,36 +30,6 @@ export function edgeHeaders(
 }
 
 /** GET `path` of `host` from the ingress on `port`, signed with the host's edge secret. */
-export async function edgeGet(port: number, host: string, path: string, secret: string): Promise<HttpResult> {
-  try {
-    return await getOnce(port, host, path, secret);
-  } catch (err) {
-    // nginx closing an idle kept-alive connection as the request goes out (test/support/http.ts)
-    if ((err as { reusedSocket?: boolean }).reusedSocket) return getOnce(port, host, path, secret);
-    throw err;
-  }
-}
-
-function getOnce(port: number, host: string, path: string, secret: string): Promise<HttpResult> {
-  return new Promise((resolve, reject) => {
-    const headers = { host, ...edgeHeaders(secret, { host, path }) };
-    const req = request({ host: "127.0.0.1", port, path, headers, timeout: 10_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          body: Buffer.concat(chunks).toString("utf8"),
-          headers: res.headers,
-        }),
-      );
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", (err: NodeJS.ErrnoException) =>
-      reject(
-        req.reusedSocket && err.code === "ECONNRESET" ? Object.assign(err, { reusedSocket: true }) : err,
-      ),
-    );
-    req.end();
-  });
+export function edgeGet(port: number, host: string, path: string, secret: string): Promise<HttpResult> {
+  return httpGet(port, host, path, edgeHeaders(secret, { host, path }));
 }

@@ -11,19 +11,31 @@ export interface HttpResult {
  * connections alive; when nginx closes an idle one (its old workers do at every reload) just as a
  * request goes out on it, that request is sent again once, as browsers do and Node's docs advise
  * (`reusedSocket` and ECONNRESET): the race is the client's, and says nothing about the pod.
+ * `headers` go beside Host (the edge's proof: test/support/edge.ts).
  */
-export async function httpGet(port: number, host: string, path = "/"): Promise<HttpResult> {
+export async function httpGet(
+  port: number,
+  host: string,
+  path = "/",
+  headers: Record<string, string> = {},
+): Promise<HttpResult> {
   try {
-    return await httpGetOnce(port, host, path);
+    return await httpGetOnce(port, host, path, headers);
   } catch (err) {
-    if ((err as { reusedSocket?: boolean }).reusedSocket) return httpGetOnce(port, host, path);
+    if ((err as { reusedSocket?: boolean }).reusedSocket) return httpGetOnce(port, host, path, headers);
     throw err;
   }
 }
 
-function httpGetOnce(port: number, host: string, path: string): Promise<HttpResult> {
+function httpGetOnce(
+  port: number,
+  host: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, headers: { host }, timeout: 10_000 }, (res) => {
+    const options = { host: "127.0.0.1", port, path, headers: { ...headers, host }, timeout: 10_000 };
+    const req = request(options, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () =>
