@@ -3,7 +3,7 @@ import WebSocket from "ws";
 import { type DnsDouble, startDnsDouble } from "../support/dns";
 import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
-import { waitForHostOnline, waitForPodStatus } from "./support/pods";
+import { waitForHostOnline, waitForHostsPlaceable, waitForPodStatus } from "./support/pods";
 import { type Stack, startStack, type TestHost, waitFor } from "./support/stack";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -76,17 +76,7 @@ describe("the edge router", () => {
     alice = await signUp(stack.api, "Alice");
     tag = stack.prefix.slice(-4);
     await waitForHostOnline(alice.api);
-    await waitFor("both hosts to take pods", async () => {
-      const pings = await Promise.all(
-        [one, two].map(async (h) => {
-          const res = await fetch(`${stack.api}/agent/ping`, {
-            headers: { authorization: `Bearer ${h.agentEnv.PODHOST_AGENT_TOKEN}` },
-          });
-          return ((await res.json()) as { placeable?: boolean }).placeable;
-        }),
-      );
-      return pings.every(Boolean) ? true : undefined;
-    });
+    await waitForHostsPlaceable(stack.api, [one, two]);
   }, 240_000);
 
   afterAll(async () => {

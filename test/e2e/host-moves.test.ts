@@ -5,7 +5,7 @@ import { type DnsDouble, startDnsDouble } from "../support/dns";
 import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
 import { dockerExec, dockerInspect } from "./support/docker";
-import { waitForHostOnline, waitForPodStatus } from "./support/pods";
+import { waitForHostOnline, waitForHostsPlaceable, waitForPodStatus } from "./support/pods";
 import { type Stack, startStack, type TestHost, waitFor } from "./support/stack";
 
 const run = promisify(execFile);
@@ -122,21 +122,7 @@ describe("moving pods off a host", () => {
     two = await stack.addHost();
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
-    await waitFor(
-      "both hosts to take pods",
-      async () => {
-        const pings = await Promise.all(
-          [one, two].map(async (h) => {
-            const res = await fetch(`${stack.api}/agent/ping`, {
-              headers: { authorization: `Bearer ${h.agentEnv.PODHOST_AGENT_TOKEN}` },
-            });
-            return ((await res.json()) as { placeable?: boolean }).placeable;
-          }),
-        );
-        return pings.every(Boolean) ? true : undefined;
-      },
-      300_000,
-    );
+    await waitForHostsPlaceable(stack.api, [one, two], 300_000);
   }, 600_000);
 
   afterAll(async () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
 import { dockerExec, dockerInspect } from "./support/docker";
-import { waitForHostOnline, waitForPodStatus } from "./support/pods";
+import { waitForHostOnline, waitForHostsPlaceable, waitForPodStatus } from "./support/pods";
 import { freePort, type Stack, startStack, type TestHost, waitFor } from "./support/stack";
 
 const run = promisify(execFile);
@@ -49,17 +49,7 @@ describe("several hosts", () => {
     two = await stack.addHost();
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
-    await waitFor("both hosts to take pods", async () => {
-      const pings = await Promise.all(
-        [one, two].map(async (h) => {
-          const res = await fetch(`${stack.api}/agent/ping`, {
-            headers: { authorization: `Bearer ${h.agentEnv.PODHOST_AGENT_TOKEN}` },
-          });
-          return ((await res.json()) as { placeable?: boolean }).placeable;
-        }),
-      );
-      return pings.every(Boolean) ? true : undefined;
-    });
+    await waitForHostsPlaceable(stack.api, [one, two]);
   }, 180_000);
 
   afterAll(async () => {

@@ -33,3 +33,25 @@ export async function createRunningPods(api: ApiClient, pods: [name: string, pre
   for (const [name] of pods) await waitForPodStatus(api, name, "running");
   return ports;
 }
+
+/** Every one of `hosts` says through its own `/agent/ping` that it takes pods (two-host stacks). */
+export const waitForHostsPlaceable = (
+  api: string,
+  hosts: { agentEnv: Record<string, string> }[],
+  timeoutMs?: number,
+) =>
+  waitFor(
+    "every host to take pods",
+    async () => {
+      const pings = await Promise.all(
+        hosts.map(async (h) => {
+          const res = await fetch(`${api}/agent/ping`, {
+            headers: { authorization: `Bearer ${h.agentEnv.PODHOST_AGENT_TOKEN}` },
+          });
+          return ((await res.json()) as { placeable?: boolean }).placeable;
+        }),
+      );
+      return pings.every(Boolean) ? true : undefined;
+    },
+    timeoutMs,
+  );
