@@ -104,6 +104,23 @@ describe("git deployments end to end", () => {
       },
       timeoutMs,
     );
+  /** the streamed build log read as a browser reads it: its encoding, when its first bytes came */
+  const readLogAsABrowser = async (name: string, id: string) => {
+    const res = await fetch(`${stack.api}/api/pods/${name}/git/deployments/${id}/log`, {
+      headers: { authorization: `Bearer ${alice.token}`, "accept-encoding": "gzip, deflate, br" },
+    });
+    expect(res.status).toBe(200);
+    const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    let firstChunkAt = Number.POSITIVE_INFINITY;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      if (value) firstChunkAt = Math.min(firstChunkAt, performance.now());
+      text += value;
+    }
+    return { encoding: res.headers.get("content-encoding") ?? "", firstChunkAt, text };
+  };
   const events = async (name: string) => {
     const res = await api.get(`/api/pods/${name}/events?limit=200`);
     expect(res.status).toBe(200);
@@ -236,8 +253,16 @@ describe("git deployments end to end", () => {
     expect(res.body).toMatchObject({ status: "deploying", trigger: "push", commit_sha: v2Sha });
     v2Deployment = res.body.id;
     deploymentIds.push(v2Deployment);
+    const streamed = readLogAsABrowser(pod, v2Deployment);
     const done = await settled(pod, v2Deployment);
+    const doneAt = performance.now();
     expect(done.status, JSON.stringify(done)).toBe("success");
+    // Read as a browser asks (gzip accepted), the log is not compressed: a gzip stream would hold the
+    // build's short lines until the deploy ended (the dashboard's live log showed nothing until then).
+    const log = await streamed;
+    expect(log.encoding).not.toMatch(/gzip|br/);
+    expect(log.firstChunkAt).toBeLessThan(doneAt);
+    expect(log.text).toContain("[podhost");
     const polled = await poll.end();
     console.log(
       `[git e2e] push deploy took ${((performance.now() - started) / 1000).toFixed(1)} s; ${polled.count} requests through the ingress, ${polled.failures.length} failed`,

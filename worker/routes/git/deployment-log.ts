@@ -33,9 +33,13 @@ export function registerStreamPodDeploymentLog(app: Router) {
       await streamDeploymentLog({ ctx: serviceContext(c), teamId: c.get("caller").teamId, input }),
     );
     // A stream of text: the route's type expects a string body, which a stream is, chunk by chunk.
+    // Cloudflare (and wrangler dev, which copies it) gzips text/plain for a client that accepts it,
+    // and a gzip stream holds a build's short lines until the build ends: an encoding of its own
+    // and no-transform keep each chunk going out as it comes.
     return c.body(stream, 200, {
       "content-type": "text/plain; charset=utf-8",
-      "cache-control": "no-cache",
+      "content-encoding": "identity",
+      "cache-control": "no-cache, no-transform",
       "x-content-type-options": "nosniff",
     }) as unknown as TypedResponse<string, 200, "text">;
   });
