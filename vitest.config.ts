@@ -78,9 +78,11 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
-          // CI has two cores shared with the node project's Docker tests: a route sweep (every pod
-          // route, hundreds of requests) or a deploy's workflow takes several seconds there.
+          // Two Worker files run at once on CI's two cores (Vitest runs the projects one after the
+          // other, and its default, cores - 1, would run one file at a time): a route sweep (every
+          // pod route, hundreds of requests) or a deploy's workflow takes several seconds there.
           testTimeout: 30_000,
+          maxWorkers: 2,
           setupFiles: ["./test/worker/setup.ts"],
           globalSetup: ["./test/worker/global-setup.ts"],
         },
