@@ -191,6 +191,20 @@ describe("reconciliation with the agent's inventory on every (re)connect", () =>
     await FakeAgent.online(host, [running(pod.name)]);
     expect(await podRecord(pod.id)).toMatchObject({ status: "running" });
   });
+
+  it("leaves a pod still being created to its create command: no container yet is not a vanished one", async () => {
+    // The agent's socket flapped while the create command had not made the container yet
+    // (test/chaos/control-socket-flap.test.ts): the hello's inventory does not list it.
+    const host = await insertHost();
+    const creating = await insertPod({ hostId: host.id, status: "creating" });
+    const vanished = await insertPod({ hostId: host.id, status: "running" });
+    const { welcome } = await FakeAgent.online(host, []);
+    expect(welcome.orphans).toEqual([]);
+    expect(await podRecord(creating.id)).toMatchObject({ status: "creating" });
+    expect(await podEventRecords(creating.id)).toEqual([]);
+    // a pod that had its container is still found missing
+    expect(await podRecord(vanished.id)).toMatchObject({ status: "error" });
+  });
 });
 
 describe("commands over the wire", () => {

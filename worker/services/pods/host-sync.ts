@@ -54,7 +54,8 @@ export interface PodStatusChange {
 
 /**
  * On every (re)connect: the agent's inventory is the truth about containers. Pods whose container
- * vanished become `error` with an event; containers with no live pod are returned as orphans for the
+ * vanished become `error` with an event (a pod still `creating` is left to its create command, which
+ * may not have made its container yet); containers with no live pod are returned as orphans for the
  * agent to report (never silently kept, never silently deleted). Live is every pod placed on the
  * host but `deleted`: a `suspended` pod's stopped container is its customer's, never an orphan, and
  * its status stays the control plane's (not host-driven, so not moved here). Answers the orphans and
@@ -75,6 +76,9 @@ export async function reconcileInventory(
   const changes: PodStatusChange[] = [];
   for (const pod of live) {
     if (!HOST_DRIVEN.includes(pod.status)) continue;
+    // Its create command settles it, and until that command has made the container the host has
+    // none to list: a reconnect mid-create is not a vanished container.
+    if (pod.status === "creating") continue;
     const state = seen.get(pod.name);
     if (!state) {
       if (pod.status === "error") continue;
@@ -87,7 +91,6 @@ export async function reconcileInventory(
       );
       continue;
     }
-    if (pod.status === "creating") continue; // its create command settles it
     const status = statusOfState[state.state];
     if (status !== pod.status) changes.push({ podId: pod.id, status, reason: null });
     if (status !== pod.status || (state.ip && state.ip !== pod.ip)) {
