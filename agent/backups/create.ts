@@ -4,6 +4,7 @@ import {
   type DumpEntry,
   EXCLUDED_DIRS,
 } from "../../shared/protocol/backups";
+import { namingFullDisk } from "../disk/full";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
 import type { StreamExecutor } from "../docker/exec-stream";
@@ -83,7 +84,8 @@ const COUNT = `set -u
 const CLEAN = `rm -rf "$1" "$1.idx"`;
 
 type Made = BackupMade;
-const failed = (reason: string): Made => ({ ok: false, reason: reason.slice(0, 2000) });
+// a full disk (the spool is in the pod's home) is named first: "the pod's disk is full …: mkdir: …"
+const failed = (reason: string): Made => ({ ok: false, reason: namingFullDisk(reason).slice(0, 2000) });
 
 export async function createBackup(
   deps: BackupDeps,
@@ -208,7 +210,7 @@ export async function createBackup(
       backupId,
       signal,
     );
-    if (!sent.ok) return sent;
+    if (!sent.ok) return failed(sent.reason);
     const counted = await runScript(docker, container, COUNT, [`${spool}.idx`], short);
     const files = Number.parseInt(counted.stdout.trim(), 10) || 0;
     log.info("backup: sent", { pod: name, backupId, bytes: sent.bytes, files });

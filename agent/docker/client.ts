@@ -1,4 +1,5 @@
 import Docker from "dockerode";
+import { fullDisk, fullDiskReason } from "../disk/full";
 import { AgentError, controlPlaneUnreachable, isFromControlPlane } from "../errors";
 
 export type DockerClient = Docker;
@@ -62,5 +63,23 @@ export function toAgentError(err: unknown, what: string): AgentError {
     );
   if (isNotFound(err)) return new AgentError("not_found", `${what}: ${dockerMessage(err)}`);
   if (isConflict(err)) return new AgentError("conflict", `${what}: ${dockerMessage(err)}`);
+  // the agent's own write (its state directory: vhosts, domains, logs) on a full disk
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "ENOSPC" || code === "EDQUOT")
+    return new AgentError(
+      "conflict",
+      `${what}: the host agent's disk is full (no space left to write its state)`,
+      "storage",
+    );
+  // the engine's, e.g. "failed to copy files: userspace copy failed: write
+  // /var/lib/docker/volumes/…: no space left on device" while a new pod's home is filled: named,
+  // without the host's paths
+  const full = fullDisk(dockerMessage(err));
+  if (full)
+    return new AgentError(
+      "conflict",
+      `${what}: ${full === "quota" ? fullDiskReason(full) : "the host's disk is full (the engine could not write: no space left on device)"}`,
+      "storage",
+    );
   return new AgentError("internal", `${what}: ${dockerMessage(err)}`);
 }

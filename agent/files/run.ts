@@ -1,5 +1,6 @@
 import type { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
+import { fullDisk, fullDiskReason } from "../disk/full";
 import { CappedBytes } from "../docker/capped";
 import { dockerStatus } from "../docker/client";
 import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
@@ -112,8 +113,11 @@ export function fileFailure(what: string, exitCode: number, stderr: string): Age
     return new AgentError("unavailable", `${what}: timed out in the pod`);
   if (/Permission denied|Operation not permitted|Read-only file system/i.test(stderr))
     return new AgentError("forbidden", `${what}: permission denied (the pod's user may not do this)`);
-  if (/No space left on device|Disk quota exceeded/i.test(stderr))
-    return new AgentError("conflict", `${what}: no space left in the pod`);
+  const full = fullDisk(stderr);
+  if (full === "quota") return new AgentError("conflict", `${what}: ${fullDiskReason(full)}`);
+  // the home's device is the host's pods' disk; /tmp is the pod's own tmpfs (its memory)
+  if (full === "device")
+    return new AgentError("conflict", `${what}: the disk is full (no space left on the device it is on)`);
   if (/into itself|subdirectory of itself/i.test(stderr))
     return new AgentError("bad_request", `${what}: the destination is inside the source`);
   if (/Not a directory/i.test(stderr))

@@ -1,0 +1,29 @@
+/**
+ * A full disk, told by what the tools say ("Disk quota exceeded" is EDQUOT, "No space left on
+ * device" ENOSPC) and named for the caller: the pod's own disk (its plan's limit, a quota the tenant
+ * can free space under) or the disk it is on. Plain substring checks (no regex over tool output).
+ */
+export type FullDisk = "quota" | "device";
+
+export function fullDisk(text: string): FullDisk | null {
+  const t = text.toLowerCase();
+  if (t.includes("disk quota exceeded")) return "quota";
+  if (t.includes("no space left on device")) return "device";
+  return null;
+}
+
+/** What a full disk means for a write into the pod's home (its files, a backup's spool). */
+export function fullDiskReason(kind: FullDisk): string {
+  return kind === "quota"
+    ? "the pod's disk is full (its plan's disk limit): delete files or move to a bigger plan"
+    : "the host's disk is full (no space left on the device the pod's files are on)";
+}
+
+/**
+ * `reason` led by the full disk it tells of, if it tells of one: "the pod's disk is full …: <reason>".
+ * Other reasons are returned as they are.
+ */
+export function namingFullDisk(reason: string): string {
+  const kind = fullDisk(reason);
+  return kind ? `${fullDiskReason(kind)}: ${reason}` : reason;
+}

@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { fullDisk, namingFullDisk } from "../../agent/disk/full";
+import { toAgentError } from "../../agent/docker/client";
+import { fileFailure } from "../../agent/files/run";
+
+/**
+ * A full disk is named, never a 500 with a tool's raw words (test/chaos/disk-full.test.ts runs the
+ * same against real full file systems): the pod's own disk (its quota, EDQUOT) apart from the disk
+ * it is on (ENOSPC), the agent's own state apart from the engine's, and no host path in the text.
+ */
+describe("a full disk is named", () => {
+  it("tells the pod's quota from a full device", () => {
+    expect(fullDisk("mkdir: cannot create directory '/home/pod_user/.pod/backup': Disk quota exceeded")).toBe(
+      "quota",
+    );
+    expect(fullDisk("cat: write error: No space left on device")).toBe("device");
+    expect(fullDisk("tar: ./a: Cannot open: Permission denied")).toBeNull();
+  });
+
+  it("a backup's reason leads with the full disk; other reasons stay as they are", () => {
+    expect(namingFullDisk("preparing the backup failed (exit 70): mkdir: …: Disk quota exceeded")).toMatch(
+      /^the pod's disk is full \(its plan's disk limit\): .*: preparing the backup failed/,
+    );
+    expect(namingFullDisk("archiving failed (exit 72): tar: write error: No space left on device")).toMatch(
+      /^the host's disk is full .*: archiving failed/,
+    );
+    expect(namingFullDisk("expected directory missing: ~/app")).toBe("expected directory missing: ~/app");
+  });
+
+  it("a file write on a full disk is a 409 naming it", () => {
+    const quota = fileFailure("writing /home/pod_user/app/a", 1, "cat: write error: Disk quota exceeded\n");
+    expect(quota.code).toBe("conflict");
+    expect(quota.message).toBe(
+      "writing /home/pod_user/app/a: the pod's disk is full (its plan's disk limit): delete files or move to a bigger plan",
+    );
+    const device = fileFailure("writing /tmp/a", 1, "cat: write error: No space left on device\n");
+    expect(device.code).toBe("conflict");
+    expect(device.message).toMatch(/: the disk is full/);
+  });
+
+  it("the engine's and the agent's own ENOSPC are a 409 of the storage, without host paths", () => {
+    const engine = toAgentError(
+      Object.assign(new Error("(HTTP code 500) server error"), {
+        statusCode: 500,
+        json: {
+          message:
+            "failed to copy files: userspace copy failed: write /var/lib/docker/volumes/p-a-home/_data/.pod/crontab: no space left on device",
+        },
+      }),
+      "pod.create",
+    );
+    expect(engine.code).toBe("conflict");
+    expect(engine.component).toBe("storage");
+    expect(engine.message).toMatch(/^pod\.create: the host's disk is full/);
+    expect(engine.message).not.toContain("/var/lib/docker");
+    const own = toAgentError(
+      Object.assign(new Error("ENOSPC: no space left on device, write"), {
+        code: "ENOSPC",
+        syscall: "write",
+      }),
+      "pod.create",
+    );
+    expect(own.code).toBe("conflict");
+    expect(own.message).toMatch(/^pod\.create: the host agent's disk is full/);
+    // anything else from the engine stays what it was
+    const other = toAgentError(
+      Object.assign(new Error("(HTTP code 500) server error"), {
+        statusCode: 500,
+        json: { message: "boom" },
+      }),
+      "pod.create",
+    );
+    expect(other.code).toBe("internal");
+  });
+});
