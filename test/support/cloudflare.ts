@@ -12,6 +12,9 @@ import type { AddressInfo } from "node:net";
  *   error 1406 "Duplicate custom hostname found."
  * - `GET /zones/{zone}/custom_hostnames?hostname=` → the list (`result_info` with it);
  *   `GET /zones/{zone}/custom_hostnames/{id}` → one, or 404 with error 1436.
+ * - `PATCH /zones/{zone}/custom_hostnames/{id}` `{ssl: {method, type}}` → the hostname, its
+ *   validation restarted (`status: "pending"`, `ssl.status: "pending_validation"`, errors cleared);
+ *   404 with error 1436 when it has none.
  * - `DELETE /zones/{zone}/custom_hostnames/{id}` → `{id}`; 404 with error 1436 when it has none.
  *
  * Every answer is Cloudflare's envelope `{success, errors: [{code, message}], messages, result}`.
@@ -22,7 +25,8 @@ import type { AddressInfo } from "node:net";
  * Cloudflare's side: `POST /__double/state/<hostname>` `{status, ssl_status, validation_errors,
  * verification_errors}` moves a hostname's validation on (to `active`, or to a failure);
  * `POST /__double/fail/<hostname>` makes every call about that host name answer 500 (`DELETE` to
- * stop); `GET /__double/hostnames` lists the zone's custom hostnames.
+ * stop); `GET /__double/hostnames` lists the zone's custom hostnames, each with `restarts`, the
+ * PATCHes it got.
  */
 
 export const CLOUDFLARE_DOUBLE_TOKEN = "cf-double-test-token";
@@ -76,6 +80,8 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
 export async function startCloudflareDouble(): Promise<CloudflareDouble> {
   const byId = new Map<string, Hostname>();
   const failing = new Set<string>();
+  /** PATCHes (validation restarts) per hostname id, listed with the hostnames */
+  const patches = new Map<string, number>();
   const byName = (name: string) => [...byId.values()].find((h) => h.hostname === name);
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
@@ -84,7 +90,12 @@ export async function startCloudflareDouble(): Promise<CloudflareDouble> {
   };
 
   async function control(req: IncomingMessage, res: ServerResponse, path: string) {
-    if (path === "hostnames") return send(res, 200, [...byId.values()]);
+    if (path === "hostnames")
+      return send(
+        res,
+        200,
+        [...byId.values()].map((h) => ({ ...h, restarts: patches.get(h.id) ?? 0 })),
+      );
     const m = path.match(/^(state|fail)\/(.+)$/);
     if (!m) return send(res, 404, { error: "no such control" });
     const name = decodeURIComponent(m[2] ?? "").toLowerCase();
@@ -162,6 +173,21 @@ export async function startCloudflareDouble(): Promise<CloudflareDouble> {
             result_info: { page: 1, per_page: 20, count: all.length, total_count: all.length },
           }),
         );
+      }
+      if (id && req.method === "PATCH") {
+        // the same ssl settings again: Cloudflare validates the hostname and its certificate anew
+        const h = byId.get(id);
+        if (!h) return send(res, 404, error(1436, "The custom hostname was not found."));
+        const ssl = ((await readJson(req)).ssl ?? {}) as { method?: unknown; type?: unknown };
+        if (ssl.method !== "http" && ssl.method !== "txt" && ssl.method !== "email")
+          return send(res, 400, error(1413, "SSL validation method is invalid."));
+        h.status = "pending";
+        h.ssl.method = ssl.method;
+        h.ssl.status = "pending_validation";
+        delete h.ssl.validation_errors;
+        delete h.verification_errors;
+        patches.set(id, (patches.get(id) ?? 0) + 1);
+        return send(res, 200, envelope(h));
       }
       if (id && (req.method === "GET" || req.method === "DELETE")) {
         const h = byId.get(id);

@@ -28,7 +28,9 @@ interface DoubleHostname {
   id: string;
   hostname: string;
   status: string;
-  ssl: { method: string; type: string; status: string };
+  ssl: { method: string; type: string; status: string; validation_errors?: unknown[] };
+  /** validation restarts (PATCHes) the double got for it */
+  restarts: number;
 }
 
 /** The custom hostnames the double holds for `hostname` (none, or one). */
@@ -156,6 +158,80 @@ describe("registration and the certificate's state", () => {
     const t = await verified(s, late);
     await cloudflareSays(late, { ssl_status: "validation_timed_out" });
     await pollUntil(async () => (await tlsStatusOf(t.id)) === "failed: certificate validation timed out");
+  });
+
+  it("verifying a domain whose validation failed restarts it (PATCH, same ssl settings): pending, said in an event, then active", async () => {
+    const s = await onlineWithPod();
+    const domain = fresh("retry");
+    const d = await verified(s, domain);
+    const verify = (as: As = s.as, pod = s.pod.name) =>
+      call("POST", `/api/pods/${pod}/domains/${d.id}/verify`, undefined, as);
+    // pending, not failed: verifying again only looks (no restart)
+    expect((await verify()).body.tls_status).toBe("pending");
+    expect((await registered(domain))[0]?.restarts).toBe(0);
+
+    await cloudflareSays(domain, { ssl_status: "validation_timed_out" });
+    await pollUntil(async () => (await tlsStatusOf(d.id)) === "failed: certificate validation timed out");
+    // another team cannot restart it (404, nothing sent to Cloudflare)
+    const stranger = await onlineWithPod();
+    expect((await verify(stranger.as)).status).toBe(404);
+    expect((await verify(stranger.as, stranger.pod.name)).status).toBe(404);
+    expect((await registered(domain))[0]?.restarts).toBe(0);
+
+    // Cloudflare failing at the restart: 503 saying so, the failure kept as it was
+    await cloudflareFails(domain, true);
+    const refused = await verify();
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toContain("Internal server error (1000), HTTP 500");
+    expect(await tlsStatusOf(d.id)).toBe("failed: certificate validation timed out");
+    await cloudflareFails(domain, false);
+
+    const restarted = await verify();
+    expect(restarted.status).toBe(200);
+    expect(restarted.body).toMatchObject({ status: "verified", tls_status: "pending" });
+    const [h] = await registered(domain);
+    expect(h).toMatchObject({
+      restarts: 1,
+      status: "pending",
+      ssl: { method: "http", type: "dv", status: "pending_validation" },
+    });
+    expect(await registered(domain)).toHaveLength(1);
+    expect((await list(s.as, s.pod.name))[0]?.tls_status).toBe("pending");
+    await s.agent.expectNone("control:call");
+    const said = (await podEventRecords(s.pod.id)).filter((e) => e.type === "domain_tls");
+    expect(said.at(-1)?.message).toContain("validation was restarted");
+    expect(said.at(-1)?.message).toContain("certificate validation timed out");
+
+    await cloudflareSays(domain, { status: "active", ssl_status: "active" });
+    await pollUntil(async () => (await tlsStatusOf(d.id)) === "active");
+    // active: verifying again restarts nothing
+    expect((await verify()).body.tls_status).toBe("active");
+    expect((await registered(domain))[0]?.restarts).toBe(1);
+  });
+
+  it("a failed validation whose custom hostname Cloudflare no longer has is registered anew on verify", async () => {
+    const s = await onlineWithPod();
+    const domain = fresh("gone");
+    const d = await verified(s, domain);
+    await cloudflareSays(domain, { validation_errors: ["caa_error: not allowed"] });
+    await pollUntil(async () => (await tlsStatusOf(d.id))?.startsWith("failed:") === true);
+    const [old] = await registered(domain);
+    // deleted at Cloudflare behind the service's back (the dashboard, another tool)
+    const zone = env.CLOUDFLARE_ZONE_ID;
+    const gone = await cf(`/zones/${zone}/custom_hostnames/${old?.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${env.CLOUDFLARE_API_TOKEN}` },
+    });
+    expect(gone.status).toBe(200);
+    const again = await call("POST", `/api/pods/${s.pod.name}/domains/${d.id}/verify`, undefined, s.as);
+    expect(again.status).toBe(200);
+    expect(again.body.tls_status).toBe("pending");
+    const [fresh_] = await registered(domain);
+    expect(fresh_?.id).not.toBe(old?.id);
+    const row = await env.DB.prepare("SELECT tls_hostname_id FROM domains WHERE id = ?")
+      .bind(d.id)
+      .first<{ tls_hostname_id: string }>();
+    expect(row?.tls_hostname_id).toBe(fresh_?.id);
   });
 
   it("Cloudflare unreachable at verification: verified all the same, tls pending; the cron registers it later", async () => {

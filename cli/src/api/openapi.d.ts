@@ -1099,7 +1099,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Look up the verification TXT record over DNS-over-HTTPS: `verified` (and served by the pod) when it matches, else 400 saying what was found; 409 when another pod verified the name first. Other pods' pending claims of the name are dropped */
+        /** Look up the verification TXT record over DNS-over-HTTPS: `verified` (and served by the pod) when it matches, else 400 saying what was found; 409 when another pod verified the name first. Other pods' pending claims of the name are dropped. On a verified domain (podhost's extension): its certificate's `tls_status` is looked at again, and a failed validation (`failed: …`) is restarted at Cloudflare (503 when Cloudflare cannot be reached) */
         post: operations["verifyPodDomain"];
         delete?: never;
         options?: never;

@@ -15,7 +15,7 @@ const route = createRoute({
   method: "post",
   path: "/{name}/domains/{id}/verify",
   summary:
-    "Look up the verification TXT record over DNS-over-HTTPS: `verified` (and served by the pod) when it matches, else 400 saying what was found; 409 when another pod verified the name first. Other pods' pending claims of the name are dropped",
+    "Look up the verification TXT record over DNS-over-HTTPS: `verified` (and served by the pod) when it matches, else 400 saying what was found; 409 when another pod verified the name first. Other pods' pending claims of the name are dropped. On a verified domain (podhost's extension): its certificate's `tls_status` is looked at again, and a failed validation (`failed: …`) is restarted at Cloudflare (503 when Cloudflare cannot be reached)",
   request: { params: DomainParams },
   responses: { 200: jsonResponse(Domain, "Verified"), ...errors(400, 401, 404, 409, 429, 503) },
 });

@@ -64,7 +64,7 @@ const describe = (a: Answer) =>
 
 async function request(
   cfg: CloudflareConfig,
-  method: "GET" | "POST" | "DELETE",
+  method: "GET" | "POST" | "PATCH" | "DELETE",
   path: string,
   body?: unknown,
 ): Promise<Result<Answer>> {
@@ -143,6 +143,28 @@ export async function getCustomHostname(
   if (!got.value.body.success)
     return fail("unavailable", `Cloudflare did not answer for ${id}: ${describe(got.value)}`);
   return hostnameOf(got.value);
+}
+
+/**
+ * Restarts the validation of the custom hostname `id` (`PATCH …/custom_hostnames/{id}` with the
+ * same `ssl` settings it was registered with: Cloudflare's way to have a certificate whose
+ * validation failed or timed out validated again). Null when Cloudflare has none by that id (404).
+ */
+export async function restartCustomHostname(
+  cfg: CloudflareConfig,
+  id: string,
+): Promise<Result<CustomHostname | null>> {
+  const patched = await request(cfg, "PATCH", `/custom_hostnames/${encodeURIComponent(id)}`, {
+    ssl: { method: "http", type: "dv" },
+  });
+  if (!patched.ok) return patched;
+  if (patched.value.status === 404) return ok(null);
+  if (!patched.value.body.success)
+    return fail(
+      "unavailable",
+      `Cloudflare did not restart the validation of ${id}: ${describe(patched.value)}`,
+    );
+  return hostnameOf(patched.value);
 }
 
 /** Deletes the custom hostname `id`; one Cloudflare does not have (404) is deleted already. */

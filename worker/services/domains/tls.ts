@@ -1,5 +1,6 @@
 import { and, asc, eq, isNull, ne, or } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
+import { ok, type Result } from "../../../shared/errors";
 import {
   type CustomHostnameRemovalRow,
   customHostnameRemovals,
@@ -16,6 +17,7 @@ import {
   createCustomHostname,
   deleteCustomHostname,
   getCustomHostname,
+  restartCustomHostname,
   tlsStatusOf,
 } from "./cloudflare";
 
@@ -30,6 +32,8 @@ import {
  */
 
 export const NOT_CONFIGURED = "not_configured";
+/** how a failed `tls_status` begins: `failed: <why>` (cloudflare.ts tlsStatusOf) */
+export const FAILED = "failed: ";
 /** domains polled and queued removals retried per cron run (each is one subrequest) */
 const PER_RUN = 20;
 
@@ -96,6 +100,35 @@ export async function refreshDomainTls(ctx: ServiceContext, row: DomainRow): Pro
   return recordTlsStatus(ctx, row, got.value);
 }
 
+/**
+ * The owner's restart of a certificate whose validation failed (`POST …/verify` on a verified
+ * domain whose `tls_status` is `failed: …`): Cloudflare validates the custom hostname again (a
+ * `PATCH` with its `ssl` settings), or registers the name anew when it no longer has it; a
+ * `domain_tls` event says so. Cloudflare unreachable or refusing: 503, the failure left as it was.
+ */
+export async function restartDomainTls(ctx: ServiceContext, row: DomainRow): Promise<Result<string>> {
+  const cfg = cloudflareConfig(ctx.env);
+  if (!cfg || !row.tlsHostnameId) return ok(await registerDomainTls(ctx, row));
+  const restarted = await restartCustomHostname(cfg, row.tlsHostnameId);
+  if (!restarted.ok) return restarted;
+  if (restarted.value === null) return ok(await registerDomainTls(ctx, { ...row, tlsHostnameId: null }));
+  const tlsStatus = tlsStatusOf(restarted.value);
+  await ctx.db.batch([
+    ctx.db
+      .update(domains)
+      .set({ tlsStatus, tlsCheckedAt: nowIso() })
+      .where(and(stillVerified(row.id), eq(domains.tlsHostnameId, restarted.value.id))),
+    recordEventStatement(
+      ctx.db,
+      row.podId,
+      "domain_tls",
+      `${row.domain}: its certificate's validation was restarted (it had ${row.tlsStatus ?? "no state"})`,
+      { domain: row.domain, tls_status: tlsStatus },
+    ),
+  ]);
+  return ok(tlsStatus);
+}
+
 async function recordTlsStatus(ctx: ServiceContext, row: DomainRow, h: CustomHostname): Promise<string> {
   const tlsStatus = tlsStatusOf(h);
   const update = ctx.db
@@ -112,7 +145,7 @@ async function recordTlsStatus(ctx: ServiceContext, row: DomainRow, h: CustomHos
         "domain_tls",
         tlsStatus === "active"
           ? `${row.domain}: its certificate is active; the edge serves it over HTTPS`
-          : `${row.domain}: its certificate is not issued: ${tlsStatus.slice("failed: ".length)}`,
+          : `${row.domain}: its certificate is not issued: ${tlsStatus.slice(FAILED.length)}`,
         { domain: row.domain, tls_status: tlsStatus },
       ),
     ]);

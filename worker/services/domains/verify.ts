@@ -9,7 +9,7 @@ import { lookupTxt } from "./dns";
 import { findTeamDomain } from "./lookup";
 import { verificationName } from "./names";
 import { pushVerifiedDomains } from "./sync";
-import { refreshDomainTls, registerDomainTls } from "./tls";
+import { FAILED, refreshDomainTls, registerDomainTls, restartDomainTls } from "./tls";
 import { type DomainView, toDomainView } from "./views";
 
 const MAX_SHOWN = 5;
@@ -24,7 +24,8 @@ const OWNED_ELSEWHERE = (domain: string) =>
  * index decides between two at once) — the pod's host is told to serve it (sync.ts; a host failure
  * puts it back to `pending`), a `domain_verified` event is recorded, and every other pod's pending
  * claim of the name is dropped with a `domain_claim_dropped` event on that pod. No match: 400 saying
- * what was found. A verified domain verifies again as a no-op (200).
+ * what was found. A verified domain verifies again as a no-op (200) for the name itself; its
+ * certificate's state is looked at again, and a failed validation restarted.
  */
 export async function verifyDomain({
   ctx,
@@ -34,8 +35,14 @@ export async function verifyDomain({
   const found = await findTeamDomain(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
   const { pod, domain } = found.value;
-  // verified already: its certificate's state is looked at again (until it is active)
+  // verified already: its certificate's state is looked at again (until it is active), and a
+  // failed validation is restarted (tls.ts restartDomainTls)
   if (domain.status === "verified") {
+    if (domain.tlsStatus?.startsWith(FAILED)) {
+      const restarted = await restartDomainTls(ctx, domain);
+      if (!restarted.ok) return restarted;
+      return ok(toDomainView({ ...domain, tlsStatus: restarted.value }, pod.name));
+    }
     const tlsStatus = domain.tlsStatus === "active" ? domain.tlsStatus : await refreshDomainTls(ctx, domain);
     return ok(toDomainView({ ...domain, tlsStatus }, pod.name));
   }
