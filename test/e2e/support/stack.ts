@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -127,6 +127,12 @@ export interface StackOptions {
    * Worker's URL to others: the feedback widget's script in a pod's pages, OAuth's issuer.
    */
   publicUrl?: boolean;
+  /**
+   * more environment of the first host's agent. A PODHOST_STATE_DIR here is used as is (made if
+   * missing, removed at stop like the default one): a test can point it at a directory inside a
+   * file system it mounted (test/chaos/disk-full.test.ts).
+   */
+  agentEnv?: Record<string, string>;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
@@ -191,7 +197,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   const addHost = async (opts: HostOptions = {}): Promise<TestHost> => {
     const n = hosts.length;
     const hostPrefix = hostPrefixOf(n);
-    const stateDir = await mkdtemp(path.join(tmpdir(), "podhost-agent-"));
+    const stateDir = opts.env?.PODHOST_STATE_DIR ?? (await mkdtemp(path.join(tmpdir(), "podhost-agent-")));
+    await mkdir(stateDir, { recursive: true });
     const ingressPort = n === 0 ? firstIngressPort : (opts.ingressPort ?? (await freePort()));
     const registered = n === 0 ? firstRegistration : await register(n, ingressPort);
     const agentEnv = {
@@ -222,7 +229,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     return host;
   };
 
-  const first = await addHost();
+  const first = await addHost(options.agentEnv ? { env: options.agentEnv } : {});
   const stack: Stack = {
     worker,
     api,

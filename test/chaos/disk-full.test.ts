@@ -1,0 +1,249 @@
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { PodDisk } from "../../agent/disk/pod-disk";
+import { REPO_ROOT } from "../../bench/support/worker";
+import { type ApiClient, signUp } from "../e2e/support/api";
+import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
+import { type Stack, startStack, waitFor } from "../e2e/support/stack";
+import { httpGet } from "../support/http";
+import { agentLines, backupSettled, podSh } from "./support";
+
+type User = Awaited<ReturnType<typeof signUp>>;
+
+const run = promisify(execFile);
+
+/**
+ * Disk full (docs/reliability.md): the pods' btrfs (one pod's quota, then the whole file system the
+ * pods live on) and the agent's state directory are filled in turn, each on a small file system
+ * this test makes (a loop-mounted btrfs image, a tmpfs), never one of the machine's own. For each:
+ * what needs the space fails with a clear 4xx or operation error naming the full disk, the file a
+ * write would replace is intact, a pod that does not write keeps serving, and once the space is
+ * freed everything works again. The engine's root is not filled (docs/reliability.md says why).
+ */
+describe("chaos: disk full", () => {
+  let dir: string;
+  let podRoot: string;
+  let stateMount: string;
+  let stack: Stack;
+  let alice: User;
+  let pod: string;
+  let mounted: string[] = [];
+
+  const PAGE = "<h1>still here</h1>";
+  const OLD = "old content\n";
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "podhost-diskfull-"));
+    podRoot = path.join(dir, "pods");
+    stateMount = path.join(dir, "state");
+    // the pods' disk as production makes it (btrfs, simple quotas), but 1 GiB and the test's own
+    await run("bash", [path.join(REPO_ROOT, "scripts/host/ensure-pod-disk.sh")], {
+      env: {
+        ...process.env,
+        PODHOST_POD_DISK_ROOT: podRoot,
+        PODHOST_POD_DISK_IMAGE: path.join(dir, "pods.img"),
+        PODHOST_POD_DISK_SIZE: "1G",
+      },
+    });
+    mounted.push(podRoot);
+    // the agent's state directory on a 64 MiB tmpfs (a directory in it: the stack removes it at stop)
+    await mkdir(stateMount);
+    await run("mount", ["-t", "tmpfs", "-o", "size=64m,mode=0755", "tmpfs", stateMount]);
+    mounted.push(stateMount);
+    stack = await startStack("diskfull", {
+      agentEnv: {
+        PODHOST_POD_DISK_ROOT: podRoot,
+        PODHOST_STATE_DIR: path.join(stateMount, "agent"),
+        PODHOST_HOST_CACHE_MB: "64",
+      },
+    });
+    alice = await signUp(stack.api, "Alice");
+    await waitForHostOnline(alice.api);
+    pod = `full-${stack.prefix.slice(-4)}`;
+    await create(alice.api, pod);
+    await waitForPodStatus(alice.api, pod, "running", 120_000);
+    await write(pod, "index.html", PAGE);
+    await write(pod, "notes.txt", OLD);
+    await serves(pod);
+  }, 300_000);
+
+  afterAll(async () => {
+    await stack?.stop().catch((err: unknown) => console.error("stack stop:", err));
+    // every mount this test made goes, whatever state a failure left (a loop device goes with its mount)
+    for (const m of mounted.reverse()) {
+      await run("umount", [m]).catch(() => run("umount", ["-l", m]).catch((e: unknown) => console.error(e)));
+    }
+    mounted = [];
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 300_000);
+
+  afterEach((ctx) => {
+    if (ctx.task.result?.state !== "fail" || !stack) return;
+    const lines = agentLines(stack.agent).filter((l) => l.level === "error" || l.level === "warn");
+    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
+  });
+
+  const create = async (api: ApiClient, name: string) => {
+    const res = await api.post("/api/pods", { name, preset: "static", plan_slug: "launch" });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+  };
+
+  const write = async (name: string, file: string, content: string) => {
+    const res = await alice.api.put(`/api/pods/${name}/files/content`, {
+      path: `/home/pod_user/app/${file}`,
+      content,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+  };
+
+  const read = async (name: string, file: string) => {
+    const res = await alice.api.get(`/api/pods/${name}/files/content?path=/home/pod_user/app/${file}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.content as string;
+  };
+
+  /** the pod's page through the edge, as a visitor sees it */
+  const serves = async (name: string) => {
+    const page = await httpGet(stack.edgePort, `${name}.pods.localhost`, "/index.html");
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("still here");
+  };
+
+  /** a write that needs the space: refused with a 4xx naming the full disk, the old file intact */
+  const writeRefused = async (name: string, disk: RegExp) => {
+    const res = await alice.api.put(`/api/pods/${name}/files/content`, {
+      path: "/home/pod_user/app/notes.txt",
+      content: "new content ".repeat(50_000),
+    });
+    expect(res.status, JSON.stringify(res.body)).toBeGreaterThanOrEqual(400);
+    expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
+    expect(res.body.error).toMatch(disk);
+    expect(await read(name, "notes.txt")).toBe(OLD);
+    // no temp file of the refused write left behind
+    expect(await podSh(alice.api, name, "ls -A ~/app | grep -c '^\\.upload-' || true")).toBe("0");
+  };
+
+  const backUp = async (name: string) => {
+    const res = await alice.api.post(`/api/pods/${name}/backups`, {});
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    return backupSettled(alice.api, name, res.body.id as string, 240_000);
+  };
+
+  const volumeOf = (name: string) => `${stack.prefix}-${name}-home`;
+
+  /** a new pod, until it is `running` or `error`; its events' messages */
+  const createSettled = async (name: string) => {
+    await create(alice.api, name);
+    const settled = await waitFor(
+      `${name} to settle`,
+      async () => {
+        const res = await alice.api.get(`/api/pods/${name}`);
+        return ["running", "error"].includes(res.body?.status) ? res.body : undefined;
+      },
+      180_000,
+    );
+    const events = await alice.api.get(`/api/pods/${name}/events`);
+    const messages = (events.body.events as { message: string }[]).map((e) => e.message).join("\n");
+    return { status: settled.status as string, messages };
+  };
+
+  /** once the space is back: a write lands (freed extents may take a commit to count), a backup completes */
+  const worksAgain = async () => {
+    await waitFor(
+      "a write to land again",
+      async () => {
+        const res = await alice.api.put(`/api/pods/${pod}/files/content`, {
+          path: "/home/pod_user/app/notes.txt",
+          content: "after\n",
+        });
+        return res.status === 200 ? true : undefined;
+      },
+      60_000,
+    );
+    expect(await read(pod, "notes.txt")).toBe("after\n");
+    await write(pod, "notes.txt", OLD);
+    const done = await backUp(pod);
+    expect(done.status, JSON.stringify(done)).toBe("completed");
+    await serves(pod);
+    // the plan keeps one backup: room for the next test's
+    const gone = await alice.api.delete(`/api/pods/${pod}/backups/${done.id}`);
+    expect(gone.status, JSON.stringify(gone.body)).toBeLessThan(300);
+  };
+
+  it("a pod's quota full: writes and a backup fail naming the pod's disk; serving goes on; freed, all works", {
+    timeout: 600_000,
+  }, async () => {
+    // plans start at several GiB: the test lowers this pod's limit to 64 MiB on its own file system
+    const disk = new PodDisk(podRoot);
+    await disk.setLimit(volumeOf(pod), 64 * 1024 ** 2);
+    try {
+      const fill = await alice.api.post(`/api/pods/${pod}/exec`, {
+        command: ["sh", "-c", "head -c 200000000 /dev/zero > ~/fill; echo exit=$?"],
+      });
+      expect(fill.body.stdout).not.toContain("exit=0");
+      await writeRefused(pod, /the pod's disk is full \(its plan's disk limit\)/);
+      const failed = await backUp(pod);
+      expect(failed.status, JSON.stringify(failed)).toBe("failed");
+      expect(failed.error).toMatch(/^the pod's disk is full \(its plan's disk limit\)/);
+      await serves(pod);
+    } finally {
+      await podSh(alice.api, pod, "rm -f ~/fill");
+      await disk.setLimit(volumeOf(pod), 5 * 1024 ** 3);
+    }
+    await worksAgain();
+  });
+
+  it("the pods' file system full: writes, a backup and a create fail naming the disk; serving goes on; freed, all works", {
+    timeout: 600_000,
+  }, async () => {
+    // the host fills it, not a pod: a file at the top of the btrfs, outside every pod's quota
+    const filler = path.join(podRoot, "filler");
+    try {
+      await run("sh", ["-c", `head -c 2000000000 /dev/zero > ${filler} 2>/dev/null; sync`]).catch(
+        () => undefined,
+      );
+      await writeRefused(pod, /the disk is full/);
+      const failed = await backUp(pod);
+      expect(failed.status, JSON.stringify(failed)).toBe("failed");
+      expect(failed.error).toMatch(/^the host's disk is full/);
+      await serves(pod);
+      const other = await createSettled(`full2-${stack.prefix.slice(-4)}`);
+      expect(other.status, other.messages).toBe("error");
+      expect(other.messages).toMatch(/the host's disk is full/);
+      expect(other.messages).not.toContain("/var/lib/docker");
+      await serves(pod);
+    } finally {
+      await rm(filler, { force: true });
+      await run("sync");
+    }
+    await worksAgain();
+  });
+
+  it("the agent's state directory full: a create fails naming it; serving goes on; freed, all works", {
+    timeout: 600_000,
+  }, async () => {
+    const filler = path.join(stateMount, "filler");
+    try {
+      await run("sh", ["-c", `head -c 100000000 /dev/zero > ${filler} 2>/dev/null`]).catch(() => undefined);
+      const other = await createSettled(`full3-${stack.prefix.slice(-4)}`);
+      expect(other.status, other.messages).toBe("error");
+      expect(other.messages).toMatch(/the host agent's disk is full/);
+      expect(other.messages).not.toContain(stateMount);
+      // a pod's own files are not on the agent's disk
+      await write(pod, "notes.txt", "during\n");
+      await write(pod, "notes.txt", OLD);
+      await serves(pod);
+    } finally {
+      await rm(filler, { force: true });
+    }
+    const third = `full4-${stack.prefix.slice(-4)}`;
+    await create(alice.api, third);
+    await waitForPodStatus(alice.api, third, "running", 120_000);
+    await write(third, "index.html", PAGE);
+    await serves(third);
+  });
+});
