@@ -8,6 +8,7 @@ export * from "./coding-agents";
 export * from "./connector-grants";
 export * from "./device-authorizations";
 export * from "./domains";
+export * from "./edge-route-changes";
 export * from "./feedback";
 export * from "./git";
 export * from "./hosts";
