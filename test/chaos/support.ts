@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { expect } from "vitest";
 import type { ApiClient } from "../e2e/support/api";
-import type { AgentProcess } from "../e2e/support/stack";
+import type { AgentProcess, Stack } from "../e2e/support/stack";
 import { waitFor } from "../e2e/support/stack";
 
 /**
@@ -29,16 +29,21 @@ export function agentLines(agent: AgentProcess): Record<string, unknown>[] {
 /**
  * Waits until the agent logs `msg` with `fields` (as the host reaches that point of an operation),
  * looking every 20 ms: the kill point of a test, found by observation, not by a delay in the product.
+ * `since` (ms since the epoch) skips lines logged before it: an earlier test's run of the same step
+ * on the same agent does not count.
  */
 export async function agentReaches(
   agent: AgentProcess,
   msg: string,
   fields: Record<string, unknown> = {},
   timeoutMs = 120_000,
+  since = 0,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const matches = (line: Record<string, unknown>) =>
-    line.msg === msg && Object.entries(fields).every(([k, v]) => line[k] === v);
+    line.msg === msg &&
+    Object.entries(fields).every(([k, v]) => line[k] === v) &&
+    (since === 0 || Date.parse(String(line.t)) >= since);
   while (Date.now() < deadline) {
     if (agentLines(agent).some(matches)) return;
     if (agent.child.exitCode !== null) throw new Error(`the agent exited before logging "${msg}"`);
@@ -98,3 +103,26 @@ export const fingerprint = (api: ApiClient, pod: string) =>
     pod,
     "cd ~/app && find . -path ./node_modules -prune -o -type f -print0 | sort -z | xargs -0 sha256sum",
   );
+
+/** The agent SIGKILLed (a crash: no goodbye, nothing flushed) and started again on the same state. */
+export async function crashAgent(stack: Stack): Promise<void> {
+  await stack.agent.kill();
+  await stack.startAgent();
+}
+
+/** The pod's events of one type, counted through the API (the newest 200 are enough for a test's pod). */
+export const eventCount = async (api: ApiClient, pod: string, type: string): Promise<number> => {
+  const res = await api.get(`/api/pods/${pod}/events?type=${type}&limit=200`);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return (res.body.events as unknown[]).length;
+};
+
+/** Until the region has no placeable host (the Worker has seen the agent go). */
+export const waitForHostAway = (api: ApiClient, region = "eu-central") =>
+  waitFor("the host to be seen away", async () => {
+    const res = await api.get("/api/regions");
+    const r = (res.body.regions as { slug: string; available: boolean }[] | undefined)?.find(
+      (x) => x.slug === region,
+    );
+    return r && !r.available ? true : undefined;
+  });
