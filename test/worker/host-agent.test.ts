@@ -316,6 +316,35 @@ describe("commands over the wire", () => {
     await second.agent.expectNone("control:call");
   });
 
+  it("a pod's delete cut by a disconnect can be asked again: the retry reaches the host", async () => {
+    // Found by test/chaos/control-socket-flap.test.ts: a key per pod answered every retry with the
+    // first attempt's "disconnected" for an hour, so the pod could not be deleted.
+    const host = await insertHost();
+    const { pod, as } = await userWithPod(host.id);
+    const first = await FakeAgent.online(host, [running(pod.name)]);
+    // the pod's delete, past any other command the hello brings
+    const deleteCall = async (agent: FakeAgent) => {
+      for (;;) {
+        const next = await agent.next("control:call");
+        if (next.op === "pod.delete") return next;
+      }
+    };
+    const cut = call("DELETE", `/api/pods/${pod.name}`, undefined, as);
+    const sent = await deleteCall(first.agent);
+    expect(sent).toMatchObject({ params: { name: pod.name } });
+    first.agent.close();
+    expect(await cut).toMatchObject({ status: 503, body: { error: expect.stringContaining("disconnected") } });
+
+    const second = await FakeAgent.online(host, [running(pod.name)]);
+    const retry = call("DELETE", `/api/pods/${pod.name}`, undefined, as);
+    const again = await deleteCall(second.agent);
+    expect(again).toMatchObject({ params: { name: pod.name } });
+    expect(again.idempotencyKey).not.toBe(sent.idempotencyKey);
+    second.agent.ok(again, { deleted: true });
+    expect(await retry).toMatchObject({ status: 200 });
+    expect(await podRecord(pod.id)).toMatchObject({ status: "deleted" });
+  });
+
   it("fails a call the agent never answers after its timeout, and keeps it failed", async () => {
     const host = await insertHost();
     const { agent } = await FakeAgent.online(host);

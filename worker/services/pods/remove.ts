@@ -38,10 +38,10 @@ export async function deletePod({
       { found: found.value, hostId: pod.hostId },
       "pod.delete",
       { name },
-      {
-        timeoutMs: DELETE_TIMEOUT_MS,
-        idempotencyKey: `pod.delete:${pod.id}`,
-      },
+      // A fresh key per request (callHost's): a delete the agent's socket cut is failed for good under
+      // its key (docs/decisions/host-agent-journal.md), so a key per pod would answer every retry
+      // with that failure for the journal's hour. Deleting a pod already gone succeeds on the host.
+      { timeoutMs: DELETE_TIMEOUT_MS },
     );
     if (!removed.ok) return removed;
   }
