@@ -72,8 +72,66 @@ describe("the Domains tab", () => {
       .run();
     const verified = await page(`/app/pods/${pod.name}/domains`, { session: user.session });
     expect(verified.text).toContain('class="badge status-verified">verified<');
-    expect(verified.text).not.toContain(`/domains/${id}/verify"`);
+    expect(withoutCurl(verified.text)).not.toContain("Verify www.example.com");
     expect(withoutCurl(verified.text)).not.toContain(verification.value);
+  });
+
+  it("shows a verified domain's certificate state (tls_status) with what to do; a failure's reason as text, with a restart", async () => {
+    const { user, pod } = await userWithPod();
+    const added = await call(
+      "POST",
+      `/api/pods/${pod.name}/domains`,
+      { domain: "shop.example.com" },
+      { token: user.token },
+    );
+    expect(added.status).toBe(201);
+    const id = (added.body as { id: string }).id;
+    const verify = `data-api="/api/pods/${pod.name}/domains/${id}/verify"`;
+    const shown = async (tls: string | null) => {
+      await env.DB.prepare(
+        "UPDATE domains SET status = 'verified', verified_at = ?, tls_status = ? WHERE id = ?",
+      )
+        .bind(new Date().toISOString(), tls, id)
+        .run();
+      const res = await page(`/app/pods/${pod.name}/domains`, { session: user.session });
+      expect(res.status).toBe(200);
+      return withoutCurl(res.text);
+    };
+
+    const pending = await shown("pending");
+    expect(pending).toContain('class="badge status-pending">HTTPS pending<');
+    expect(pending).toContain(`a CNAME to <code>${pod.name}.${env.POD_DOMAIN}</code>`);
+    expect(pending).toContain(verify);
+    expect(pending).toContain("Check now");
+    // before the first registration (null) it reads as pending
+    expect(await shown(null)).toContain("HTTPS pending");
+
+    const active = await shown("active");
+    expect(active).toContain('class="badge status-success">HTTPS active<');
+    expect(active).not.toContain(verify);
+
+    const off = await shown("not_configured");
+    expect(off).toContain('class="badge status-stopped">HTTPS not configured<');
+    expect(off).toContain("issues no certificates");
+    expect(off).not.toContain(verify);
+
+    const failed = await shown(`failed: caa_error: ${EVIL}`);
+    expect(failed).toContain('class="badge status-failed">HTTPS failed<');
+    expect(failed).toContain(`<strong>caa_error: ${ESCAPED}</strong>`);
+    expect(failed).not.toContain(EVIL);
+    expect(failed).toContain(verify);
+    expect(failed).toContain("Restart certificate validation");
+
+    // a pending domain (not verified) shows no certificate state at all
+    await env.DB.prepare(
+      "UPDATE domains SET status = 'pending', verified_at = NULL, tls_status = NULL WHERE id = ?",
+    )
+      .bind(id)
+      .run();
+    const unverified = withoutCurl(
+      (await page(`/app/pods/${pod.name}/domains`, { session: user.session })).text,
+    );
+    expect(unverified).not.toContain("HTTPS");
   });
 
   it("says so when there are none", async () => {

@@ -19,7 +19,61 @@ function Copyable({ label, value }: { label: string; value: string }) {
   );
 }
 
-function DomainCard({ api, domain }: { api: string; domain: DomainView }) {
+const FAILED = "failed: ";
+
+/**
+ * A verified domain's certificate at the edge (`tls_status`, docs/domains.md "TLS"): a badge and
+ * what to do about it. A failed validation gets the reason and a button that restarts it (`POST
+ * …/verify`, which restarts a failed validation at Cloudflare).
+ */
+function TlsState({ domain, podDomain, verify }: { domain: DomainView; podDomain: string; verify: string }) {
+  const tls = domain.tls_status ?? "pending";
+  if (tls === "active")
+    return (
+      <p class="tls">
+        <span class="badge status-success">HTTPS active</span> Its certificate is issued: the edge serves{" "}
+        {domain.domain} over HTTPS.
+      </p>
+    );
+  if (tls === "not_configured")
+    return (
+      <p class="tls">
+        <span class="badge status-stopped">HTTPS not configured</span> This service issues no certificates
+        (its operator has not set Cloudflare for SaaS up): the name is served, but not over HTTPS from here.
+      </p>
+    );
+  if (tls.startsWith(FAILED))
+    return (
+      <div class="tls">
+        <p>
+          <span class="badge status-failed">HTTPS failed</span> Its certificate was not issued:{" "}
+          <strong>{tls.slice(FAILED.length)}</strong>
+        </p>
+        <p class="muted">
+          Check that {domain.domain} is a CNAME to <code>{podDomain}</code> and that no CAA record forbids the
+          certificate authority, then restart the validation.
+        </p>
+        <ApiForm action={verify} success="Validation restarted.">
+          <button type="submit">Restart certificate validation</button>
+        </ApiForm>
+      </div>
+    );
+  return (
+    <div class="tls">
+      <p>
+        <span class="badge status-pending">HTTPS pending</span> Its certificate is being issued; this takes a
+        few minutes once {domain.domain} is a CNAME to <code>{podDomain}</code>.
+      </p>
+      <ApiForm action={verify} success="Looked again.">
+        <button type="submit" class="small">
+          Check now
+        </button>
+      </ApiForm>
+    </div>
+  );
+}
+
+function DomainCard({ api, domain, podDomain }: { api: string; domain: DomainView; podDomain: string }) {
   const one = `${api}/${encodeURIComponent(domain.id)}`;
   return (
     <li class="card domain">
@@ -28,9 +82,12 @@ function DomainCard({ api, domain }: { api: string; domain: DomainView }) {
         <StatusBadge status={domain.status} />
       </div>
       {domain.status === "verified" ? (
-        <p>
-          Verified <Time iso={domain.verified_at} />: the pod answers at this name.
-        </p>
+        <>
+          <p>
+            Verified <Time iso={domain.verified_at} />: the pod answers at this name.
+          </p>
+          <TlsState domain={domain} podDomain={podDomain} verify={`${one}/verify`} />
+        </>
       ) : (
         <>
           <p>Create this TXT record at your DNS provider, then verify:</p>
@@ -100,7 +157,7 @@ export function DomainsTab({
       ) : (
         <ul class="domain-list">
           {domains.map((d) => (
-            <DomainCard api={api} domain={d} />
+            <DomainCard api={api} domain={d} podDomain={pod.domain} />
           ))}
         </ul>
       )}
