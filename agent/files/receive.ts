@@ -1,4 +1,4 @@
-import { PassThrough, type Readable, type Writable } from "node:stream";
+import { PassThrough, type Writable } from "node:stream";
 import { CappedBytes } from "../docker/capped";
 import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
 import { AgentError } from "../errors";
@@ -192,54 +192,30 @@ export class FileReceiver {
     relay: string,
     signal: AbortSignal,
   ): Promise<{ temp: string; size: number; committer: Committer }> {
-    // The process starts while the relay is reached (each takes tens of ms); the relay's bytes go
-    // straight into its stdin, counted on the way (a stream in between cost ~20% of the agent's CPU
-    // on a 32 MB upload).
-    const started = streamFileScript(this.exec, this.prefix, pod, RECEIVE, [dir], {
-      timeoutS: TRANSFER_TIMEOUT_S + VERDICT_WAIT_MS / 1000,
-      signal,
-      openStdin: true,
-      fd3: true,
-    });
-    const [fetched, launched] = await Promise.allSettled([client.fetch(relay, signal), started]);
-    if (fetched.status === "rejected" || launched.status === "rejected") {
-      if (fetched.status === "fulfilled") fetched.value.body.destroy(); // nothing will read it
-      if (launched.status === "fulfilled") {
-        const output = collected(launched.value.stdout);
-        launched.value.fd3?.end(); // no verdict: it exits
-        launched.value.stdin?.end(); // an empty temp file, removed below
-        await launched.value.done.catch(() => undefined);
-        await this.removeTemp(pod, dir, output());
-      }
-      throw fetched.status === "rejected" ? fetched.reason : (launched as PromiseRejectedResult).reason;
+    // The host's curl fetches the relay's bytes into the process's stdin, a pipe the process reads
+    // itself (`stdinPipe`): no byte passes through this agent. curl connects while the process
+    // starts (each takes tens of ms).
+    const incoming = client.pipe(relay, { signal, timeoutS: TRANSFER_TIMEOUT_S });
+    let run: StreamedExec;
+    try {
+      run = await streamFileScript(this.exec, this.prefix, pod, RECEIVE, [dir], {
+        timeoutS: TRANSFER_TIMEOUT_S + VERDICT_WAIT_MS / 1000,
+        signal,
+        stdinPipe: incoming.body,
+        fd3: true,
+      });
+    } catch (err) {
+      incoming.stop(); // nothing will read it: the caller's side learns of it
+      await incoming.done.catch(() => undefined);
+      throw err;
     }
-    const incoming = fetched.value;
-    const run = launched.value;
-    const stdin = run.stdin;
-    if (!stdin) throw new Error("receive: the process's stdin was not handed back");
     // Without a verdict pipe (the engine's exec) a committer of its own, started during the transfer.
     const separate = run.fd3 ? undefined : this.startCommitter(pod);
-    // Only an 'end' counts as a whole stream here: a broken connection errors or closes without it.
-    // A caller's upload cut off upstream can still reach this side as a clean but short end (the
-    // relay's streams do not always carry the break): the control plane commits only the size it
-    // counted itself, which is what keeps such a file from landing.
-    let whole = false;
-    let received = 0;
-    incoming.body.on("data", (chunk: Buffer) => {
-      received += chunk.length;
-    });
-    incoming.body.once("end", () => {
-      whole = true;
-    });
-    incoming.body.once("error", (err) => {
-      whole = false;
-      run.abort(err); // the process is stopped, not handed an EOF
-    });
-    incoming.body.pipe(stdin);
     run.done.catch(() => separate?.verdict.end()); // a broken process: the receive fails (below)
-    // "<temp>\n" once the temp file exists, then RECEIVED once every byte is in it; or the end of a
-    // process that failed. A script that stopped early (the directory is a file) left bytes unread:
-    // the relay is hung up on, so the caller's side learns of it rather than waits.
+    // "<temp>\n" once the temp file exists, then RECEIVED once `cat` read its stdin to the end, which
+    // is when curl ended: whole only when curl says so (a cut transfer also ends its stdout). A script
+    // that stopped early (the directory is a file) left bytes unread: curl is stopped, so the
+    // caller's side learns of it rather than waits.
     const out = new CappedBytes(COLLECTED_BYTES);
     run.stdout.on("error", () => undefined);
     const marked = new Promise<null>((resolve) => {
@@ -248,7 +224,12 @@ export class FileReceiver {
         if (out.text().endsWith(`\n${RECEIVED}\n`)) resolve(null);
       });
     });
-    const ended = await Promise.race([marked, run.done]).finally(() => incoming.body.destroy());
+    const ended = await Promise.race([marked, run.done]);
+    if (ended) incoming.stop();
+    const fetched = await incoming.done.then(
+      (r) => r,
+      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+    );
     const lines = out.text().split("\n");
     const temp = lines.length > 1 ? (lines[0] ?? "") : "";
     const what = `writing into ${dir}`;
@@ -257,29 +238,20 @@ export class FileReceiver {
         ? new AgentError("bad_request", `path: ${dir} exists and is not a directory`)
         : ended
           ? fileFailure(what, ended.exitCode, ended.stderr)
-          : !whole
-            ? new AgentError("unavailable", `${what}: the upload broke off; nothing was written`)
-            : !temp.startsWith(`${dir}/${TEMP_PREFIX}`)
-              ? new AgentError("internal", `${what}: the temp file's name did not come back`)
-              : undefined;
-    if (failure) {
+          : fetched instanceof AgentError
+            ? fetched
+            : fetched instanceof Error
+              ? new AgentError("unavailable", `${what}: the upload broke off; nothing was written`)
+              : !temp.startsWith(`${dir}/${TEMP_PREFIX}`)
+                ? new AgentError("internal", `${what}: the temp file's name did not come back`)
+                : undefined;
+    if (failure || fetched instanceof Error) {
       separate?.verdict.end(); // no verdict: it exits
       if (!ended && run.fd3) run.fd3.end(`discard\n${temp}\n`);
       else await this.removeTemp(pod, dir, temp);
-      throw failure;
+      throw failure ?? fetched;
     }
     const committer = separate ?? { verdict: run.fd3 as Writable, run: Promise.resolve(run), pod };
-    return { temp, size: received, committer };
+    return { temp, size: fetched.size, committer };
   }
-}
-
-/**
- * What a process prints (a temp file's name and a size: at most COLLECTED_BYTES are kept), as text
- * so far; a failure is the process's `done`'s.
- */
-function collected(stdout: Readable): () => string {
-  const out = new CappedBytes(COLLECTED_BYTES);
-  stdout.on("data", out.push);
-  stdout.on("error", () => undefined);
-  return () => out.text();
 }

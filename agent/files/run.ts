@@ -86,12 +86,20 @@ export async function streamFileScript(
   pod: string,
   script: string,
   args: string[],
-  opts: { timeoutS: number; signal?: AbortSignal; stdin?: Readable; openStdin?: boolean; fd3?: boolean },
+  opts: {
+    timeoutS: number;
+    signal?: AbortSignal;
+    stdin?: Readable;
+    stdinPipe?: Readable;
+    openStdin?: boolean;
+    fd3?: boolean;
+  },
 ): Promise<StreamedExec> {
   try {
     return await exec(podNames(prefix, pod).container, timeoutArgv(opts.timeoutS, script, args), {
       workingDir: HOME,
       stdin: opts.stdin,
+      stdinPipe: opts.stdinPipe,
       openStdin: opts.openStdin,
       fd3: opts.fd3,
       signal: opts.signal,
