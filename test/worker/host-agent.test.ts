@@ -333,7 +333,10 @@ describe("commands over the wire", () => {
     const sent = await deleteCall(first.agent);
     expect(sent).toMatchObject({ params: { name: pod.name } });
     first.agent.close();
-    expect(await cut).toMatchObject({ status: 503, body: { error: expect.stringContaining("disconnected") } });
+    expect(await cut).toMatchObject({
+      status: 503,
+      body: { error: expect.stringContaining("disconnected") },
+    });
 
     const second = await FakeAgent.online(host, [running(pod.name)]);
     const retry = call("DELETE", `/api/pods/${pod.name}`, undefined, as);
