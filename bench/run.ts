@@ -1,6 +1,6 @@
 /**
- * Runs the benches: every `bench/<name>.ts` (not this runner, not stats.ts, not support/) one after the
- * other, or only those named.
+ * Runs the benches: every `bench/<name>.ts` (not this runner, not stats.ts, not support/, not the
+ * 30-minute soak, which runs only when named) one after the other, or only those named.
  *
  *   npm run bench                 # all of them
  *   npm run bench -- api ssh      # bench/api.ts, then bench/ssh.ts
@@ -20,6 +20,8 @@ import { parseVerdictRows, VERDICTS_FILE_ENV, type VerdictRow, verdictTable } fr
 
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
 const NOT_BENCHES = new Set(["run", "stats"]);
+/** Run only when named (`npm run bench -- soak`, or `npm run bench:soak`): the soak takes 30 minutes. */
+const ONLY_WHEN_NAMED = new Set(["soak"]);
 /** The usual order (cheap to expensive); any other bench file runs after these, alphabetically. */
 const ORDER = [
   "api",
@@ -76,7 +78,7 @@ async function main() {
     console.error(`unknown bench: ${unknown.join(", ")} (available: ${all.join(", ") || "none"})`);
     process.exit(2);
   }
-  const selected = requested.length > 0 ? requested : all;
+  const selected = requested.length > 0 ? requested : all.filter((n) => !ONLY_WHEN_NAMED.has(n));
 
   const dir = mkdtempSync(path.join(tmpdir(), "podhost-bench-"));
   const results: { name: string; code: number; seconds: number; rows: VerdictRow[] }[] = [];
