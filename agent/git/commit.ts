@@ -6,7 +6,7 @@ import type { AgentConfig } from "../config";
 import { type MakeRoom, withRoom } from "../disk/host-cache";
 import { DEPENDENCY_FILES, DETECT_FILES, type DetectFile, detectCommands } from "./detect";
 import { DeployFailure } from "./failure";
-import { fetchBranch, type GitLimits, HOST_CACHE_FULL } from "./fetch";
+import { fetchBranch, type GitLimits, HOST_CACHE_FULL, HOST_DISK_FULL } from "./fetch";
 import { treeReader } from "./tree";
 
 /**
@@ -54,9 +54,12 @@ export async function detectIn(
   return { detected, tree, text };
 }
 
-/** A fetch failed because the host cache is full (not because the repository passed the per-fetch cap). */
+/**
+ * A fetch failed because the host cache is full, or the disk it is on (not because the repository
+ * passed the per-fetch cap): room made in the cache may let it through.
+ */
 export const hostCacheFull = (err: unknown) =>
-  err instanceof DeployFailure && err.cls === "repo_too_large" && err.message === HOST_CACHE_FULL;
+  err instanceof DeployFailure && (err.message === HOST_CACHE_FULL || err.message === HOST_DISK_FULL);
 
 /**
  * `repo.inspect`: a shallow fetch into a temporary repository, detection, the repository removed.

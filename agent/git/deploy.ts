@@ -168,6 +168,8 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
             : "no start command: add a Procfile web: line or app.py",
         );
     }
+    // the switch's record must fit first: a full state dir fails here, the old release serving
+    await record.checkRoom();
     await healthGatedSwitch(
       {
         docker,
@@ -263,6 +265,7 @@ export async function rollback(
     if (!(await releaseExists(docker, box.name, target)))
       throw new AgentError("not_found", `release ${target} is no longer in the pod's home`);
     log.note(`rolling back to release ${target} (commit ${rel.commit.sha.slice(0, 12)})`);
+    await record.checkRoom();
     await healthGatedSwitch(
       {
         docker,

@@ -204,8 +204,9 @@ export function classifyGitFailure(run: GitRun, limits: GitLimits, branch?: stri
   if (run.timedOut)
     return new DeployFailure("timeout", `git did not finish within ${Math.round(limits.timeoutMs / 1000)} s`);
   const has = (s: string) => run.stderr.includes(s);
-  if (has("Disk quota exceeded") || has("No space left on device"))
-    return new DeployFailure("repo_too_large", HOST_CACHE_FULL);
+  if (has("Disk quota exceeded")) return new DeployFailure("repo_too_large", HOST_CACHE_FULL);
+  // the device the cache is on (the host's pods' disk) is full, not the cache's own limit
+  if (has("No space left on device")) return new DeployFailure("unknown", HOST_DISK_FULL, "conflict");
   if (has("couldn't find remote ref"))
     return new DeployFailure(
       "branch_not_found",
@@ -235,6 +236,8 @@ export function classifyGitFailure(run: GitRun, limits: GitLimits, branch?: stri
 export const UNREACHABLE = "the repository could not be reached, or it is not a Git repository";
 export const HOST_CACHE_FULL =
   "the host's space for fetched repositories is full (its own disk limit): the fetch was stopped and removed; try again later";
+export const HOST_DISK_FULL =
+  "the host's disk is full (no space left on device): the fetch was stopped and removed; try again later";
 
 /** `git ls-remote --symref`: the branches and where HEAD points. */
 export async function listBranches(

@@ -29,6 +29,9 @@ export type Release = z.infer<typeof Release>;
 const Releases = z.object({ current: z.string().nullable(), releases: z.array(Release) });
 export type Releases = z.infer<typeof Releases>;
 
+/** an outcome's record: its message is at most 2000 characters, the rest a few small fields */
+const ROOM_FOR_OUTCOME = 4096;
+
 export class PodRecord {
   readonly dir: string;
   /** the bare repository the branch is fetched into: in the host cache (agent/disk/host-cache.ts) */
@@ -95,12 +98,36 @@ export class PodRecord {
     await rm(this.dir, { recursive: true, force: true });
   }
 
+  /**
+   * Throws (ENOSPC) unless the state directory can take the records a switch writes, right now: a
+   * deploy or rollback checks it before it switches, so a full disk fails it with the old release
+   * serving, not after the switch with the new one serving and unrecorded. The probe is the releases
+   * record's size and room for an outcome, written and removed.
+   */
+  async checkRoom(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const probe = join(this.dir, `room.${process.pid}.tmp`);
+    try {
+      await writeFile(probe, `${JSON.stringify(await this.releases())}${" ".repeat(ROOM_FOR_OUTCOME)}`, {
+        mode: 0o600,
+      });
+    } finally {
+      await rm(probe, { force: true });
+    }
+  }
+
   private async write(name: string, text: string): Promise<void> {
     const path = join(this.dir, name);
     await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
     const tmp = `${path}.${process.pid}.tmp`;
-    await writeFile(tmp, text, { mode: 0o600 });
-    await rename(tmp, path);
+    try {
+      await writeFile(tmp, text, { mode: 0o600 });
+      await rename(tmp, path);
+    } catch (err) {
+      // a full disk leaves the part written so far: not kept
+      await rm(tmp, { force: true });
+      throw err;
+    }
   }
 }
 

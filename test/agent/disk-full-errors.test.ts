@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { fullDisk, namingFullDisk } from "../../agent/disk/full";
 import { toAgentError } from "../../agent/docker/client";
 import { fileFailure } from "../../agent/files/run";
+import { hostCacheFull } from "../../agent/git/commit";
+import { classifyGitFailure, HOST_CACHE_FULL } from "../../agent/git/fetch";
 
 /**
  * A full disk is named, never a 500 with a tool's raw words (test/chaos/disk-full.test.ts runs the
@@ -71,5 +73,21 @@ describe("a full disk is named", () => {
       "pod.create",
     );
     expect(other.code).toBe("internal");
+  });
+
+  it("a git fetch on a full disk: the host cache's own limit apart from the full device, both make room", () => {
+    const limits = { timeoutMs: 60_000, maxFetchBytes: 1 << 20, allowHttpLoopback: false };
+    const fetched = (stderr: string) =>
+      classifyGitFailure(
+        { code: 128, stdout: Buffer.alloc(0), stderr, timedOut: false, tooLarge: false },
+        limits,
+      );
+    const cache = fetched("error: unable to write file: Disk quota exceeded");
+    expect(cache.message).toBe(HOST_CACHE_FULL);
+    const device = fetched("fatal: write error: No space left on device");
+    expect(device.message).toMatch(/^the host's disk is full/);
+    expect(device.cls).not.toBe("repo_too_large");
+    expect(hostCacheFull(cache)).toBe(true);
+    expect(hostCacheFull(device)).toBe(true);
   });
 });
