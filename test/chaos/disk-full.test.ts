@@ -9,6 +9,7 @@ import { REPO_ROOT } from "../../bench/support/worker";
 import { type ApiClient, signUp } from "../e2e/support/api";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
+import { type GitServer, startGitServer } from "../support/git-server";
 import { httpGet } from "../support/http";
 import { agentLines, backupSettled, podSh } from "./support";
 
@@ -32,6 +33,7 @@ describe("chaos: disk full", () => {
   let alice: User;
   let pod: string;
   let mounted: string[] = [];
+  let git: GitServer | undefined;
 
   const PAGE = "<h1>still here</h1>";
   const OLD = "old content\n";
@@ -73,6 +75,7 @@ describe("chaos: disk full", () => {
 
   afterAll(async () => {
     await stack?.stop().catch((err: unknown) => console.error("stack stop:", err));
+    await git?.close();
     // every mount this test made goes, whatever state a failure left (a loop device goes with its mount)
     for (const m of mounted.reverse()) {
       await run("umount", [m]).catch(() => run("umount", ["-l", m]).catch((e: unknown) => console.error(e)));
@@ -245,5 +248,62 @@ describe("chaos: disk full", () => {
     await waitForPodStatus(alice.api, third, "running", 120_000);
     await write(third, "index.html", PAGE);
     await serves(third);
+  });
+
+  it("a git deploy on the full pods' btrfs, then the full state dir: failed naming the disk, the old release serving; freed, deployed", {
+    timeout: 600_000,
+  }, async () => {
+    git = await startGitServer();
+    await git.createRepo("acme/site", { "index.html": "<h1>still here v1</h1>" });
+    const name = `fulldep-${stack.prefix.slice(-4)}`;
+    await create(alice.api, name);
+    await waitForPodStatus(alice.api, name, "running", 120_000);
+    const connected = await alice.api.post(`/api/pods/${name}/git`, {
+      repo_url: git.url("acme/site"),
+      branch: "main",
+    });
+    expect(connected.status, JSON.stringify(connected.body)).toBe(201);
+    const deploy = async () => {
+      const res = await alice.api.post(`/api/pods/${name}/git/deploy`);
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      return waitFor(
+        `deployment ${res.body.id} to end`,
+        async () => {
+          const d = await alice.api.get(`/api/pods/${name}/git/deployments/${res.body.id}`);
+          return d.body?.status && !["deploying", "queued"].includes(d.body.status) ? d.body : undefined;
+        },
+        240_000,
+      );
+    };
+    const shows = async (text: string) => {
+      const page = await httpGet(stack.edgePort, `${name}.pods.localhost`, "/index.html");
+      expect(page.status).toBe(200);
+      expect(page.body).toContain(text);
+    };
+    const first = await deploy();
+    expect(first.status, JSON.stringify(first)).toBe("success");
+    await shows("v1");
+
+    for (const [label, filler, size] of [
+      ["the pods' btrfs", path.join(podRoot, "filler"), "2000000000"],
+      ["the agent's state dir", path.join(stateMount, "filler"), "100000000"],
+    ] as const) {
+      await git.commit("acme/site", { "index.html": `<h1>still here after ${label}</h1>` });
+      try {
+        await run("sh", ["-c", `head -c ${size} /dev/zero > ${filler} 2>/dev/null; sync`]).catch(
+          () => undefined,
+        );
+        const failed = await deploy();
+        expect(failed.status, JSON.stringify(failed)).toBe("failed");
+        expect(failed.failure?.message, JSON.stringify(failed)).toMatch(/disk is full/);
+        await shows("v1");
+      } finally {
+        await rm(filler, { force: true });
+        await run("sync");
+      }
+    }
+    const done = await deploy();
+    expect(done.status, JSON.stringify(done)).toBe("success");
+    await shows("after the agent's state dir");
   });
 });
