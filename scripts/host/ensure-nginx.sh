@@ -16,7 +16,8 @@ command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 # git: the agent fetches git deployments on the host (agent/git/fetch.ts); the tests' git server
 # is `git http-backend`, which the git package ships.
 command -v git >/dev/null 2>&1 || missing+=(git)
-# curl: the README's first-pod session and .ci/run's start smoke test; ss and ip (iproute2):
+# curl: the agent fetches uploads from the control plane's relay with it (agent/transfer/relay.ts),
+# the README's first-pod session and .ci/run's start smoke test; ss and ip (iproute2):
 # `npm start` names the process holding a taken port, and the egress tests make network namespaces.
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v ss >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 || missing+=(iproute2)
