@@ -22,6 +22,6 @@ const app = createApp();
 export default {
   // a pod's host name goes to the edge router (docs/edge.md); every other name is the API's
   fetch: async (request: Request, env: Bindings, ctx: ExecutionContext) =>
-    (await routeToPod(request, env)) ?? app.fetch(request, env, ctx),
+    (await routeToPod(request, env, ctx)) ?? app.fetch(request, env, ctx),
   scheduled: (controller, env, ctx) => ctx.waitUntil(runScheduledJobs(env, controller.scheduledTime)),
 } satisfies ExportedHandler<Bindings>;

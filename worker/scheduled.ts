@@ -1,4 +1,5 @@
 import { createDb, type Db } from "./db/client";
+import { pruneRouteChanges } from "./edge/routes";
 import type { Bindings } from "./env";
 // invoices paid by the cron earn affiliate commissions too (registers the paid-invoice hook)
 import "./services/affiliates/commission";
@@ -93,6 +94,7 @@ export const scheduledJobs: ScheduledJob[] = [
   },
   // Audit log rows past their team's retention, a bounded page set per run (docs/audit.md).
   { name: "audit-retention", run: ({ db, now }) => pruneAuditLog(db, now).then(() => undefined) },
+  { name: "edge-route-feed", run: ({ env, now }) => pruneRouteChanges(env, now) },
   {
     name: "stuck-agent-installs",
     run: ({ env, db, now }) => failStuckAgentInstalls(env, db, now).then(() => undefined),

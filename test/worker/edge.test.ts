@@ -1,13 +1,16 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { podNameOf } from "../../worker/edge";
+import { FEED_KEEP_MS, ROUTE_TTL_MS } from "../../worker/edge/routes";
 import { forgetCachedReads } from "../../worker/lib/isolate-cache";
+import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { insertHost, insertPod, uniquePodName } from "./support/agent";
 import { call, registerUser } from "./support/client";
 
 /**
  * The edge router's Worker half (docs/edge.md), without a host: which names it takes, the route
- * cache and what clears it, and its own pages. Forwarding to a real ingress is test/e2e/edge.test.ts.
+ * cache and what clears it (its own isolate's API changes at once, anyone's through the change
+ * feed), and its own pages. Forwarding to a real ingress is test/e2e/edge.test.ts.
  */
 
 const visit = (host: string, path = "/") => exports.default.fetch(new Request(`http://${host}${path}`));
@@ -94,15 +97,92 @@ describe("edge router: stopped pods and hosts away", () => {
 });
 
 describe("edge router: the route cache", () => {
-  it("answers from the cache without D1 until a change clears it", async () => {
+  it("answers from the cache until a change clears it", async () => {
     const { pod } = await placedPod("stopped");
     expect((await visit(podHost(pod.name))).headers.get("x-podhost-edge")).toBe("stopped");
-    // a change D1 sees but no request of this isolate made: the cached route still answers
-    await env.DB.prepare("UPDATE pods SET status = 'creating' WHERE id = ?").bind(pod.id).run();
-    expect((await visit(podHost(pod.name))).headers.get("x-podhost-edge")).toBe("stopped");
     // what every successful change through the API does in its isolate (worker/http/middleware.ts)
+    await env.DB.prepare("UPDATE pods SET status = 'creating' WHERE id = ?").bind(pod.id).run();
     forgetCachedReads();
     expect((await visit(podHost(pod.name))).headers.get("x-podhost-edge")).toBe("starting");
+  });
+
+  /** Visits `host` until `done` holds for its answer; the time it took (ms), failing past `within`. */
+  async function visitUntil(host: string, done: (res: Response) => boolean, within = 10_000) {
+    const t0 = Date.now();
+    for (;;) {
+      const res = await visit(host);
+      await res.body?.cancel();
+      if (done(res)) return Date.now() - t0;
+      if (Date.now() - t0 > within)
+        throw new Error(`${host}: still ${res.status} ${res.headers.get("x-podhost-edge")}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const page = (name: string) => (res: Response) => res.headers.get("x-podhost-edge") === name;
+
+  it("a change no request of this isolate made (a Workflow's step, the agent's report) reaches the cache through the change feed within seconds, not the route's TTL", async () => {
+    const { pod } = await placedPod("stopped");
+    expect((await visit(podHost(pod.name))).headers.get("x-podhost-edge")).toBe("stopped");
+    // written to D1 as a Workflow or another isolate writes it: nothing clears this isolate's cache
+    await env.DB.prepare("UPDATE pods SET status = 'creating' WHERE id = ?").bind(pod.id).run();
+    const feed = await env.DB.prepare("SELECT key FROM edge_route_changes WHERE key = ?")
+      .bind(`p:${pod.name}`)
+      .all();
+    expect(feed.results.length).toBeGreaterThan(0);
+    const took = await visitUntil(podHost(pod.name), page("starting"));
+    expect(took).toBeLessThan(ROUTE_TTL_MS / 4);
+  });
+
+  it("a pod moved to another host inside a Workflow is forwarded to the new host within seconds; its host going offline too", async () => {
+    const { pod } = await placedPod("running", { online: false });
+    expect((await visit(podHost(pod.name))).headers.get("x-podhost-edge")).toBe("away");
+    // the new host's ingress: any origin that answers (here Cloudflare's API double, whose 404 the edge passes on)
+    const to = await insertHost();
+    await env.DB.prepare("UPDATE hosts SET status = 'online', ingress_origin = ? WHERE id = ?")
+      .bind(env.CLOUDFLARE_API_BASE, to.id)
+      .run();
+    // what the pod-move Workflow's last step writes
+    await env.DB.prepare("UPDATE pods SET host_id = ? WHERE id = ?").bind(to.id, pod.id).run();
+    await visitUntil(
+      podHost(pod.name),
+      (res) => res.headers.get("x-podhost-edge") === null && res.status === 404,
+    );
+    // the host goes offline (a change of a host drops every route)
+    await env.DB.prepare("UPDATE hosts SET status = 'offline' WHERE id = ?").bind(to.id).run();
+    await visitUntil(podHost(pod.name), page("away"));
+  });
+
+  it("a custom domain verified by another isolate becomes the edge's within seconds, and stops being it once removed", async () => {
+    const { pod } = await placedPod("stopped");
+    const name = `late.${pod.name}.example.test`;
+    const id = `dom_${crypto.randomUUID()}`;
+    await env.DB.prepare(
+      "INSERT INTO domains (id, pod_id, domain, status, verification_token, created_at) VALUES (?, ?, ?, 'pending', 't', ?)",
+    )
+      .bind(id, pod.id, name, new Date().toISOString())
+      .run();
+    const apiAnswer = await visit(name, "/health");
+    expect(apiAnswer.headers.get("x-podhost-edge")).toBeNull();
+    await env.DB.prepare("UPDATE domains SET status = 'verified' WHERE id = ?").bind(id).run();
+    await visitUntil(name, page("stopped"));
+    await env.DB.prepare("DELETE FROM domains WHERE id = ?").bind(id).run();
+    await visitUntil(name, (res) => res.headers.get("x-podhost-edge") === null);
+  });
+
+  it("the cron prunes the feed's rows older than ten minutes", async () => {
+    const now = Date.now();
+    await env.DB.prepare("INSERT INTO edge_route_changes (key, at) VALUES ('p:old-one', ?), ('p:new-one', ?)")
+      .bind(now - FEED_KEEP_MS - 1_000, now)
+      .run();
+    await runScheduledJobs(
+      env,
+      now,
+      scheduledJobs.filter((j) => j.name === "edge-route-feed"),
+    );
+    const left = await env.DB.prepare(
+      "SELECT key FROM edge_route_changes WHERE key IN ('p:old-one', 'p:new-one')",
+    ).all();
+    expect(left.results).toEqual([{ key: "p:new-one" }]);
   });
 
   it("a change through the API clears the cache: an unknown name becomes a pod once created", async () => {

@@ -50,7 +50,11 @@ export function podNameOf(hostname: string, podDomain: string): string | null {
  * A name under the pod domain is always the edge's (a 404 page when no pod has it); any other name
  * is the edge's only when it is a pod's verified custom domain.
  */
-export async function routeToPod(request: Request, env: Bindings): Promise<Response | null> {
+export async function routeToPod(
+  request: Request,
+  env: Bindings,
+  ctx: Pick<ExecutionContext, "waitUntil">,
+): Promise<Response | null> {
   const url = new URL(request.url);
   const hostname = url.hostname;
   const podName = podNameOf(hostname, env.POD_DOMAIN);
@@ -58,7 +62,7 @@ export async function routeToPod(request: Request, env: Bindings): Promise<Respo
   // the API's own names (PUBLIC_URL's, localhost, an address) can be no pod's domain: no D1 read
   if (podName === null && (!isCustomDomain(hostname) || hostname === apiHostname(env.PUBLIC_URL)))
     return null;
-  const route = await findRoute(env, hostname, podName);
+  const route = await findRoute(env, hostname, podName, (work) => ctx.waitUntil(work));
   if (route.kind === "none") return podName === null ? null : edgePage("unknown", hostname);
   if (route.status === "stopped" || route.status === "suspended") return edgePage("stopped", hostname);
   if (route.status !== "running") return edgePage("starting", hostname);

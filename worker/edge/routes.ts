@@ -3,12 +3,18 @@ import type { Bindings } from "../env";
 import { createIsolateCache } from "../lib/isolate-cache";
 
 /**
- * Where a visitor's host name goes (docs/edge.md "The route cache"): the pod it names and the host
- * that runs it, read from D1 once and then kept in this isolate for the isolate cache's few seconds
- * (worker/lib/isolate-cache.ts), so a visit costs no D1 read while its route is cached. Every change
- * made through the API (a pod stopped, deleted, cloned, a domain verified or removed) clears the cache
- * of the isolate that made it; any other isolate follows within the TTL. Absent names are cached too,
- * so a flood of made-up host names costs one read per name per TTL, not one per request.
+ * Where a visitor's host name goes (docs/edge.md "The route cache and its invalidation"): the pod it
+ * names and the host that runs it, read from D1 once and then kept in this isolate, so a visit
+ * costs no D1 read while its route is cached. Absent names are cached too, so a flood of made-up
+ * host names costs one read per name, not one per request.
+ *
+ * Invalidation reaches every isolate, whoever made the change (a request, a Workflow moving a pod,
+ * the agent's reports, the cron): SQL triggers write each change of a route to the change feed
+ * `edge_route_changes` (worker/db/schema/edge-route-changes.ts), and each isolate reads the rows
+ * after the last one it saw at most once per CHECK_EVERY_MS, in the background of a visit (the
+ * visit never waits for it), dropping those names' entries. A successful change request through
+ * the API also clears its own isolate's caches at once (worker/http/middleware.ts). ROUTE_TTL_MS
+ * is only the safety net beside the feed.
  */
 export type EdgeRoute =
   | { kind: "none" }
@@ -20,10 +26,19 @@ export type EdgeRoute =
       host: { name: string; online: boolean; origin: string; secret: string } | null;
     };
 
-const routes = createIsolateCache<EdgeRoute>();
+/** how often an isolate reads the change feed (a visit starts it in its background when it is due) */
+export const CHECK_EVERY_MS = 1_000;
+/** a route's life in the cache without any change seen (the feed drops changed ones sooner) */
+export const ROUTE_TTL_MS = 60_000;
+/** rows read per check; more than that and the whole cache is dropped instead */
+const FEED_PAGE = 500;
+
+const routes = createIsolateCache<EdgeRoute>({ ttlMs: ROUTE_TTL_MS });
 
 interface RouteRow {
-  pod: string;
+  /** the feed's last row when the route was read (same statement: one snapshot) */
+  seq: number | null;
+  pod: string | null;
   status: string;
   host_name: string | null;
   host_status: string | null;
@@ -33,22 +48,45 @@ interface RouteRow {
 
 const COLUMNS = `p.name AS pod, p.status AS status, h.name AS host_name, h.status AS host_status,
   h.ingress_origin AS origin, h.agent_token_hash AS token_hash`;
+/** the route (or nothing) beside the feed's last seq, in one row and one read */
+const withSeq = (select: string) => `SELECT (SELECT max(seq) FROM edge_route_changes) AS seq, r.*
+  FROM (SELECT 1) LEFT JOIN (${select}) r ON 1`;
 /** one read: the pod named by its own host name, with its host (a deleted pod is no pod) */
-const BY_POD_NAME = `SELECT ${COLUMNS} FROM pods p LEFT JOIN hosts h ON h.id = p.host_id
-  WHERE p.name = ? AND p.status != 'deleted'`;
+const BY_POD_NAME = withSeq(`SELECT ${COLUMNS} FROM pods p LEFT JOIN hosts h ON h.id = p.host_id
+  WHERE p.name = ? AND p.status != 'deleted'`);
 /** one read: the pod a verified custom domain belongs to, with its host */
-const BY_DOMAIN = `SELECT ${COLUMNS} FROM domains d JOIN pods p ON p.id = d.pod_id
-  LEFT JOIN hosts h ON h.id = p.host_id WHERE d.domain = ? AND d.status = 'verified' AND p.status != 'deleted'`;
+const BY_DOMAIN = withSeq(`SELECT ${COLUMNS} FROM domains d JOIN pods p ON p.id = d.pod_id
+  LEFT JOIN hosts h ON h.id = p.host_id WHERE d.domain = ? AND d.status = 'verified' AND p.status != 'deleted'`);
+
+/** The change feed as this isolate has read it. */
+const feed = {
+  /** the last seq whose change this isolate's cache reflects; unknown until its first route read */
+  seen: undefined as number | undefined,
+  checkedAt: 0,
+  running: false,
+};
 
 /** The route of `hostname`: a pod's own name (`{name}.{POD_DOMAIN}`: `podName` set) or a custom domain. */
-export async function findRoute(env: Bindings, hostname: string, podName: string | null): Promise<EdgeRoute> {
+export async function findRoute(
+  env: Bindings,
+  hostname: string,
+  podName: string | null,
+  background?: (work: Promise<unknown>) => void,
+): Promise<EdgeRoute> {
+  if (background && feed.seen !== undefined && !feed.running && Date.now() - feed.checkedAt >= CHECK_EVERY_MS)
+    background(readChanges(env));
   const key = podName === null ? `d:${hostname}` : `p:${podName}`;
   const cached = routes.get(key);
   if (cached) return cached;
   const row = await env.DB.prepare(podName === null ? BY_DOMAIN : BY_POD_NAME)
     .bind(podName ?? hostname)
     .first<RouteRow>();
-  const route: EdgeRoute = row
+  // every change after this read has a later seq, so the feed will show it
+  if (feed.seen === undefined) {
+    feed.seen = row?.seq ?? 0;
+    feed.checkedAt = Date.now();
+  }
+  const route: EdgeRoute = row?.pod
     ? {
         kind: "pod",
         pod: row.pod,
@@ -64,6 +102,39 @@ export async function findRoute(env: Bindings, hostname: string, podName: string
             : null,
       }
     : { kind: "none" };
-  routes.set(key, route);
+  // read before changes the feed has already been seen past: the feed will not show them again
+  if ((row?.seq ?? 0) >= (feed.seen ?? 0)) routes.set(key, route);
   return route;
+}
+
+/** Reads the feed after `feed.seen` and drops the changed names' routes (all of them for a `*`). */
+async function readChanges(env: Bindings): Promise<void> {
+  const after = feed.seen;
+  if (after === undefined) return;
+  feed.running = true;
+  try {
+    const { results } = await env.DB.prepare(
+      "SELECT seq, key FROM edge_route_changes WHERE seq > ? ORDER BY seq LIMIT ?",
+    )
+      .bind(after, FEED_PAGE)
+      .all<{ seq: number; key: string }>();
+    const last = results.at(-1);
+    if (results.length >= FEED_PAGE || results.some((r) => r.key === "*")) routes.clear();
+    else for (const r of results) routes.delete(r.key);
+    // a cache cleared meanwhile (forgetCachedReads) is no reason to go back
+    if (last && (feed.seen ?? 0) < last.seq) feed.seen = last.seq;
+  } catch (error) {
+    console.warn("edge: the route change feed could not be read", { error: String(error) });
+  } finally {
+    feed.checkedAt = Date.now();
+    feed.running = false;
+  }
+}
+
+/** The cron's pruning of the feed (worker/scheduled.ts): rows older than any isolate can still need. */
+export const FEED_KEEP_MS = 10 * 60_000;
+export async function pruneRouteChanges(env: Bindings, now: number): Promise<void> {
+  await env.DB.prepare("DELETE FROM edge_route_changes WHERE at < ?")
+    .bind(now - FEED_KEEP_MS)
+    .run();
 }

@@ -13,9 +13,13 @@ const all = new Set<Map<string, unknown>>();
 export interface IsolateCache<T> {
   get(key: string): T | undefined;
   set(key: string, value: T): void;
+  delete(key: string): void;
+  clear(): void;
 }
 
-export function createIsolateCache<T>(): IsolateCache<T> {
+/** `ttlMs`: longer than the default only for a cache that also hears of changes some other way (the edge's routes). */
+export function createIsolateCache<T>(options: { ttlMs?: number } = {}): IsolateCache<T> {
+  const ttlMs = options.ttlMs ?? TTL_MS;
   const entries = new Map<string, { value: T; until: number }>();
   all.add(entries);
   return {
@@ -30,7 +34,13 @@ export function createIsolateCache<T>(): IsolateCache<T> {
     },
     set(key, value) {
       if (entries.size >= MAX_ENTRIES) entries.clear();
-      entries.set(key, { value, until: Date.now() + TTL_MS });
+      entries.set(key, { value, until: Date.now() + ttlMs });
+    },
+    delete(key) {
+      entries.delete(key);
+    },
+    clear() {
+      entries.clear();
     },
   };
 }
