@@ -82,7 +82,7 @@ describe("custom domains end to end", () => {
     expect(types).toContain("domain_verified");
 
     expect((await api.delete(`/api/pods/${POD}/domains/${id}`)).body).toEqual({ status: "deleted" });
-    // the route cache forgets it within its few seconds: then the name is no pod's again
+    // every isolate's route cache drops it within about a second (the change feed, docs/edge.md)
     await new Promise((r) => setTimeout(r, 6_000));
     await notThePods();
     expect((await page(`${POD}.pods.localhost`)).status).toBe(200);

@@ -181,7 +181,8 @@ describe("the edge router", () => {
     await sh(copy, "echo from-the-copy > /home/pod_user/app/which.txt");
     expect((await alice.api.delete(`/api/pods/${source}`)).status).toBeLessThan(300);
     await verifyDomain(copy, domain);
-    // the cache's lifetime is 5 s (worker/lib/isolate-cache.ts); the API's change cleared it already
+    // the API's change cleared its own isolate's cache; any other isolate reads it in the route
+    // change feed within about a second (worker/edge/routes.ts)
     const moved = await waitFor(
       "the domain to answer from the new host",
       async () => {
