@@ -126,3 +126,15 @@ export const waitForHostAway = (api: ApiClient, region = "eu-central") =>
     );
     return r && !r.available ? true : undefined;
   });
+
+/**
+ * `p`, or a rejection after `ms`: a poll's one request that hangs (a local Worker under a loaded
+ * machine has held one for undici's whole 300 s header timeout) fails that poll, not the whole wait.
+ */
+export const within = <T>(p: Promise<T>, ms = 20_000): Promise<T> =>
+  Promise.race([
+    p,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref(),
+    ),
+  ]);
