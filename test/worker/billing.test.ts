@@ -276,6 +276,10 @@ describe("the daily accrual", () => {
     const first = await accrueTeamsPage(db, d, "", 1);
     expect(first.teams).toBe(1);
     expect(first.lastTeamId).not.toBeNull();
+    // a page short of full was the last: the day ends without a round trip for an empty page
+    const rest = await accrueTeamsPage(db, d, "", 1_000_000);
+    expect(rest.lastTeamId).toBeNull();
+    expect(rest.charged).toBeGreaterThanOrEqual(2);
   });
 });
 

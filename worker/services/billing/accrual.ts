@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { dayStartIso, nextDay } from "./periods";
 import { dailyRateSql } from "./rates";
@@ -10,13 +10,15 @@ import { dailyRateSql } from "./rates";
  *
  * Teams are taken a page at a time in team-id order, never the whole fleet at once. A page is one
  * INSERT … SELECT over the pods of a team-id range, and `pod_charges`' primary key (team, pod, day)
- * makes it idempotent: a re-run of the day or a retried page inserts nothing twice.
+ * makes it idempotent: a re-run of the day or a retried page inserts nothing twice. The range's end
+ * is computed in SQL, and the page's INSERT and the read of where it ended go to D1 as one batch:
+ * one round trip a page, which is what a day over a large fleet costs beyond the rows themselves.
  */
 
-export const ACCRUAL_PAGE_TEAMS = 200;
+export const ACCRUAL_PAGE_TEAMS = 5000;
 
 export interface AccrualPage {
-  /** the last team of the page: where the next page starts; null when no team was left */
+  /** the last team of the page: where the next page starts; null when this page was the last */
   lastTeamId: string | null;
   teams: number;
   charged: number;
@@ -32,24 +34,31 @@ export async function accrueTeamsPage(
   const dayStart = dayStartIso(day);
   const dayEnd = dayStartIso(nextDay(day));
   const livedThatDay = sql`created_at < ${dayEnd} AND (deleted_at IS NULL OR deleted_at >= ${dayStart})`;
-  const page = await db.run(
-    sql`SELECT team_id FROM pods WHERE team_id > ${afterTeamId} AND ${livedThatDay}
-        GROUP BY team_id ORDER BY team_id LIMIT ${pageTeams}`,
-  );
-  const teams = (page.results as { team_id: string }[]).map((r) => r.team_id);
-  const last = teams.at(-1);
-  if (last === undefined)
-    return { lastTeamId: null, teams: 0, charged: 0, rowsRead: page.meta.rows_read ?? 0 };
-  const inserted = await db.run(
-    sql`INSERT INTO pod_charges (team_id, pod_id, day, pod_name, plan_slug, amount)
-        SELECT team_id, id, ${day}, name, plan_slug, ${dailyRateSql()} FROM pods
-        WHERE team_id > ${afterTeamId} AND team_id <= ${last} AND ${livedThatDay}
-        ON CONFLICT DO NOTHING`,
-  );
+  const pageTeamIds = sql`SELECT team_id FROM pods WHERE team_id > ${afterTeamId} AND ${livedThatDay}
+    GROUP BY team_id ORDER BY team_id LIMIT ${pageTeams}`;
+  // drizzle's batch takes no raw statements: the two are prepared on D1 itself
+  const prepared = (query: SQL) => {
+    const { sql: text, params } = db.run(query).getQuery();
+    return db.$client.prepare(text).bind(...params);
+  };
+  const [inserted, page] = await db.$client.batch([
+    prepared(
+      sql`INSERT INTO pod_charges (team_id, pod_id, day, pod_name, plan_slug, amount)
+          SELECT team_id, id, ${day}, name, plan_slug, ${dailyRateSql()} FROM pods
+          WHERE team_id > ${afterTeamId} AND team_id <= (SELECT MAX(team_id) FROM (${pageTeamIds}))
+            AND ${livedThatDay}
+          ON CONFLICT DO NOTHING`,
+    ),
+    prepared(sql`SELECT MAX(team_id) AS last, COUNT(*) AS teams FROM (${pageTeamIds})`),
+  ]);
+  if (!inserted || !page) throw new Error("D1 answered a batch of two with fewer results");
+  const [ended] = page.results as { last: string | null; teams: number }[];
+  const teams = ended?.teams ?? 0;
   return {
-    lastTeamId: last,
-    teams: teams.length,
+    // a page short of full was the last: no round trip for an empty page after it
+    lastTeamId: teams < pageTeams ? null : (ended?.last ?? null),
+    teams,
     charged: inserted.meta.changes ?? 0,
-    rowsRead: (page.meta.rows_read ?? 0) + (inserted.meta.rows_read ?? 0),
+    rowsRead: (inserted.meta.rows_read ?? 0) + (page.meta.rows_read ?? 0),
   };
 }
