@@ -71,6 +71,8 @@ function curlPipe(
       "--silent",
       "--show-error",
       "--fail",
+      // every piece on to the reader as it arrives, not held in stdio's buffer until it fills
+      "--no-buffer",
       "--proto",
       "=http,https",
       "--connect-timeout",
