@@ -201,13 +201,17 @@ describe("remove", () => {
     expect(busy.body.error).toContain("installing");
   });
 
-  it("a host failure keeps the row; deleting the pod drops its rows", async () => {
+  it("a host failure keeps the row, and a retry asks the host again; deleting the pod drops its rows", async () => {
     const s = await onlineWithPod("nodejs");
     await installed(s);
     const pending = remove(s.as, s.pod.name, "codex");
     s.agent.fail(await nextCall(s.agent, "pod.coding-agents.remove"), "internal", "docker said no");
     expect((await pending).status).toBe(500);
     expect((await list(s.as, s.pod.name)).body.agents).toHaveLength(1);
+    // asked again, the host is asked again (not answered the first failure from the journal)
+    const again = remove(s.as, s.pod.name, "codex");
+    s.agent.fail(await nextCall(s.agent, "pod.coding-agents.remove"), "internal", "docker said no again");
+    expect((await again).body.error).toContain("again");
 
     const deleting = call("DELETE", `/api/pods/${s.pod.name}`, undefined, s.as);
     s.agent.ok(await nextCall(s.agent, "pod.delete"), { deleted: true });

@@ -288,7 +288,7 @@ describe("list, stopped pods, delete", () => {
     await installed(s, "postgresql", "14.17");
   });
 
-  it("delete: a host failure keeps the row; an install in progress is 409", async () => {
+  it("delete: a host failure keeps the row, and a retry asks the host again; an install in progress is 409", async () => {
     const s = await podOn();
     await installed(s, "redis", "7.0.15");
     const pending = call("DELETE", `/api/pods/${s.pod.name}/services/redis`, undefined, s.as);
@@ -296,6 +296,10 @@ describe("list, stopped pods, delete", () => {
     const res = await pending;
     expect(res.status).toBe(500);
     expect((await list(s.as, s.pod.name)).body).toHaveLength(1);
+    // asked again, the host is asked again (not answered the first failure from the journal)
+    const again = call("DELETE", `/api/pods/${s.pod.name}/services/redis`, undefined, s.as);
+    s.agent.ok(await nextCall(s.agent, "service.remove"), { removed: true });
+    expect((await again).status).toBe(200);
 
     expect((await install(s.as, s.pod.name, "mysql")).status).toBe(202);
     const busy = await call("DELETE", `/api/pods/${s.pod.name}/services/mysql`, undefined, s.as);

@@ -35,7 +35,8 @@ export async function removeCodingAgent({
     target.value,
     "pod.coding-agents.remove",
     { name: pod.name, agent: input.slug },
-    { timeoutMs: REMOVE_TIMEOUT_MS, idempotencyKey: `pod.coding-agents.remove:${agent.id}` },
+    // a fresh key per request (callHost's), as for a service's removal (../services/remove.ts)
+    { timeoutMs: REMOVE_TIMEOUT_MS },
   );
   if (!removed.ok) return removed;
   await ctx.db.batch([

@@ -40,7 +40,10 @@ export async function removeService({
     target.value,
     "service.remove",
     { name: pod.name, type: service.serviceType, limits: limitsOf(plan) },
-    { timeoutMs: REMOVE_TIMEOUT_MS, idempotencyKey: `service.remove:${service.id}` },
+    // a fresh key per request (callHost's): under a key per service, a removal failed once (the
+    // agent's socket cut, the engine away) would answer every retry with that failure for the
+    // journal's hour; removing a service already gone succeeds on the host
+    { timeoutMs: REMOVE_TIMEOUT_MS },
   );
   if (!removed.ok) return removed;
   await ctx.db.batch([
