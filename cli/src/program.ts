@@ -248,7 +248,7 @@ function build(version: string): Command {
   domains
     .command("verify <id>")
     .addOption(podOpt())
-    .description("check its TXT record now")
+    .description("check its TXT record now (verified: its certificate; restarts a failed validation)")
     .action(act(async () => (await import("./commands/domains")).verify));
   domains
     .command("rm <id>")

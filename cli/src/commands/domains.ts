@@ -43,7 +43,8 @@ export async function verify(ctx: Ctx, args: string[], opts: Opts) {
   const d = await ctx.api.call("post", "/api/pods/{name}/domains/{id}/verify", {
     params: { name, id: args[0] ?? "" },
   });
-  ctx.out.result(d, () => `${d.domain}: ${d.status}`);
+  // a verified domain's answer also says where its certificate is (a failed one was just restarted)
+  ctx.out.result(d, () => `${d.domain}: ${d.status}${d.tls_status ? `, HTTPS ${d.tls_status}` : ""}`);
 }
 
 export async function rm(ctx: Ctx, args: string[], opts: Opts) {
