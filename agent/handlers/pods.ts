@@ -31,6 +31,7 @@ import { guard } from "./guard";
 import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
+import { reconcileHandlers } from "./reconcile";
 import { serviceHandlers } from "./services";
 import { sshHandlers } from "./ssh";
 import { terminalHandlers } from "./terminal";
@@ -206,6 +207,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...backupHandlers(deps, locks),
     ...domainHandlers(deps, locks),
     ...feedbackHandlers(deps, locks),
+    ...reconcileHandlers(deps, locks),
   };
 }
 

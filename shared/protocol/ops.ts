@@ -7,6 +7,7 @@ import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
 import { insideOps, ReloadResult } from "./inside";
+import { reconcileOps } from "./reconcile";
 import { servicesOps } from "./services";
 import { sshOps } from "./ssh";
 import { terminalOps } from "./terminal";
@@ -120,6 +121,7 @@ export const ops = {
   ...feedbackOps,
   ...codingAgentsOps,
   ...terminalOps,
+  ...reconcileOps,
 } as const;
 
 export type Op = keyof typeof ops;

@@ -3,34 +3,13 @@ import { describe, expect, it } from "vitest";
 import { newId } from "../../shared/ids";
 import { FakeAgent, insertHost, insertPod, podEventRecords, type TestHost, until } from "./support/agent";
 import { call } from "./support/client";
+import { operatorToken } from "./support/operator";
 
 /**
  * The operator API that empties a host (worker/routes/operator-hosts.ts, docs/operations.md): who may
  * call it, what it refuses, and what `lost` does with pods with and without a verified backup. The
  * moves themselves, on real hosts: test/e2e/host-moves.test.ts.
  */
-
-const sha256Hex = async (text: string) =>
-  [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)))]
-    .map((b) => b.toString(16).padStart(2, "0"))
-    .join("");
-
-/** A token as `npm run host:drain` mints it (scripts/lib/operator.ts), valid for `ttlMs`. */
-async function operatorToken(ttlMs = 60_000): Promise<string> {
-  const token = `opt_${newId("t").slice(2)}${newId("t").slice(2)}`;
-  const now = Date.now();
-  await env.DB.prepare(
-    "INSERT INTO operator_tokens (id, token_hash, expires_at, created_at) VALUES (?, ?, ?, ?)",
-  )
-    .bind(
-      newId("opt"),
-      await sha256Hex(token),
-      new Date(now + ttlMs).toISOString(),
-      new Date(now).toISOString(),
-    )
-    .run();
-  return token;
-}
 
 /** A backup row as a completed, test-restored one leaves it (the object is not needed here). */
 async function insertVerifiedBackup(podId: string, createdAt: string) {

@@ -134,12 +134,23 @@ export class FakeAgent {
   private static readonly open = new Set<FakeAgent>();
   private readonly inbox: ControlMessage[] = [];
   private readonly waiters = new Set<() => void>();
+  /**
+   * The reconciler's pass that every hello starts (`host.reconcile`) is answered at once with "no
+   * drift" and kept out of the queue, so a test's `next("control:call")` is its own command; a
+   * test of the reconciler sets this false and answers it itself.
+   */
+  answerReconcile = true;
   /** resolves with the close code once the control plane closes the socket (or it errors) */
   readonly closed: Promise<{ code: number; reason: string }>;
 
   private constructor(private readonly ws: WebSocket) {
     ws.addEventListener("message", (event) => {
-      this.inbox.push(JSON.parse(String(event.data)) as ControlMessage);
+      const message = JSON.parse(String(event.data)) as ControlMessage;
+      if (this.answerReconcile && message.type === "control:call" && message.op === "host.reconcile") {
+        this.ok(message, { findings: [], missing: [] });
+        return;
+      }
+      this.inbox.push(message);
       for (const wake of this.waiters) wake();
     });
     this.closed = new Promise((resolve) => {

@@ -25,6 +25,13 @@ import { recordDeployLog } from "../../services/git/log";
 import { applyHealthReports } from "../../services/health/report";
 import { markHostOffline, markHostOnline, setHostProblem, touchHost } from "../../services/hosts/hosts";
 import { recordMetrics } from "../../services/metrics/record";
+import {
+  RECONCILE_EVERY_MS,
+  type ReconcileReport,
+  type ReconcileTrigger,
+  reconcileHost,
+} from "../../services/reconcile/host";
+import { typedOutcome } from "./client";
 import { InFlight } from "./in-flight";
 import { JOURNAL_RETENTION_MS, Journal, type Notify } from "./journal";
 import { Timers } from "./timers";
@@ -70,6 +77,9 @@ const POD_STATE_OPS = new Set<Op>([
 const LAST_SEEN_EVERY_MS = 30_000;
 const HOST_LOST_TIMER = "host-lost";
 const UNHEALTHY_TIMER = "unhealthy:";
+/** the reconciler's next pass while the agent stays connected (services/reconcile/host.ts) */
+const RECONCILE_TIMER = "reconcile";
+const LAST_RECONCILE = "lastReconcile";
 /** commands one pod may have in progress on its host at once (the rest answer 429) */
 export const MAX_CALLS_PER_POD = 8;
 /** commands one team's pods together may have in progress on one host at once */
@@ -238,6 +248,42 @@ export class HostAgent extends DurableObject<Bindings> {
     }
   }
 
+  /**
+   * RPC: one pass of the reconciler over this host (services/reconcile/host.ts), its report kept as
+   * the host's latest. An operator's; the hello and the timer run it too (`reconcileQuietly`).
+   */
+  async reconcile(
+    trigger: ReconcileTrigger,
+    options: { dryRun?: boolean; graceMs?: number } = {},
+  ): Promise<Result<ReconcileReport>> {
+    const hostId = await this.ctx.storage.get<string>("hostId");
+    if (!hostId) return fail("unavailable", await this.notConnected());
+    const report = await reconcileHost({
+      env: this.env,
+      db: createDb(this.env.DB),
+      input: { host: hostId, trigger, ...options },
+      call: async (params, timeoutMs) =>
+        typedOutcome(
+          "host.reconcile",
+          await this.call("host.reconcile", params, { timeoutMs, idempotencyKey: crypto.randomUUID() }),
+        ),
+    });
+    if (report.ok) await this.ctx.storage.put(LAST_RECONCILE, report.value);
+    return report;
+  }
+
+  /** RPC: the report of the host's latest reconciler pass (any trigger), or null before the first. */
+  async lastReconcile(): Promise<ReconcileReport | null> {
+    return (await this.ctx.storage.get<ReconcileReport>(LAST_RECONCILE)) ?? null;
+  }
+
+  /** A pass nobody waits for: its failure is logged, and the next pass tries again. */
+  private async reconcileQuietly(trigger: ReconcileTrigger): Promise<void> {
+    const done = await this.reconcile(trigger).catch((error: unknown) => fail("internal", String(error)));
+    if (!done.ok)
+      console.warn(JSON.stringify({ msg: "reconcile: pass failed", trigger, error: done.message }));
+  }
+
   /** RPC: whether an agent is connected right now. */
   async connected(): Promise<boolean> {
     return this.socket() !== undefined;
@@ -275,6 +321,10 @@ export class HostAgent extends DurableObject<Bindings> {
         this.resendDispatched(ws);
         await resolveHostLost(this.env, db, attachment.hostId);
         await alertOnPodStatus(this.env, db, changes);
+        // drift the host gathered while it was away (or ever): now, then every RECONCILE_EVERY_MS
+        this.timers.start(RECONCILE_TIMER, Date.now() + RECONCILE_EVERY_MS);
+        await this.armTimers();
+        this.ctx.waitUntil(this.reconcileQuietly("hello"));
         return;
       }
       case "agent:result": {
@@ -368,6 +418,10 @@ export class HostAgent extends DurableObject<Bindings> {
         } else if (key.startsWith(UNHEALTHY_TIMER)) {
           const podId = key.slice(UNHEALTHY_TIMER.length);
           await alertOnLastingDiagnosis(this.env, db, hostId, podId, unhealthyAfterMs(this.env));
+        } else if (key === RECONCILE_TIMER && this.socket()) {
+          // the next pass is timed from this one's start; a disconnect stops them until the hello
+          this.timers.start(RECONCILE_TIMER, Date.now() + RECONCILE_EVERY_MS);
+          await this.reconcileQuietly("periodic");
         }
       }
     }
