@@ -40,9 +40,12 @@
  *   `deploying`, a service `installing`): 0;
  * - operations that ended in error or were refused with a 4xx other than 429: 0;
  * - flat: the least-squares slope over the samples of the last two thirds of the run (the first
- *   third is warm-up: caches, JIT, SQLite pages) at most 1 MB/min for the agent's RSS, 2 MB/min for
- *   workerd's RSS and 0.25 MB/min for the HostAgent's storage. With fewer than 4 samples in that
- *   window (a run shorter than ~5 minutes at the default sampling) the slopes are shown, not judged.
+ *   third is warm-up: caches, JIT, SQLite pages) at most 1 MB/min for the agent's RSS and 2 MB/min
+ *   for workerd's RSS. With fewer than 4 samples in that window (a run shorter than ~5 minutes at
+ *   the default sampling) the slopes are shown, not judged. The HostAgent's storage keeps settled
+ *   commands for JOURNAL_RETENTION_MS (an hour) and grows by design until then: its slope (at most
+ *   0.25 MB/min) is judged over the samples of that window taken after the first 61 minutes, so
+ *   only in a run of ~95 minutes or more; shown otherwise.
  *
  * Everything made here is removed at the end, also on failure or Ctrl-C.
  */
@@ -79,6 +82,11 @@ const THINK_MS = positiveInt("think-ms", args["think-ms"]);
 /** MB per minute over the last two thirds of the run, at most */
 const FLAT = { agentRssMbPerMin: 1, workerdRssMbPerMin: 2, hostAgentStorageMbPerMin: 0.25 };
 const MIN_SAMPLES_TO_JUDGE = 4;
+/**
+ * How long the HostAgent's journal keeps settled commands (JOURNAL_RETENTION_MS of
+ * worker/durable-objects/host-agent/journal.ts, which this process cannot import: Workers types)
+ */
+const JOURNAL_RETENTION_MS = 60 * 60_000;
 /** outside ~/app, which a deploy or a restore replaces */
 const SOAK_DIR = "/home/pod_user/soak";
 const POLL_MS = 1_000;
@@ -146,8 +154,49 @@ type Reply = { status: number; body: any };
 type Api = ReturnType<typeof recordedClient>;
 
 /** The tenant's API client, every 5xx (and every request without an answer) recorded with its body. */
-function recordedClient(base: string, token: string) {
-  const client = apiClient(base, token);
+/**
+ * A tenant's JSON request on a connection of its own (`Connection: close`, as curl makes them). The
+ * local workerd closes idle keep-alive connections, and a pooled connection reused at that moment
+ * fails with "other side closed" before the Worker sees the request (in trial runs 3–9% of
+ * requests; the Worker's request log had no line for them): the race of the test client with the
+ * local runtime, not the product's. The agent's own calls to the control plane keep their
+ * keep-alive and are counted as they come.
+ */
+async function request(
+  base: string,
+  token: string,
+  ip: string,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<Reply> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${token}`,
+    connection: "close",
+    // each tenant its own client address, as separate users have (the per-IP limits, e.g. creates)
+    "cf-connecting-ip": ip,
+  };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  try {
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  } catch {
+    return { status: res.status, body: text };
+  }
+}
+
+function recordedClient(base: string, token: string, ip: string) {
+  const client = {
+    get: (p: string) => request(base, token, ip, "GET", p),
+    post: (p: string, body?: unknown) => request(base, token, ip, "POST", p, body),
+    put: (p: string, body?: unknown) => request(base, token, ip, "PUT", p, body),
+    delete: (p: string, body?: unknown) => request(base, token, ip, "DELETE", p, body),
+  };
   const call = async (
     method: "get" | "post" | "put" | "delete",
     p: string,
@@ -600,7 +649,7 @@ async function setUp(): Promise<Tenant[]> {
     const user = await signUp(stack.api, `Soak ${i}`);
     const tenant: Tenant = {
       i,
-      api: recordedClient(stack.api, user.token),
+      api: recordedClient(stack.api, user.token, `10.77.${i}.1`),
       pod: `sk${tag}-t${i}`,
       repo: `t${i}/app`,
       churnCount: 0,
@@ -724,19 +773,21 @@ function report(samples: Sample[]) {
       : v.shown({ figure, value, limit, unit: "MB/min" });
 
   console.log("");
-  const judgedErrors = serverErrors.filter((e) => !e.hostAway).length;
+  const hostAway = serverErrors.filter((e) => e.hostAway).length;
+  const unanswered = serverErrors.filter((e) => e.status === 0).length;
   v.absolute({
-    figure: "5xx and unanswered requests (host-away 503s apart)",
-    value: judgedErrors,
+    figure: "5xx answers (host-away 503s apart)",
+    value: serverErrors.length - hostAway - unanswered,
     limit: 0,
     unit: "",
   });
-  v.shown({
-    figure: "documented 503s while a host is away",
-    value: serverErrors.length - judgedErrors,
+  v.absolute({
+    figure: "requests without an answer (connection closed, refused)",
+    value: unanswered,
     limit: 0,
     unit: "",
   });
+  v.shown({ figure: "documented 503s while a host is away", value: hostAway, limit: 0, unit: "" });
   v.absolute({ figure: "operations not ended", value: notEnded.length, limit: 0, unit: "" });
   v.absolute({ figure: "operations ended in error", value: failures.length, limit: 0, unit: "" });
   const refused = [...stats.values()].reduce((s, k) => s + k.refused429, 0);
@@ -751,11 +802,28 @@ function report(samples: Sample[]) {
     slopeOf((s) => s.workerdMb),
     FLAT.workerdRssMbPerMin,
   );
-  flat(
-    "HostAgent storage slope",
-    slopeOf((s) => s.hostAgentMb),
-    FLAT.hostAgentStorageMbPerMin,
-  );
+  // The journal keeps settled commands JOURNAL_RETENTION_MS (an hour) before its alarm prunes them:
+  // the storage grows by design until then, so its slope is judged only over samples taken after it.
+  const afterRetention = window.filter((s) => s.atMin >= JOURNAL_RETENTION_MS / 60_000 + 1);
+  const storageSlope = slope(afterRetention.map((s) => ({ x: s.atMin, y: s.hostAgentMb })));
+  if (afterRetention.length >= MIN_SAMPLES_TO_JUDGE) {
+    v.absolute({
+      figure: "HostAgent storage slope after the journal's retention",
+      value: storageSlope,
+      limit: FLAT.hostAgentStorageMbPerMin,
+      unit: "MB/min",
+    });
+  } else {
+    console.log(
+      `HostAgent storage: not judged, the run is shorter than the journal's ${JOURNAL_RETENTION_MS / 60_000}-minute retention + ${MIN_SAMPLES_TO_JUDGE} samples (it grows by design until then)`,
+    );
+    v.shown({
+      figure: "HostAgent storage slope (within the journal's retention)",
+      value: slopeOf((s) => s.hostAgentMb),
+      limit: FLAT.hostAgentStorageMbPerMin,
+      unit: "MB/min",
+    });
+  }
   const ops = [...stats.values()].reduce((s, k) => s + k.ok + k.failed + k.notEnded + k.refused429, 0);
   v.absolute({ figure: "operations run", value: ops, limit: 1, unit: "", direction: "at least" });
   v.finish();
