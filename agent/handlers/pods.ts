@@ -31,6 +31,7 @@ import { guard } from "./guard";
 import { healthHandlers } from "./health";
 import { insideHandlers } from "./inside";
 import { KeyedLock } from "./keyed-lock";
+import { moveHandlers } from "./moves";
 import { reconcileHandlers } from "./reconcile";
 import { serviceHandlers } from "./services";
 import { sshHandlers } from "./ssh";
@@ -113,6 +114,8 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
 
     "pod.clone.export": guard("pod.clone.export", async ({ name, blobKey }, ctx) => {
       await mustExist(name);
+      // an evacuation sends what changed after this moment once the pod is stopped (./moves.ts)
+      const startedAt = Date.now();
       // Docker reads the volume whether the pod runs or not; the tar streams as it is read.
       const archive = (await docker
         .getContainer(names(name).container)
@@ -126,7 +129,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       });
       archive.once("error", (error) => counted.destroy(error));
       await blobStore().upload(blobKey, archive.pipe(counted), undefined, ctx.signal);
-      return { bytes, releases: await new PodRecord(config, name).exportReleases() };
+      return { bytes, releases: await new PodRecord(config, name).exportReleases(), startedAt };
     }),
 
     // a stopped pod being backed up or restored in helper containers: 409 at once (keyed-lock.ts)
@@ -207,6 +210,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
     ...backupHandlers(deps, locks),
     ...domainHandlers(deps, locks),
     ...feedbackHandlers(deps, locks),
+    ...moveHandlers(deps, locks),
     ...reconcileHandlers(deps, locks),
   };
 }

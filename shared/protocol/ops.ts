@@ -7,6 +7,7 @@ import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
 import { insideOps, ReloadResult } from "./inside";
+import { movesOps } from "./moves";
 import { reconcileOps } from "./reconcile";
 import { servicesOps } from "./services";
 import { sshOps } from "./ssh";
@@ -107,8 +108,11 @@ export const ops = {
       bytes: z.number().int().min(0),
       /** the host's record of the pod's git releases (agent/git/record.ts), for a pod moving hosts */
       releases: z.string().max(MAX_RELEASES_RECORD).nullable().optional(),
+      /** when the copy began reading, ms since the epoch on this host's clock (an evacuation's delta is what changed since) */
+      startedAt: z.number().int().min(0).optional(),
     }),
   },
+  ...movesOps,
   ...sshOps,
   ...insideOps,
   ...zipOps,

@@ -206,7 +206,78 @@ describe("moving pods off a host", () => {
     });
     expect(wrote.code).toBe(0);
 
-    const drained = await hostDrain(one, "--evacuate");
+    // files the pre-copy will meet, changed while it runs: one deleted, a directory that becomes a
+    // link out of the home
+    await dockerExec(`${one.prefix}-${st}`, [
+      "sh",
+      "-c",
+      "cd app && echo bye > gone.txt && mkdir -p d && echo inside > d/f.txt",
+    ]);
+
+    // A visitor asking every 100 ms through the edge (routed by the pod's record) while the drain
+    // runs: the downtime as seen is the longest span between a good answer and the next one.
+    const answers: { at: number; ms: number; good: boolean; what: string }[] = [];
+    let visiting = true;
+    const visitor = (async () => {
+      while (visiting) {
+        const at = Date.now();
+        const r = await visit(one, `${st}.pods.localhost`, "/marker.txt").catch(
+          (e: unknown) => `${e instanceof Error ? e.message : String(e)}`,
+        );
+        const good = typeof r !== "string" && r.status === 200 && r.body.trim() === "moved-marker";
+        const what = typeof r === "string" ? r : `${r.status} ${r.body.slice(0, 60).replace(/\s+/g, " ")}`;
+        answers.push({ at, ms: Date.now() - at, good, what });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    const draining = hostDrain(one, "--evacuate");
+    // During the pre-copy (the pod still serves on the old host): a file written, with an mtime
+    // set back (the delta goes by ctime), one deleted, a name with a newline, links out of the home.
+    await waitFor(
+      "the pre-copy to start",
+      async () =>
+        JSON.stringify((await alice.api.get(`/api/pods/${st}/events`)).body).includes("while it serves")
+          ? true
+          : undefined,
+      300_000,
+    );
+    await dockerExec(`${one.prefix}-${st}`, [
+      "sh",
+      "-c",
+      [
+        "cd app",
+        "echo written-during > during.txt",
+        "touch -d 2001-01-01 during.txt",
+        "rm gone.txt",
+        "printf nl > \"$(printf 'new\\nline.txt')\"",
+        "rm -r d && ln -s /etc d",
+        "ln -s ../../../../.. up",
+      ].join(" && "),
+    ]);
+    const drained = await draining;
+    visiting = false;
+    await visitor;
+    // The pod's downtime as a visitor sees it: the longest span between two good answers that holds
+    // an answer that was not the page (the edge's 502 while no host serves it). Spans with no answer
+    // at all are the local Worker too busy relaying the pre-copy's bytes to answer in 10 s (one
+    // workerd on the loaded 2-core machine): printed, not counted as the pod's downtime.
+    let seenDown = 0;
+    let lastGood: number | null = null;
+    const t0 = answers[0]?.at ?? 0;
+    for (const [i, a] of answers.entries()) {
+      if (!a.good) continue;
+      if (lastGood !== null) {
+        const since = lastGood;
+        const between = answers.slice(0, i).filter((b) => b.at > since && !b.good);
+        const answered = between.some((b) => /^\d{3} /.test(b.what));
+        if (answered) seenDown = Math.max(seenDown, a.at - since);
+        if (a.at - since > 2_000)
+          console.log(
+            `visitor: no good answer from +${((since - t0) / 1000).toFixed(1)} s to +${((a.at - t0) / 1000).toFixed(1)} s: ${[...new Set(between.map((b) => b.what))].join(" | ").slice(0, 300)}`,
+          );
+      }
+      lastGood = a.at;
+    }
     expect(drained.code, drained.stdout).toBe(0);
     expect(drained.stdout).toMatch(
       new RegExp(`moved ${st} to ${two.name} \\(SSH port \\d+\\): down for [\\d.]+ s`),
@@ -220,12 +291,19 @@ describe("moving pods off a host", () => {
     // measured and told, phase by phase; the goal (≤ 10 s) is not met here yet: docs/hosts.md says
     // where the time goes. The bound only catches a move that hangs on the way.
     const told = JSON.stringify((await alice.api.get(`/api/pods/${st}/events`)).body).match(
-      /moved from server [^"]*down for ([\d.]+) s \(stop [\d.]+ s, home exported [\d.]+ s, created [\d.]+ s, vhost [\d.]+ s\)/,
+      /moved from server [^"]*down for ([\d.]+) s \(stop [\d.]+ s, changes sent \(\d+ changed, \d+ removed\) [\d.]+ s, started [\d.]+ s, vhost [\d.]+ s\); its files \([\d.]+ MB\) were copied beforehand in [\d.]+ s while it served/,
     );
     console.log(`static pod with 100 MB: ${told?.[0]}`);
-    expect(told, "the moved event names the downtime and its phases").toBeTruthy();
+    console.log(
+      `static pod with 100 MB: a visitor through the edge saw it down for ${(seenDown / 1000).toFixed(1)} s (goal ≤ 10 s; ${answers.length} visits)`,
+    );
+    expect(told, "the moved event names the downtime, its phases and the pre-copy").toBeTruthy();
     expect(Number(told?.[1]) * 1000).toBeCloseTo(stMove?.downtime_ms ?? 0, -2);
-    expect(stMove?.downtime_ms ?? Number.POSITIVE_INFINITY).toBeLessThan(300_000);
+    // the 100 MB travelled before the stop: the downtime is the delta's and a start's, a few
+    // seconds here; the bound leaves room for a loaded machine and still fails the stop-then-copy
+    // move of before (72–126 s)
+    expect(seenDown).toBeGreaterThan(0);
+    expect(seenDown).toBeLessThan(30_000);
 
     // the static pod: served from the new host under its name and its domain, files, env, SSH port
     const view = (await alice.api.get(`/api/pods/${st}`)).body as {
@@ -241,6 +319,15 @@ describe("moving pods off a host", () => {
     expect(
       (await dockerExec(`${two.prefix}-${st}`, ["sh", "-c", "cd app && sha256sum big.bin"])).trim(),
     ).toBe(sum);
+    // what changed during the pre-copy arrived, as it was on the old host and nothing more
+    expect((await visit(two, `${st}.pods.localhost`, "/during.txt")).body.trim()).toBe("written-during");
+    expect((await visit(two, `${st}.pods.localhost`, "/gone.txt")).status).toBe(404);
+    const after = await dockerExec(`${two.prefix}-${st}`, [
+      "sh",
+      "-c",
+      "cd app && cat \"$(printf 'new\\nline.txt')\" && echo && readlink d && readlink up && ls -a .. | grep -c pod-move || true",
+    ]);
+    expect(after.split("\n")).toEqual(["nl", "/etc", "../../../../..", "0", ""]);
     expect((await alice.api.get(`/api/pods/${st}/env`)).body).toMatchObject({
       vars: { GREETING: "hello from one" },
     });

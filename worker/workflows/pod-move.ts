@@ -2,6 +2,7 @@ import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloud
 import { fail, ok, type Result } from "../../shared/errors";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
+import { forgetCachedReads } from "../lib/isolate-cache";
 import { insertBackup } from "../services/backups/create";
 import { checkUpload } from "../services/backups/job";
 import { failBackup } from "../services/backups/records";
@@ -50,8 +51,12 @@ interface Phase {
 interface Moved {
   downtimeMs: number | null;
   phases: Phase[];
+  /** an evacuation's pre-copy, made while the pod served: not downtime */
+  precopy: { ms: number; bytes: number } | null;
   to: Placed;
 }
+
+type Extras = Awaited<ReturnType<typeof vhostExtras>>;
 
 /** What the move did so far, rebuilt as steps replay: what undoing it must undo. */
 interface Progress {
@@ -110,11 +115,14 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
         outcome = fail("internal", error instanceof Error ? error.message : String(error));
       }
       if (outcome.ok) {
-        const { downtimeMs, to, phases } = outcome.value;
+        const { downtimeMs, to, phases, precopy } = outcome.value;
         const spent = phases.map((p) => `${p.phase} ${(p.ms / 1000).toFixed(1)} s`).join(", ");
+        const copied = precopy
+          ? `; its files (${(precopy.bytes / 1e6).toFixed(1)} MB) were copied beforehand in ${(precopy.ms / 1000).toFixed(1)} s while it served`
+          : "";
         const message =
           job.move === "evacuate"
-            ? `moved from server ${job.fromHostName} to server ${to.hostName} (SSH port ${to.sshPort}); down for ${((downtimeMs ?? 0) / 1000).toFixed(1)} s (${spent})`
+            ? `moved from server ${job.fromHostName} to server ${to.hostName} (SSH port ${to.sshPort}); down for ${((downtimeMs ?? 0) / 1000).toFixed(1)} s (${spent})${copied}`
             : `server ${job.fromHostName} was lost: recreated on server ${to.hostName} (SSH port ${to.sshPort}) from the backup of ${job.backup?.createdAt}`;
         await step.do("record the move", async () => {
           await endMove(db(), moveId, job.podId, {
@@ -126,6 +134,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
               to_host: to.hostName,
               ssh_port: to.sshPort,
               ...(downtimeMs === null ? {} : { downtime_ms: downtimeMs, phases }),
+              ...(precopy ? { precopy_ms: precopy.ms, precopy_bytes: precopy.bytes } : {}),
               ...(job.backup ? { backup_id: job.backup.id, backup_at: job.backup.createdAt } : {}),
             },
           });
@@ -169,9 +178,75 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
       marks.push({ phase, at: await step.do(`mark: ${phase}`, async () => Date.now()) });
     };
     let stoppedAt: number | null = null;
-    let home: { blobKey: string; releases?: string } | undefined;
     let data = job.backup;
+    let ip: string | null;
+    /** what the new host's vhost was given before the switch (an evacuation's, while it served) */
+    let served: Extras | null = null;
+    /** the new pod was started after its delta (a pod that ran, or whose databases need it running) */
+    let startedNew = job.move === "lost";
+    let precopy: { ms: number; bytes: number } | null = null;
     if (job.move === "evacuate") {
+      // 1. The pre-copy, while the pod still serves on the old host: its whole home streams
+      // host → R2 → host into the new pod, which is made, given its vhost's domains, then stopped.
+      await this.event(
+        step,
+        job,
+        "progress",
+        `copying pod ${job.podName}'s files to server ${placed.hostName} while it serves`,
+      );
+      const precopyFrom = await step.do("note the pre-copy's start", async () => Date.now());
+      const keys = await step.do("name the copies of the home", async () => ({
+        exported: newStagingKey(job.fromHostId),
+        imported: newStagingKey(placed.hostId),
+        deltaExported: newStagingKey(job.fromHostId),
+        deltaImported: newStagingKey(placed.hostId),
+      }));
+      const exported = await runOnHost(step, this.env, ref, {
+        name: "export the home",
+        hostId: job.fromHostId,
+        op: "pod.clone.export",
+        params: { name: job.podName, blobKey: keys.exported },
+        timeoutMs: COPY_TIMEOUT_MS,
+      });
+      if (!exported.ok) return exported;
+      await step.do("hand the home to the new host", async () => {
+        await claimStagedBlob(this.env, keys.exported, keys.imported);
+        return true;
+      });
+      const releases = exported.value.releases;
+      const home = { blobKey: keys.imported, ...(releases ? { releases } : {}) };
+      const created = await runOnHost(step, this.env, ref, {
+        name: "create on the new host",
+        hostId: placed.hostId,
+        op: "pod.create",
+        params: { ...spec, home },
+        timeoutMs: COPY_TIMEOUT_MS,
+      });
+      progress.createdNew = true;
+      await step.do("discard the copy of the home", async () => {
+        await discardStagedBlob(this.env, keys.imported);
+        return true;
+      });
+      if (!created.ok) return created;
+      ip = created.value.ip;
+      served = await step.do("read the vhost's domains and feedback", async () =>
+        vhostExtras(this.env, db(), job.podId),
+      );
+      const set = await this.serveExtras(job, ref, step, placed, served, null);
+      if (!set.ok) return set;
+      const parked = await runOnHost(step, this.env, ref, {
+        name: "stop the copy on the new host",
+        hostId: placed.hostId,
+        op: "pod.stop",
+        params: { name: job.podName },
+        timeoutMs: POWER_TIMEOUT_MS,
+      });
+      if (!parked.ok) return parked;
+      const precopyTo = await step.do("note the pre-copy's end", async () => Date.now());
+      precopy = { ms: precopyTo - precopyFrom, bytes: exported.value.bytes };
+
+      // 2. The downtime: the pod stops on the old host; what changed in its home since the
+      // pre-copy began (and the databases, dumped) goes across; the new pod starts on it.
       stoppedAt = await step.do("note the stop's time", async () => Date.now());
       if (job.wasRunning) {
         const stopped = await runOnHost(step, this.env, ref, {
@@ -191,48 +266,71 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
         data = saved.value;
         await mark("databases dumped");
       }
-      const keys = await step.do("name the copies of the home", async () => ({
-        exported: newStagingKey(job.fromHostId),
-        imported: newStagingKey(placed.hostId),
-      }));
-      const exported = await runOnHost(step, this.env, ref, {
-        name: "export the home",
+      // an agent older than the pre-copy names no start: everything is sent again (correct, slow)
+      const since = exported.value.startedAt ?? 0;
+      const delta = await runOnHost(step, this.env, ref, {
+        name: "export the changes",
         hostId: job.fromHostId,
-        op: "pod.clone.export",
-        params: { name: job.podName, blobKey: keys.exported },
+        op: "pod.move.delta.export",
+        params: { name: job.podName, id: job.moveId.toLowerCase(), since, blobKey: keys.deltaExported },
         timeoutMs: COPY_TIMEOUT_MS,
       });
-      if (!exported.ok) return exported;
-      await step.do("hand the home to the new host", async () => {
-        await claimStagedBlob(this.env, keys.exported, keys.imported);
+      if (!delta.ok) return delta;
+      await step.do("hand the changes to the new host", async () => {
+        await claimStagedBlob(this.env, keys.deltaExported, keys.deltaImported);
         return true;
       });
-      await mark("home exported");
-      const releases = exported.value.releases;
-      home = { blobKey: keys.imported, ...(releases ? { releases } : {}) };
+      const applied = await runOnHost(step, this.env, ref, {
+        name: "apply the changes on the new host",
+        hostId: placed.hostId,
+        op: "pod.move.delta.apply",
+        params: {
+          name: job.podName,
+          id: job.moveId.toLowerCase(),
+          blobKey: keys.deltaImported,
+          releases: delta.value.releases,
+        },
+        timeoutMs: COPY_TIMEOUT_MS,
+      });
+      await step.do("discard the changes", async () => {
+        await discardStagedBlob(this.env, keys.deltaImported);
+        return true;
+      });
+      if (!applied.ok) return applied;
+      await mark(`changes sent (${delta.value.changed} changed, ${applied.value.removed} removed)`);
+      if (job.wasRunning || job.services.length > 0) {
+        const started = await runOnHost(step, this.env, ref, {
+          name: "start on the new host",
+          hostId: placed.hostId,
+          op: "pod.start",
+          params: { name: job.podName },
+          timeoutMs: POWER_TIMEOUT_MS,
+        });
+        if (!started.ok) return started;
+        ip = started.value.ip;
+        startedNew = true;
+        await mark("started");
+      }
+    } else {
+      const created = await runOnHost(step, this.env, ref, {
+        name: "create on the new host",
+        hostId: placed.hostId,
+        op: "pod.create",
+        params: spec,
+        timeoutMs: COPY_TIMEOUT_MS,
+      });
+      progress.createdNew = true;
+      if (!created.ok) return created;
+      ip = created.value.ip;
     }
 
-    const created = await runOnHost(step, this.env, ref, {
-      name: "create on the new host",
-      hostId: placed.hostId,
-      op: "pod.create",
-      params: home ? { ...spec, home } : spec,
-      timeoutMs: COPY_TIMEOUT_MS,
+    // The record follows, and this isolate's edge routes are dropped with it, so the next visit is
+    // routed to the new host (other isolates follow within the route cache's few seconds).
+    const switched = await step.do("move the record to the new host", async () => {
+      const moved = await switchPodHost(db(), job, { ...placed, ip });
+      forgetCachedReads();
+      return moved;
     });
-    progress.createdNew = true;
-    if (home) {
-      const blobKey = home.blobKey;
-      await step.do("discard the copy of the home", async () => {
-        await discardStagedBlob(this.env, blobKey);
-        return true;
-      });
-    }
-    if (!created.ok) return created;
-    await mark("created");
-
-    const switched = await step.do("move the record to the new host", async () =>
-      switchPodHost(db(), job, { ...placed, ip: created.value.ip }),
-    );
     if (!switched)
       return fail("conflict", `pod ${job.podName}'s record could not be moved to server ${placed.hostName}`);
     progress.switched = true;
@@ -288,29 +386,12 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
       await mark("restored");
     }
 
-    const extras = await step.do("read the vhost's domains and feedback", async () =>
+    // a domain verified or a widget changed during the move is sent again; else nothing to do
+    const extras = await step.do("read the vhost's domains and feedback again", async () =>
       vhostExtras(this.env, db(), job.podId),
     );
-    if (extras.domains.length > 0) {
-      const set = await runOnHost(step, this.env, ref, {
-        name: "serve the custom domains",
-        hostId: placed.hostId,
-        op: "pod.domains.set",
-        params: { name: job.podName, domains: extras.domains },
-        timeoutMs: POWER_TIMEOUT_MS,
-      });
-      if (!set.ok) return set;
-    }
-    if (extras.feedback) {
-      const set = await runOnHost(step, this.env, ref, {
-        name: "serve the feedback widget",
-        hostId: placed.hostId,
-        op: "pod.feedback.set",
-        params: { name: job.podName, feedback: extras.feedback },
-        timeoutMs: POWER_TIMEOUT_MS,
-      });
-      if (!set.ok) return set;
-    }
+    const set = await this.serveExtras(job, ref, step, placed, extras, served);
+    if (!set.ok) return set;
     const servingAt = await step.do("note the pod serving", async () => Date.now());
     marks.push({ phase: "vhost", at: servingAt });
     const phases: Phase[] = [];
@@ -320,7 +401,7 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
       since = m.at;
     }
 
-    if (!job.wasRunning) {
+    if (!job.wasRunning && startedNew) {
       const stopped = await runOnHost(step, this.env, ref, {
         name: "stop on the new host",
         hostId: placed.hostId,
@@ -350,8 +431,45 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
     return ok({
       downtimeMs: stoppedAt === null || !job.wasRunning ? null : servingAt - stoppedAt,
       phases: stoppedAt === null || !job.wasRunning ? [] : phases,
+      precopy,
       to: placed,
     });
+  }
+
+  /**
+   * The vhost's custom domains and feedback widget on the new host (the pod runs there: a vhost is
+   * rendered with its address), each only when it differs from what was sent before (`before`).
+   */
+  private async serveExtras(
+    job: Job,
+    ref: WorkflowRef,
+    step: WorkflowStep,
+    placed: Placed,
+    extras: Extras,
+    before: Extras | null,
+  ): Promise<Result<true>> {
+    const again = before ? " again" : "";
+    if (extras.domains.length > 0 && JSON.stringify(extras.domains) !== JSON.stringify(before?.domains)) {
+      const set = await runOnHost(step, this.env, ref, {
+        name: `serve the custom domains${again}`,
+        hostId: placed.hostId,
+        op: "pod.domains.set",
+        params: { name: job.podName, domains: extras.domains },
+        timeoutMs: POWER_TIMEOUT_MS,
+      });
+      if (!set.ok) return set;
+    }
+    if (extras.feedback && JSON.stringify(extras.feedback) !== JSON.stringify(before?.feedback)) {
+      const set = await runOnHost(step, this.env, ref, {
+        name: `serve the feedback widget${again}`,
+        hostId: placed.hostId,
+        op: "pod.feedback.set",
+        params: { name: job.podName, feedback: extras.feedback },
+        timeoutMs: POWER_TIMEOUT_MS,
+      });
+      if (!set.ok) return set;
+    }
+    return ok(true);
   }
 
   /** The databases of a stopped pod, dumped into a backup made for the move (`manual`, noted so). */
