@@ -3,7 +3,7 @@ import { type ApiClient, type Reply, signUp } from "../e2e/support/api";
 import { waitForHostOnline } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { type FlappingProxy, startFlappingProxy } from "./flapping-proxy";
-import { agentLines, backupSettled, dockerObjects, podSh } from "./support";
+import { agentLines, dockerObjects, podSh, within } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -61,6 +61,7 @@ describe("chaos: the control socket flaps during 200 mixed operations", () => {
   let proxy: FlappingProxy;
   const done: Done[] = [];
   const books: PodBook[] = [];
+  const backupLines: string[] = [];
 
   beforeAll(async () => {
     stack = await startStack("flap", { direct: true });
@@ -69,7 +70,12 @@ describe("chaos: the control socket flaps during 200 mixed operations", () => {
     // the agent reaches the Worker only through the proxy (its HTTP calls too)
     await stack.agent.stop();
     stack.agentEnv.PODHOST_API_URL = proxy.url;
-    await stack.startAgent();
+    const agent = await stack.startAgent();
+    // the agent's lines about backups, all of them (its own buffer keeps only the latest output)
+    agent.child.stdout?.on("data", (chunk: Buffer) => {
+      for (const line of chunk.toString().split("\n"))
+        if (line.includes("bk_") && backupLines.length < 5_000) backupLines.push(line);
+    });
   }, 300_000);
 
   afterAll(async () => {
@@ -300,7 +306,20 @@ describe("chaos: the control socket flaps during 200 mixed operations", () => {
     if (res.status !== 202) return;
     const id = res.body.id as string;
     book.backupIds.push(id);
-    const settled = await backupSettled(book.owner.api, book.name, id, ENDS_WITHIN_MS);
+    // each poll bounded: one request that hangs on a loaded machine fails that poll, not the wait
+    let last: unknown;
+    const settled = await waitFor(
+      `backup ${id} to settle`,
+      async () => {
+        const got = await within(book.owner.api.get(`/api/pods/${book.name}/backups/${id}`));
+        last = got.body;
+        return got.body?.status && got.body.status !== "in_progress" ? got.body : undefined;
+      },
+      ENDS_WITHIN_MS,
+    ).catch((error: unknown) => {
+      const lines = backupLines.filter((l) => l.includes(id));
+      throw new Error(`${String(error)}; last seen ${JSON.stringify(last)}; the agent:\n${lines.join("\n")}`);
+    });
     res.record.outcome = settled.status === "completed" ? "completed" : `failed: ${settled.error ?? ""}`;
     if (settled.status !== "completed")
       expect(String(settled.error ?? ""), JSON.stringify(settled)).not.toBe("");
@@ -388,20 +407,31 @@ describe("chaos: the control socket flaps during 200 mixed operations", () => {
   }
 });
 
-/** Operations by kind: how many, how many answered 2xx, and the errors by status. */
+/**
+ * Operations by kind: how many, how many answered 2xx and what they ended in (a create `running`, a
+ * backup `completed` …), the errors by status and message, and the answer's time (p50, max).
+ */
 function summary(done: Done[]) {
-  const byKind: Record<
-    string,
-    { n: number; ok: number; errors: Record<string, number>; p50: number; max: number }
-  > = {};
+  type Tally = {
+    n: number;
+    ok: number;
+    ended: Record<string, number>;
+    errors: Record<string, number>;
+    p50: number;
+    max: number;
+  };
+  const byKind: Record<string, Tally> = {};
+  const bump = (m: Record<string, number>, key: string) => {
+    m[key] = (m[key] ?? 0) + 1;
+  };
   for (const d of done) {
-    const k = byKind[d.kind] ?? { n: 0, ok: 0, errors: {}, p50: 0, max: 0 };
+    const k = byKind[d.kind] ?? { n: 0, ok: 0, ended: {}, errors: {}, p50: 0, max: 0 };
     byKind[d.kind] = k;
     k.n++;
-    if (d.status >= 200 && d.status < 300) k.ok++;
-    else
-      k.errors[`${d.status} ${d.outcome.slice(0, 60)}`] =
-        (k.errors[`${d.status} ${d.outcome.slice(0, 60)}`] ?? 0) + 1;
+    if (d.status >= 200 && d.status < 300) {
+      k.ok++;
+      bump(k.ended, d.outcome);
+    } else bump(k.errors, `${d.status} ${d.outcome.slice(0, 60)}`);
   }
   for (const [kind, k] of Object.entries(byKind)) {
     const ms = done
