@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { dockerObjects } from "./support";
+import { agentLines, dockerObjects } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -28,6 +28,13 @@ describe("chaos: service install", () => {
     await stack?.stop();
   });
 
+  // a failure shows what the host did: its log lines about the install
+  afterEach((ctx) => {
+    if (ctx.task.result?.state !== "fail" || !stack) return;
+    const lines = agentLines(stack.agent).filter((l) => /service/.test(String(l.op ?? l.msg)));
+    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
+  });
+
   const installThrough = async (fault: () => Promise<void>) => {
     const pod = `chaos-sv${++n}-${stack.prefix.slice(-4)}`;
     const made = await alice.api.post("/api/pods", { name: pod, preset: "nodejs", plan_slug: "build" });
@@ -45,7 +52,7 @@ describe("chaos: service install", () => {
     const service = await waitFor(
       "the install to end",
       async () => {
-        const list = (await alice.api.get(`/api/pods/${pod}/services`)).body.services as {
+        const list = (await alice.api.get(`/api/pods/${pod}/services`)).body as {
           status: string;
           error_msg?: string;
         }[];
