@@ -161,7 +161,9 @@ const READ_ONLY_OPS: ReadonlySet<Op> = new Set<Op>([
  * happen, and the agent's dispatcher still runs a key once if it ever did. An op may join only while
  * no caller passes it a key of its own (docs/decisions/host-agent-journal.md).
  */
-const UNREPLAYED_OPS: ReadonlySet<Op> = new Set<Op>(["pod.exec"]);
+// `host.reconcile`: every pass (hello, timer, operator) makes a fresh key, and a pass run twice finds
+// what the first left (its removals are of what no pod owns, each idempotent)
+const UNREPLAYED_OPS: ReadonlySet<Op> = new Set<Op>(["pod.exec", "host.reconcile"]);
 
 /** Ops the HostAgent sends without a journal row: reads, and changes whose outcome is never replayed. */
 export const isUnjournaledOp = (op: Op): boolean => READ_ONLY_OPS.has(op) || UNREPLAYED_OPS.has(op);
