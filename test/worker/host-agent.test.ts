@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { PodState } from "../../shared/protocol";
 import { callHost, hostAgentStub } from "../../worker/durable-objects/host-agent/client";
+import type { HostAgent } from "../../worker/durable-objects/host-agent/object";
 import {
   dial,
   FakeAgent,
@@ -124,6 +125,26 @@ describe("GET /agent/connect", () => {
 
     const ping = callHost(env, host.id, "host.ping", {}, { timeoutMs: 10_000 });
     fresh.ok(await fresh.next("control:call"), { pong: true });
+    expect(await ping).toEqual({ ok: true, value: { pong: true } });
+    expect((await hostRecord(host.id))?.status).toBe("online");
+  });
+});
+
+describe("a replaced connection's late close", () => {
+  it("fails only the calls sent on it: a call already sent on its successor is answered there", async () => {
+    const host = await insertHost();
+    const { agent: fresh } = await FakeAgent.online(host);
+    const ping = callHost(env, host.id, "host.ping", {}, { timeoutMs: 10_000 });
+    const sent = await fresh.next("control:call");
+    // A socket the successor replaced whose close arrives only now (after a partition, a dead
+    // socket's close can come long after the agent dialled again).
+    await runInDurableObject(hostAgentStub(env, host.id), async (instance: HostAgent, state) => {
+      const [, stale] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+      state.acceptWebSocket(stale);
+      stale.serializeAttachment({ hostId: host.id, connectedAt: 0 });
+      await instance.webSocketClose(stale, 1006, "gone", false);
+    });
+    fresh.ok(sent, { pong: true });
     expect(await ping).toEqual({ ok: true, value: { pong: true } });
     expect((await hostRecord(host.id))?.status).toBe("online");
   });

@@ -460,9 +460,11 @@ export class HostAgent extends DurableObject<Bindings> {
 
   private async disconnected(ws: WebSocket, reason: string) {
     const { hostId } = ws.deserializeAttachment() as Attachment;
-    this.failAllPending(`the pod's host agent disconnected: ${reason}`);
-    const stillConnected = this.ctx.getWebSockets().some((s) => s !== ws);
+    // A replaced socket's close can come long after its successor was accepted (which failed the
+    // calls sent on it): what is pending now went out on the open successor and stays its own.
+    const stillConnected = this.ctx.getWebSockets().some((s) => s !== ws && s.readyState === WebSocket.OPEN);
     if (stillConnected) return;
+    this.failAllPending(`the pod's host agent disconnected: ${reason}`);
     await markHostOffline(createDb(this.env.DB), hostId);
     // Its pods' teams hear if it stays gone (host_lost); a hello first clears the timer.
     this.timers.start(HOST_LOST_TIMER, Date.now() + hostLostAfterMs(this.env));
