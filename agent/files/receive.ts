@@ -192,16 +192,18 @@ export class FileReceiver {
     relay: string,
     signal: AbortSignal,
   ): Promise<{ temp: string; size: number; committer: Committer }> {
-    // The host's curl fetches the relay's bytes into the process's stdin, a pipe the process reads
-    // itself (`stdinPipe`): no byte passes through this agent. curl connects while the process
-    // starts (each takes tens of ms).
+    // The host's curl fetches the relay's bytes (Node's HTTP client cost ~5× its CPU per byte), and
+    // its stdout is piped into the process's stdin here. Not handed over as the process's own
+    // descriptor: Node reads a child's pipe from the moment it exists, and bytes curl had before the
+    // process started stayed in this agent (the soak saw short writes and a 500). curl connects
+    // while the process starts (each takes tens of ms).
     const incoming = client.pipe(relay, { signal, timeoutS: TRANSFER_TIMEOUT_S });
     let run: StreamedExec;
     try {
       run = await streamFileScript(this.exec, this.prefix, pod, RECEIVE, [dir], {
         timeoutS: TRANSFER_TIMEOUT_S + VERDICT_WAIT_MS / 1000,
         signal,
-        stdinPipe: incoming.body,
+        stdin: incoming.body,
         fd3: true,
       });
     } catch (err) {

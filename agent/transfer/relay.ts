@@ -17,9 +17,10 @@ export interface RelayClient extends BlobStore {
    */
   live(id: string, body: Readable, signal?: AbortSignal): Promise<void>;
   /**
-   * What a caller is uploading (`GET /agent/relay/{id}`), as the stdout of the host's `curl`: a pipe
-   * to hand on to a process as its stdin (`stdinPipe`), so the bytes never pass through this agent's
-   * JavaScript (Node's HTTP client cost ~5× curl's CPU per byte: ~160 of a 32 MB upload's ~670 ms).
+   * What a caller is uploading (`GET /agent/relay/{id}`), as the stdout of the host's `curl`, to pipe
+   * into a process's stdin (Node's HTTP client cost ~5× curl's CPU per byte: ~160 of a 32 MB
+   * upload's ~670 ms). Read it in this process (`stdin`), never hand it on as a descriptor: Node
+   * starts reading a child's pipe at once, so the first bytes would stay here.
    * `done` resolves with the body's size once curl got all of it (the chunked body's end or its
    * Content-Length) and wrote it into the pipe; anything less (a 404 or 5xx, the connection cut, the
    * reader gone, `signal`, `timeoutS`) rejects as `unavailable`.

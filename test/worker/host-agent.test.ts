@@ -142,7 +142,7 @@ describe("a replaced connection's late close", () => {
       const [, stale] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
       state.acceptWebSocket(stale);
       stale.serializeAttachment({ hostId: host.id, connectedAt: 0 });
-      await instance.webSocketClose(stale, 1006, "gone", false);
+      await instance.webSocketClose(stale, 1006);
     });
     fresh.ok(sent, { pong: true });
     expect(await ping).toEqual({ ok: true, value: { pong: true } });
