@@ -2,7 +2,7 @@
 # The README's first command, checked as a newcomer would use it (.ci/run runs this after `npm test`,
 # whose own host preparation could otherwise hide what `npm start` lacks):
 #   `npm start` until it says Ready → an account and a static pod through the API (the README's
-#   "Your first pod" curl session) → the pod's page through the ingress → the pod deleted → Ctrl-C,
+#   "Your first pod" curl session) → the pod's page through the edge → the pod deleted → Ctrl-C,
 #   which must exit 0 and leave nothing listening on the API's or the ingress's port.
 # Exits non-zero, with npm start's output, at the first step that fails.
 set -euo pipefail
@@ -65,10 +65,14 @@ curl -fsS "$API/app/sign-in" | grep -q 'data-api="/api/auth/login"' || die "the 
 curl -fsS "$API/app" -H "cookie: pod_session=$TOKEN" | grep -q ">$pod</a>" || die "the dashboard's pods list does not show $pod"
 say "the dashboard lists the pod"
 
-# through the ingress by its name, as the README says (curl resolves *.localhost to loopback)
-page=$(curl -fsS "http://$pod.pods.localhost:$INGRESS_PORT/") || die "the pod's page did not answer through the ingress"
+# through the edge by its name, as the README says (curl resolves *.localhost to loopback); the
+# host's ingress answers only the edge (docs/edge.md): straight to it, a visitor gets 403
+page=$(curl -fsS "http://$pod.pods.localhost:$PORT/") || die "the pod's page did not answer through the edge"
 grep -q 'Your static pod is running' <<<"$page" || die "the pod's page is not the static start page: $page"
-say "the pod's page answers through the ingress"
+say "the pod's page answers through the edge"
+around=$(curl -sS -o /dev/null -w '%{http_code}' "http://$pod.pods.localhost:$INGRESS_PORT/")
+[ "$around" = 403 ] || die "the ingress answered $around to a request around the edge, not 403"
+say "the ingress refuses a request around the edge"
 
 code=$(curl -sS -o /dev/null -w '%{http_code}' -X DELETE "$API/api/pods/$pod" "${auth[@]}")
 case "$code" in 200 | 202 | 204) ;; *) die "DELETE answered $code" ;; esac
