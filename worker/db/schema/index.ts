@@ -18,6 +18,7 @@ export * from "./operator-tokens";
 export * from "./pod-events";
 export * from "./pod-metrics";
 export * from "./pod-moves";
+export * from "./pod-resizes";
 export * from "./pod-ssh-keys";
 export * from "./pods";
 export * from "./services";
