@@ -5,6 +5,7 @@ import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { httpGet } from "../support/http";
 import {
+  agentGoneBeforeDispatch,
   agentLines,
   agentReaches,
   crashAgent,
@@ -12,7 +13,6 @@ import {
   eventCount,
   fingerprint,
   podSh,
-  waitForHostAway,
 } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -155,14 +155,14 @@ describe("chaos: create and clone", () => {
     timeout: 600_000,
   }, async () => {
     const objects = await dockerObjects(stack.prefix);
-    await stack.agent.kill();
-    await waitForHostAway(alice.api);
+    const gone = agentGoneBeforeDispatch(stack, alice.api);
+    await gone.away();
     const name = nextName("cl");
     const refused = await alice.api.post(`/api/pods/${source}/clone`, { new_name: name });
     expect(refused.status, JSON.stringify(refused.body)).toBe(503);
     expect(refused.body.error).toMatch(/offline/);
     expect((await alice.api.get(`/api/pods/${name}`)).status).toBe(404);
-    await stack.startAgent();
+    await gone.back(0);
     await waitForHostOnline(alice.api);
     expect(await dockerObjects(stack.prefix)).toEqual(objects);
     await cloneThrough(() => crashAgent(stack));

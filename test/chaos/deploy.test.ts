@@ -2,16 +2,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
-import { type Stack, sleep, startStack, waitFor } from "../e2e/support/stack";
+import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { type Files, type GitServer, startGitServer } from "../support/git-server";
 import { httpGet } from "../support/http";
 import {
+  agentGoneBeforeDispatch,
   agentLines,
   agentReaches,
   crashAgent,
   dockerObjects,
   podSh,
-  waitForHostAway,
   within,
 } from "./support";
 
@@ -192,15 +192,8 @@ describe("chaos: git deploy and rollback", () => {
     },
     () =>
       deployThrough(
-        async () => {
-          // the Worker's dispatch finds no host: the step waits for the host's return (host-step.ts)
-          await sleep(3_000);
-          await stack.startAgent();
-        },
-        async () => {
-          await stack.agent.kill();
-          await waitForHostAway(alice.api);
-        },
+        () => agentGoneBeforeDispatch(stack, alice.api).back(),
+        () => agentGoneBeforeDispatch(stack, alice.api).away(),
       ),
   );
 

@@ -1,8 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "../e2e/support/api";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
-import { type Stack, sleep, startStack, waitFor } from "../e2e/support/stack";
+import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import {
+  agentGoneBeforeDispatch,
   agentLines,
   agentReaches,
   backupSettled,
@@ -11,7 +12,6 @@ import {
   eventCount,
   fingerprint,
   podSh,
-  waitForHostAway,
   within,
 } from "./support";
 
@@ -122,15 +122,8 @@ describe("chaos: restore", () => {
     },
     () =>
       restoreThrough(
-        async () => {
-          // the Worker's first dispatch finds no host: it waits for the host's return (host-step.ts)
-          await sleep(3_000);
-          await stack.startAgent();
-        },
-        async () => {
-          await stack.agent.kill();
-          await waitForHostAway(alice.api);
-        },
+        () => agentGoneBeforeDispatch(stack, alice.api).back(),
+        () => agentGoneBeforeDispatch(stack, alice.api).away(),
       ),
   );
 

@@ -1,9 +1,11 @@
 import { execFile } from "node:child_process";
+import { readdir } from "node:fs/promises";
+import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "vitest";
 import type { ApiClient } from "../e2e/support/api";
 import type { AgentProcess, Stack } from "../e2e/support/stack";
-import { waitFor } from "../e2e/support/stack";
+import { sleep, waitFor } from "../e2e/support/stack";
 
 /**
  * What the fault-injection suite (docs/reliability.md) shares: kill points found by observation (a
@@ -126,6 +128,46 @@ export const waitForHostAway = (api: ApiClient, region = "eu-central") =>
     );
     return r && !r.available ? true : undefined;
   });
+
+/**
+ * The keys of the local Worker's R2 objects under `prefix` (default: the staged blobs, archives a
+ * host is to fetch), and the multipart uploads still open under it, read from its persist
+ * directory (Miniflare's SQLite store, opened read-only: the running Worker keeps writing it).
+ */
+export async function r2Keys(stack: Stack, prefix = "staging/"): Promise<string[]> {
+  const dir = path.join(stack.worker.persistDir, "v3", "r2", "miniflare-R2BucketObject");
+  const stores = (await readdir(dir).catch(() => [] as string[])).filter(
+    (f) => f.endsWith(".sqlite") && f !== "metadata.sqlite",
+  );
+  const like = `${prefix.replaceAll("'", "''")}%`;
+  const keys: string[] = [];
+  for (const store of stores) {
+    const { stdout } = await run("sqlite3", [
+      "-readonly",
+      path.join(dir, store),
+      `SELECT key FROM _mf_objects WHERE key LIKE '${like}'; SELECT 'open upload ' || key FROM _mf_multipart_uploads WHERE key LIKE '${like}' AND state = 0;`,
+    ]);
+    keys.push(...stdout.split("\n").filter(Boolean));
+  }
+  return keys.sort();
+}
+
+/**
+ * The "agent gone before dispatch" fault, in its two halves. `away` SIGKILLs the agent and waits
+ * until the Worker sees the host away, so an operation asked next finds no host to dispatch to.
+ * `back` waits `pauseMs` (the Worker's first dispatch finds no host and its step waits for the
+ * host's return, worker/workflows/host-step.ts) and starts the agent again.
+ */
+export const agentGoneBeforeDispatch = (stack: Stack, api: ApiClient, region = "eu-central") => ({
+  away: async () => {
+    await stack.agent.kill();
+    await waitForHostAway(api, region);
+  },
+  back: async (pauseMs = 3_000) => {
+    await sleep(pauseMs);
+    await stack.startAgent();
+  },
+});
 
 /**
  * `p`, or a rejection after `ms`: a poll's one request that hangs (a local Worker under a loaded
