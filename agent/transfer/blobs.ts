@@ -1,9 +1,8 @@
-import http from "node:http";
-import https from "node:https";
+import type http from "node:http";
 import type { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import type { ErrorCode } from "../../shared/errors";
-import { AgentError, markControlPlane } from "../errors";
+import { AgentError } from "../errors";
+import { controlPlaneRequest } from "./control-plane-http";
 
 /**
  * The agent's side of the control plane's staged blobs (worker/routes/agent-blobs.ts): bulk bytes
@@ -59,53 +58,36 @@ export function httpByteStore(o: {
   return {
     async fetch(id, signal) {
       // node:http rather than fetch: the body comes as a plain Readable, with no web-stream layer to
-      // cross per chunk (about half the CPU on a 32 MB transfer).
-      const url = urlOf(id);
-      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-        (url.protocol === "https:" ? https : http)
-          .get(url, { headers: { authorization }, signal }, resolve)
-          .once("error", (err) => {
-            markControlPlane(err);
-            reject(err);
-          });
+      // cross per chunk (about half the CPU on a 32 MB transfer); sent again if it met a pooled
+      // connection the server had just closed (./control-plane-http.ts)
+      const { res } = await controlPlaneRequest(urlOf(id), {
+        method: "GET",
+        headers: { authorization },
+        signal,
       });
       // the body breaking off mid-way is the control plane's doing too (a restart, a cut)
-      res.prependListener("error", markControlPlane);
       if (res.statusCode !== 200) throw failure(id, res.statusCode, await textOf(res));
       const size = Number(res.headers["content-length"] ?? Number.NaN);
       return { body: res, size };
     },
 
     async upload(id, body, size, signal) {
-      const url = urlOf(id);
-      const request = (url.protocol === "https:" ? https : http).request(url, {
+      // a streamed body goes on a connection of its own and is never sent twice (./control-plane-http.ts)
+      const { res, sent, stop } = await controlPlaneRequest(urlOf(id), {
         method: "PUT",
         headers: {
           authorization,
           "content-type": "application/octet-stream",
           ...(size === undefined ? {} : { "content-length": String(size) }),
         },
+        body,
         signal,
       });
-      // the connection's failures are the control plane's; the body's own (an archive that failed)
-      // are not, and reach the caller unmarked
-      request.prependListener("error", markControlPlane);
-      const answered = new Promise<http.IncomingMessage>((resolve, reject) => {
-        request.once("response", (res) => {
-          res.prependListener("error", markControlPlane);
-          resolve(res);
-        });
-        request.once("error", reject);
-      });
-      const sent = pipeline(body, request);
-      sent.catch(() => undefined); // seen below, or made moot by an early answer
       // A refusal can come before the body is through (a relay whose other side went away answers at
       // once): then stop sending rather than wait for a pipe nobody reads.
-      const res = await Promise.race([answered, sent.then(() => answered)]);
       const text = await textOf(res);
       if (res.statusCode !== 201) {
-        request.destroy();
-        body.destroy();
+        stop();
         throw failure(id, res.statusCode, text);
       }
       await sent;
