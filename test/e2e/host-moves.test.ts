@@ -231,16 +231,25 @@ describe("moving pods off a host", () => {
       }
     })();
     const draining = hostDrain(one, "--evacuate");
+    // a drain that ends before the pre-copy is seen fails the wait at once, with what it printed
+    let drainEnded: { code: number; stdout: string } | null = null;
+    void draining.then((d) => {
+      drainEnded = d;
+    });
     // During the pre-copy (the pod still serves on the old host): a file written, with an mtime
     // set back (the delta goes by ctime), one deleted, a name with a newline, links out of the home.
-    await waitFor(
+    const precopy = await waitFor(
       "the pre-copy to start",
-      async () =>
-        JSON.stringify((await alice.api.get(`/api/pods/${st}/events`)).body).includes("while it serves")
-          ? true
-          : undefined,
+      async () => {
+        const events = JSON.stringify((await alice.api.get(`/api/pods/${st}/events`)).body);
+        if (events.includes("while it serves")) return "seen";
+        return drainEnded
+          ? `the drain ended first: ${JSON.stringify(drainEnded)}; events: ${events}`
+          : undefined;
+      },
       300_000,
     );
+    expect(precopy).toBe("seen");
     await dockerExec(`${one.prefix}-${st}`, [
       "sh",
       "-c",

@@ -141,4 +141,38 @@ describe("operator API: emptying a host", () => {
     const again = await call("POST", `/operator/hosts/${host.name}/lost`, undefined, auth);
     expect(again.status).toBe(202);
   });
+
+  it("moves a host's pods one at a time, in the order they were made (not by their random ids)", async () => {
+    const token = await operatorToken();
+    const auth = { headers: { authorization: `Bearer ${token}` } };
+    const region = "sa-east";
+    const host = await insertHost(region);
+    await env.DB.prepare("UPDATE hosts SET region = ? WHERE id = ?").bind(region, host.id).run();
+    const made: string[] = [];
+    for (const day of ["2026-11-20", "2026-11-21", "2026-11-22", "2026-11-23"]) {
+      const pod = await insertPod({ hostId: host.id, status: "running" });
+      await env.DB.prepare("UPDATE pods SET region = ?, created_at = ? WHERE id = ?")
+        .bind(region, `${day}T00:00:00.000Z`, pod.id)
+        .run();
+      await insertVerifiedBackup(pod.id, `${day}T03:00:00.000Z`);
+      made.push(pod.name);
+    }
+    expect((await call("POST", `/operator/hosts/${host.name}/lost`, undefined, auth)).status).toBe(202);
+    // each move ends (no room in the region) before the next starts: their ends are in move order
+    const ended = await until(
+      async () => {
+        const rows = (
+          await env.DB.prepare(
+            "SELECT pod_name, status FROM pod_moves WHERE from_host_id = ? ORDER BY ended_at, rowid",
+          )
+            .bind(host.id)
+            .all<{ pod_name: string; status: string }>()
+        ).results;
+        return rows.every((r) => r.status === "error") ? rows : undefined;
+      },
+      "every move to end",
+      30_000,
+    );
+    expect(ended.map((r) => r.pod_name)).toEqual(made);
+  });
 });

@@ -167,11 +167,16 @@ export async function startNextMove(
   db: Db,
   fromHostId: string,
 ): Promise<Result<string | null>> {
-  const open = await db
-    .select()
-    .from(podMoves)
-    .where(and(eq(podMoves.fromHostId, fromHostId), inArray(podMoves.status, ["queued", "moving"])))
-    .orderBy(asc(podMoves.createdAt), asc(podMoves.id));
+  // One drain queues all its moves at the same instant: they go in the order the pods were made,
+  // not by their random ids, so an operator (and a test) knows which pod moves first.
+  const open = (
+    await db
+      .select({ move: podMoves })
+      .from(podMoves)
+      .innerJoin(pods, eq(pods.id, podMoves.podId))
+      .where(and(eq(podMoves.fromHostId, fromHostId), inArray(podMoves.status, ["queued", "moving"])))
+      .orderBy(asc(podMoves.createdAt), asc(pods.createdAt), asc(podMoves.id))
+  ).map((r) => r.move);
   if (open.some((m) => m.status === "moving")) return ok(null);
   const next = open[0];
   if (!next) return ok(null);
