@@ -11,7 +11,8 @@
  * that production does not have.
  *
  * 1. exec of `true`: POST /api/pods/{name}/exec {"command": ["true"]} (auth, D1, the host's Durable
- *    Object, the agent, a `runc exec` under `timeout` in the pod) beside the in-process floors: a
+ *    Object, the agent, the pod's command helper forking `timeout true` in the pod: the helper is
+ *    started by the warm-up's first exec, agent/inside/exec-helper.ts) beside the in-process floors: a
  *    dockerode exec of `true` from this process and a bare `runc exec <id> true`; `docker exec <c>
  *    true` (the CLI) for context. Target (issue #17): p50 ≤ 1.1x the lower floor. For the profile,
  *    the exec route's Worker path alone (an exec of a pod the team lacks: auth, fair share, lookup, 404).

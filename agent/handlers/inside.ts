@@ -6,6 +6,7 @@ import { AgentError } from "../errors";
 import { runCommand } from "../inside/command";
 import { parseDotenv, setDotenvVars, unsetDotenvVars } from "../inside/dotenv";
 import { readEnvFile, writeEnvFile } from "../inside/env-file";
+import { ExecHelpers } from "../inside/exec-helper";
 import { LogFollows } from "../inside/follow";
 import { LogHistory } from "../inside/history";
 import { readLog } from "../inside/logs";
@@ -39,6 +40,8 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   const disk = podDiskOf(deps.config.podDiskRoot);
   // commands through `runc exec` where the host has runc's state of the engine's containers
   const runc = deps.config.runcRoot ? new RuncContainers(docker, deps.config.runcRoot) : null;
+  // a helper per pod that runs commands, so that a command is a fork in the pod, not a runc start
+  const helpers = runc ? new ExecHelpers(runc, log) : null;
   const follows = new LogFollows(podStreams(deps), prefix, deps.relay, log);
   const history = new LogHistory(docker, prefix, deps.config.stateDir, locks, log, {
     exec: podStreams(deps),
@@ -52,7 +55,9 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   };
 
   return {
-    "pod.exec": guard("pod.exec", (q, ctx) => runCommand(docker, runc, prefix, q.name, q, ctx.signal)),
+    "pod.exec": guard("pod.exec", (q, ctx) =>
+      runCommand(docker, runc, helpers, prefix, q.name, q, ctx.signal),
+    ),
 
     "pod.env.get": guard("pod.env.get", async ({ name }) => {
       const file = await readEnvFile(docker, prefix, name);

@@ -8,6 +8,7 @@ import { inspectContainer } from "../docker/resources";
 import type { RuncContainers } from "../docker/runc";
 import { AgentError } from "../errors";
 import { fitPair } from "./budget";
+import type { ExecHelpers } from "./exec-helper";
 
 /**
  * The command runner: argv as pod_user in the running container, never through a shell.
@@ -23,11 +24,14 @@ import { fitPair } from "./budget";
  * result's JSON budget (see ./budget.ts: binary output can grow sixfold as JSON). What is dropped
  * is counted in a marker at the end of the stream.
  *
- * The process starts with `runc exec` where runc knows the running container on this host (the
- * engine's exec otherwise): one child process of the agent, no exec create/start/inspect round trips
- * through the engine (../docker/runc.ts). Either way it is the container's own user namespace,
- * cgroups, capabilities, no_new_privs, seccomp profile and environment; the user is pod_user
- * (1000:1000) and PATH the pod's own, as the engine's exec gives it.
+ * Where runc knows the running container on this host, the pod's command helper starts the process
+ * (./exec-helper.ts: one `runc exec` per pod, then a fork in the pod per command, with the same
+ * `timeout`, workdir check and output rules); a helper that could not start falls back to one
+ * `runc exec` of the `sh` prologue below per command, and a host without runc's state to the engine's
+ * exec (no exec create/start/inspect round trips through the engine on the runc paths:
+ * ../docker/runc.ts). Every way it is the container's own user namespace, cgroups, capabilities,
+ * no_new_privs, seccomp profile and environment; the user is pod_user (1000:1000) and PATH the pod's
+ * own, as the engine's exec gives it.
  */
 
 export const DEFAULT_WORKDIR = `${HOME}/app`;
@@ -74,6 +78,7 @@ export function checkCommand(command: string[], workdir: string | undefined): st
 export async function runCommand(
   docker: DockerClient,
   runc: RuncContainers | null,
+  helpers: ExecHelpers | null,
   prefix: string,
   pod: string,
   q: { command: string[]; workdir?: string; timeoutS: number },
@@ -93,23 +98,33 @@ export async function runCommand(
     signal: AbortSignal.any([signal, backstop]),
   };
   const started = Date.now();
+  const noWorkdir = () =>
+    new AgentError("bad_request", `workdir: ${workdir} is not a directory the pod user can enter`);
   let r: Awaited<ReturnType<typeof execInContainer>>;
   try {
+    const helped =
+      id && helpers
+        ? await helpers.run(id, { command: q.command, workdir, timeoutS: q.timeoutS, ...options })
+        : undefined;
+    if (helped?.kind === "no-workdir") throw noWorkdir();
     r =
-      id && runc
-        ? // no --env: the container's own environment, PATH included, as the engine's exec keeps it
-          await runc.run(id, argv, { ...options, user: "1000:1000", cwd: HOME, statusFd: true })
-        : await execInContainer(docker, container, argv, { ...options, workingDir: HOME, podPath: true });
+      helped?.kind === "done"
+        ? helped.result
+        : id && runc
+          ? // no --env: the container's own environment, PATH included, as the engine's exec keeps it
+            await runc.run(id, argv, { ...options, user: "1000:1000", cwd: HOME, statusFd: true })
+          : await execInContainer(docker, container, argv, { ...options, workingDir: HOME, podPath: true });
   } catch (err) {
+    // the helper ended mid-command because the container stopped: as the engine says it
+    if (id && runc && err instanceof AgentError && err.code === "unavailable" && !(await runc.has(id)))
+      await checkRunning(docker, pod, container);
     if (!backstop.aborted) throw err;
     return { exitCode: null, stdout: "", stderr: "", durationMs: Date.now() - started, timedOut: true };
   }
   const durationMs = Date.now() - started;
   // runc could not start the process because the container stopped meanwhile: as the engine says it
   if (id && runc && r.exitCode !== 0 && !(await runc.has(id))) await checkRunning(docker, pod, container);
-  if (r.exitCode === NO_WORKDIR && r.stderr.startsWith(NO_WORKDIR_TAG)) {
-    throw new AgentError("bad_request", `workdir: ${workdir} is not a directory the pod user can enter`);
-  }
+  if (r.exitCode === NO_WORKDIR && r.stderr.startsWith(NO_WORKDIR_TAG)) throw noWorkdir();
   const timedOut = (r.exitCode === 124 || r.exitCode === 137) && durationMs >= q.timeoutS * 1000 - 100;
   // Bytes past the raw cap are counted by the exec; what the JSON budget drops on top is added.
   const [stdout, stderr] = fitPair(r.stdout, r.stderr);
