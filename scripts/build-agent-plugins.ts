@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { builtinModules } from "node:module";
 import path from "node:path";
 import type { Plugin } from "esbuild";
 
@@ -77,5 +78,31 @@ export const zodWithoutLocales: Plugin = {
         : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: "zod-locales" }, () => ({ contents: "export {};", loader: "js" }));
+  },
+};
+
+/**
+ * Node's built-ins as CommonJS `require`s, not ES imports. An ES import of a built-in goes through
+ * its ES module facade, which reads every export once, getters included: `node:http`'s `WebSocket`,
+ * `CloseEvent` and `MessageEvent` are lazy getters that load undici (fetch, WebSocket, HTTP/2), so
+ * one `import … from "node:http"` evaluated all of undici at start, which the agent never calls:
+ * ~10 MB of RSS and ~40–90 ms of the start (a bundle of that import alone, beside one of `require`).
+ * `require` returns the exports object itself; a named import becomes a property read at its use.
+ */
+const BUILTINS = new Set(builtinModules.map((m) => m.replace(/^node:/, "")));
+
+export const builtinsByRequire: Plugin = {
+  name: "builtins-by-require",
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?[a-z_]+(\/[a-z_]+)?$/ }, (args) => {
+      if (args.kind !== "import-statement" && args.kind !== "dynamic-import") return undefined;
+      const name = args.path.replace(/^node:/, "");
+      if (!BUILTINS.has(name)) return undefined;
+      return { path: `node:${name}`, namespace: "builtin-require" };
+    });
+    b.onLoad({ filter: /.*/, namespace: "builtin-require" }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: "js",
+    }));
   },
 };

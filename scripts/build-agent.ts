@@ -19,7 +19,7 @@ import { mkdir, readdir, rename, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { lazyRequires, quietDockerModem, zodWithoutLocales } from "./build-agent-plugins";
+import { builtinsByRequire, lazyRequires, quietDockerModem, zodWithoutLocales } from "./build-agent-plugins";
 
 export const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const AGENT_BUNDLE = path.join(REPO_ROOT, "dist", "agent", "main.js");
@@ -104,7 +104,7 @@ export async function buildAgent(opts: { force?: boolean } = {}): Promise<string
     write: false,
     outfile: AGENT_BUNDLE,
     external: EXTERNAL,
-    plugins: [lazyRequires, quietDockerModem, zodWithoutLocales],
+    plugins: [builtinsByRequire, lazyRequires, quietDockerModem, zodWithoutLocales],
     loader: { ".json": "json" },
     // CommonJS dependencies inside an ES module bundle still call `require` for Node's built-ins.
     banner: {
