@@ -51,7 +51,8 @@ ${COMMIT_STEPS}`;
 /**
  * The waiting committer: its verdict comes on stdin, a line each (checked paths hold no control
  * characters): `commit`, temp, target, its directory, size; or `discard`, temp. No verdict (stdin
- * closed) does nothing.
+ * closed) does nothing here; the receiving process that becomes the committer (RECEIVE) removes
+ * its temp file then.
  */
 const COMMITTER = `IFS= read -r a || exit 0
 IFS= read -r t || exit 0
@@ -69,16 +70,26 @@ const RECEIVED = "received";
  * A new temp file in `d` (created if missing), filled from stdin. Its name is printed first, so
  * whatever happens next the agent can remove it; RECEIVED once `cat` read its input to the end and
  * wrote every byte (the size is checked again at commit). Then, given a verdict pipe as fd 3, it
- * is the committer (COMMITTER, reading from that pipe); else it is done.
+ * is the committer (COMMITTER, reading from that pipe); else it is done, and the temp file waits
+ * for the separate committer.
+ *
+ * The temp file is removed when the process ends without a verdict to keep it: the agent gone (a
+ * crash or a restart closes stdin, so `cat` ends early, then stdout's pipe breaks or the verdict
+ * pipe closes), a signal (`timeout`, the engine), a failure. Only the agent knew the temp file's
+ * name, so nothing else would ever remove a part-written file (a chaos test saw one stay in
+ * `~/app` after the agent's SIGKILL mid-upload). A commit asked of the restarted agent then finds
+ * no file and says to upload again.
  */
-const RECEIVE = `d=$1
+export const RECEIVE = `d=$1
 if [ -e "$d" ] && [ ! -d "$d" ]; then exit ${EXIT.notDir}; fi
 [ -d "$d" ] || mkdir -p -- "$d" || exit 1
 t=$(mktemp -- "$d/${TEMP_PREFIX}XXXXXX") || exit 1
+trap 'rm -f -- "$t"' EXIT
+trap 'exit 1' HUP INT TERM PIPE
 printf '%s\\n' "$t"
 cat >"$t" || exit 1
 printf '${RECEIVED}\\n'
-[ -e /dev/fd/3 ] || exit 0
+[ -e /dev/fd/3 ] || { trap - EXIT; exit 0; }
 exec <&3 3<&-
 ${COMMITTER}`;
 
