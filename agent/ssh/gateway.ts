@@ -18,6 +18,7 @@ import { PodKeySets } from "./key-cache";
 import { readKeyFileIfChanged } from "./key-file";
 import { PodProcessLauncher } from "./pod-process";
 import { PodStates } from "./pod-states";
+import { RecentLogins } from "./recent-logins";
 import { serveSession } from "./session";
 import { ssh2 } from "./ssh2";
 
@@ -107,6 +108,7 @@ export class SshGateway implements PodSshListeners {
   private readonly processes: PodProcessLauncher;
   private readonly states: PodStates;
   private readonly keySets: PodKeySets;
+  private readonly recentLogins = new RecentLogins();
   private stopped = false;
 
   constructor(private readonly opts: SshGatewayOptions) {
@@ -218,6 +220,7 @@ export class SshGateway implements PodSshListeners {
     this.listeners.delete(pod);
     this.states.forget(pod);
     this.keySets.forget(pod);
+    this.recentLogins.forget(pod);
     await this.shut(l);
   }
 
@@ -279,6 +282,10 @@ export class SshGateway implements PodSshListeners {
     socket.on("error", () => undefined); // resets are normal; ssh2 sees the close
     l.sockets.add(socket);
     socket.once("close", () => l.sockets.delete(socket));
+    // An address that logged in to this pod lately gets the pod's keys checked beside the key
+    // exchange rather than after it (./recent-logins.ts). Free when the copy is fresh; otherwise the
+    // check its login would have started (at most one per pod a second, ./key-cache.ts).
+    if (this.recentLogins.has(pod, ip)) void this.podKeys(pod).catch(() => undefined);
     // AES-GCM for a client that has it (./client-offer.ts): its offer is read before ssh2 starts
     void readClientOffer(socket, IDENT_LINE, OFFER_WAIT_MS).then(({ gcm }) => {
       if (socket.destroyed || this.stopped || this.listeners.get(pod) !== l) {
@@ -362,6 +369,7 @@ export class SshGateway implements PodSshListeners {
     client.on("ready", () => {
       // the connection's first key was refused, a later one let it in: not a failed login
       if (auth.failed) this.limiter.forgive(ip);
+      this.recentLogins.add(pod, ip);
       clearTimeout(grace);
       touch();
       idle = setTimeout(checkIdle, idleMs);

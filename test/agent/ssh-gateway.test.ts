@@ -197,26 +197,46 @@ describe("ssh", () => {
     }
   });
 
-  it("copies 10 MB both ways byte for byte with scp (legacy protocol and SFTP)", async () => {
-    const data = randomBytes(10 * 1024 * 1024);
-    const src = join(dir, "ten.bin");
+  it("copies 16 MB both ways byte for byte with scp (legacy and SFTP) and sftp, over AES-GCM", async () => {
+    const data = randomBytes(16 * 1024 * 1024);
+    const src = join(dir, "big.bin");
     await writeFile(src, data);
-    const scp = (...args: string[]) =>
-      run("scp", [...clientOptions(knownHosts, keys.a), "-P", String(ports.alpha), ...args], {
-        timeoutMs: 60_000,
-      });
     const hex = createHash("sha256").update(data).digest("hex");
+    // debug1 output names the cipher each direction negotiated: the bulk bytes go through one AEAD pass
+    const options = clientOptions(knownHosts, keys.a, { LogLevel: "DEBUG1" });
+    const aead = (r: { code: number | null; stderr: string }) => {
+      expect(r.code, r.stderr.slice(-2000)).toBe(0);
+      const ciphers = [...r.stderr.matchAll(/kex: (?:client->server|server->client) cipher: (\S+)/g)];
+      expect(ciphers.map((m) => m[1])).toEqual(["aes128-gcm@openssh.com", "aes128-gcm@openssh.com"]);
+    };
+    const scp = (...args: string[]) =>
+      run("scp", [...options, "-P", String(ports.alpha), ...args], { timeoutMs: 120_000 });
+    const sumInPod = async (name: string) =>
+      (await asPodUser("alpha", ["sha256sum", `/home/pod_user/${name}`])).stdout.split(" ")[0];
     for (const mode of ["-O", "-s"]) {
-      const up = await scp(mode, src, `${target}:ten-${mode}.bin`);
-      expect(up.stderr).toBe("");
-      expect(up.code).toBe(0);
-      const inPod = await asPodUser("alpha", ["sha256sum", `/home/pod_user/ten-${mode}.bin`]);
-      expect(inPod.stdout.split(" ")[0]).toBe(hex);
+      aead(await scp(mode, src, `${target}:big${mode}.bin`));
+      expect(await sumInPod(`big${mode}.bin`)).toBe(hex);
       const back = join(dir, `back${mode}.bin`);
-      const down = await scp(mode, `${target}:ten-${mode}.bin`, back);
-      expect(down.code).toBe(0);
-      expect((await readFile(back)).equals(data)).toBe(true);
+      aead(await scp(mode, `${target}:big${mode}.bin`, back));
+      expect(
+        createHash("sha256")
+          .update(await readFile(back))
+          .digest("hex"),
+      ).toBe(hex);
     }
+    const batch = join(dir, "put-batch");
+    await writeFile(batch, `put ${src} big-sftp.bin\n`);
+    aead(
+      await run("sftp", [...options, "-b", batch, "-P", String(ports.alpha), target], { timeoutMs: 120_000 }),
+    );
+    expect(await sumInPod("big-sftp.bin")).toBe(hex);
+    await asPodUser("alpha", [
+      "rm",
+      "-f",
+      "/home/pod_user/big-O.bin",
+      "/home/pod_user/big-s.bin",
+      "/home/pod_user/big-sftp.bin",
+    ]);
   });
 
   it("negotiates AES-GCM with a client that offers it anywhere in its list, AES-CTR with one that does not", async () => {
@@ -603,6 +623,26 @@ describe("a gateway with tight limits", () => {
       await gateway.close("beta");
       busy.close();
     }
+  });
+
+  it("checks no keys for a stranger's connection before it tries one; for an address that logged in, as it connects", async () => {
+    const checks = () => gateway.loginWork().keyChecks;
+    const keyscan = async () =>
+      expect((await run("ssh-keyscan", ["-p", String(port), "127.0.0.1"])).stdout.toString()).toContain(
+        "ssh-ed25519",
+      );
+    // a key exchange and no key tried (ssh-keyscan): nothing is started in the pod
+    const before = checks();
+    await keyscan();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(checks()).toBe(before);
+    // after a login from this address (its session marks the copy stale), its next connection gets
+    // the pod's keys checked beside the key exchange, before it tries a key
+    expect((await ssh(port, keys.a, ["true"])).code).toBe(0);
+    const loggedIn = checks();
+    expect(loggedIn).toBeGreaterThan(before);
+    await keyscan();
+    expect(await until(async () => checks() > loggedIn, 5_000, 50)).toBe(true);
   });
 
   it("closes a connection idle for longer than the timeout", async () => {
