@@ -13,6 +13,7 @@ import { ControlSocket } from "./connection/socket";
 import { prepareHostCache, sweepHostCache } from "./disk/host-cache";
 import { podDiskOf } from "./disk/pod-disk";
 import { createDockerClient } from "./docker/client";
+import { hideNamePrefix } from "./docker/engine-errors";
 import { watchDockerEvents } from "./docker/events";
 import { LABEL_POD, podNames, prefixFilter } from "./docker/naming";
 import { inspectContainer } from "./docker/resources";
@@ -41,6 +42,8 @@ const START_LIST_FRESH_MS = 2_000;
 export async function startAgent(env: Record<string, string | undefined> = process.env) {
   const config = requireConnection(loadConfig(env));
   const log = createLogger({ component: "agent" });
+  // engine text told to a tenant leaves out the host's name prefix (agent/docker/engine-errors.ts)
+  hideNamePrefix(config.namePrefix);
   // Without its pod disk the agent would make homes any tenant can grow until the host is full.
   const disk = podDiskOf(config.podDiskRoot);
   if (disk) await disk.check();

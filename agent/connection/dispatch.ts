@@ -8,6 +8,7 @@ import {
   podOfParams,
   type WireError,
 } from "../../shared/protocol";
+import { withoutHostDetails } from "../docker/engine-errors";
 import { AgentError } from "../errors";
 import type { HandlerTable } from "../handlers/types";
 import type { Logger } from "../logger";
@@ -136,6 +137,7 @@ export class Dispatcher {
         ms: Date.now() - started,
         code: outcome.error.code,
         error: outcome.error.message,
+        ...(error instanceof AgentError ? {} : { raw: rawMessage(error) }),
       });
       return outcome;
     } finally {
@@ -195,7 +197,11 @@ function toFailure(error: unknown, aborted: boolean): Extract<Outcome, { ok: fal
         ...(error.component ? { component: error.component } : {}),
       },
     };
-  const message = error instanceof Error ? error.message : String(error);
+  // not one of ours (a handler's guard turns engine errors into AgentErrors): its words may name the
+  // host's paths and ids, which the "command failed" log line keeps (`raw`) and the answer does not
+  const message = withoutHostDetails(rawMessage(error));
   if (aborted) return { ok: false, error: { code: "unavailable", message } };
   return { ok: false, error: { code: "internal", message } };
 }
+
+const rawMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -1,6 +1,7 @@
 import Docker from "dockerode";
 import { fullDisk, fullDiskReason } from "../disk/full";
 import { AgentError, controlPlaneUnreachable, isFromControlPlane } from "../errors";
+import { engineFailure, withoutHostDetails } from "./engine-errors";
 
 export type DockerClient = Docker;
 
@@ -40,7 +41,10 @@ export function isEngineUnreachable(err: unknown): boolean {
   return /socket hang up/i.test(e.message ?? "");
 }
 
-/** The engine's own words for a failed call ("No such container: x"), else the error's message. */
+/**
+ * The engine's own words for a failed call ("No such container: x"), else the error's message: for
+ * the agent's log, never for a tenant (they name host paths and ids: `toAgentError`, `engineReason`).
+ */
 export function dockerMessage(err: unknown): string {
   const e = asDockerish(err);
   return e.json?.message || e.reason || e.message || e.code || String(err);
@@ -49,8 +53,10 @@ export function dockerMessage(err: unknown): string {
 /**
  * Turn anything a handler threw into an AgentError: ours pass through, a failed call to the control
  * plane (marked where it was made, ../errors.ts) is the control plane's, an unreachable engine is
- * `unavailable` (the control plane retries later), a 404 is `not_found`, the rest `internal`.
- * A message never ends empty: the error's code stands in for a missing text.
+ * `unavailable` (the control plane retries later), a full disk is named, and any other failure the
+ * engine answered is told in words of our own (./engine-errors.ts): the engine's message names host
+ * paths, ids and the host's prefix, so it stays in the agent's log (../handlers/guard.ts), and
+ * whatever else reaches the tenant has those taken out. A message never ends empty.
  */
 export function toAgentError(err: unknown, what: string): AgentError {
   if (err instanceof AgentError) return err;
@@ -58,11 +64,9 @@ export function toAgentError(err: unknown, what: string): AgentError {
   if (isEngineUnreachable(err))
     return new AgentError(
       "unavailable",
-      `${what}: docker engine unavailable (${dockerMessage(err)})`,
+      `${what}: docker engine unavailable (${withoutHostDetails(dockerMessage(err))})`,
       "engine",
     );
-  if (isNotFound(err)) return new AgentError("not_found", `${what}: ${dockerMessage(err)}`);
-  if (isConflict(err)) return new AgentError("conflict", `${what}: ${dockerMessage(err)}`);
   // the agent's own write (its state directory: vhosts, domains, logs) on a full disk
   const code = (err as { code?: unknown } | null)?.code;
   if (code === "ENOSPC" || code === "EDQUOT")
@@ -81,5 +85,19 @@ export function toAgentError(err: unknown, what: string): AgentError {
       `${what}: ${full === "quota" ? fullDiskReason(full) : "the host's disk is full (the engine could not write: no space left on device)"}`,
       "storage",
     );
-  return new AgentError("internal", `${what}: ${dockerMessage(err)}`);
+  const status = dockerStatus(err);
+  if (status !== undefined) {
+    const failure = engineFailure(status, dockerMessage(err));
+    return new AgentError(failure.code, `${what}: ${failure.reason}`, failure.component);
+  }
+  return new AgentError("internal", `${what}: ${withoutHostDetails(dockerMessage(err))}`);
 }
+
+/** A failed engine call as a tenant may read it: ours in our words, the engine's without host details. */
+export const engineReason = (err: unknown): string => {
+  if (err instanceof AgentError) return err.message;
+  const status = dockerStatus(err);
+  return status === undefined
+    ? withoutHostDetails(dockerMessage(err))
+    : engineFailure(status, dockerMessage(err)).reason;
+};

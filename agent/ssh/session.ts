@@ -1,6 +1,6 @@
 import { constants } from "node:os";
 import type { ServerChannel, Session } from "ssh2";
-import { dockerMessage, dockerStatus } from "../docker/client";
+import { dockerMessage, dockerStatus, engineReason } from "../docker/client";
 import type { Logger } from "../logger";
 import type { KeyOptions } from "./key-options";
 import type { PodProcess, PodProcessLauncher, TerminalSize } from "./pod-process";
@@ -114,7 +114,7 @@ export function serveSession(session: Session, ctx: SessionContext): void {
       const message =
         status === 404 || status === 409
           ? `pod ${ctx.pod} is not running; start it first`
-          : `podhost: the session could not start (${dockerMessage(err)})`;
+          : `podhost: the session could not start (${engineReason(err)})`;
       if (status !== 404 && status !== 409)
         ctx.log.error("ssh session start failed", { error: dockerMessage(err) });
       channel.stderr.write(`${message}${nl}`);

@@ -7,7 +7,7 @@ import {
   TerminalClientMessage,
   type TerminalServerMessage,
 } from "../../shared/protocol/terminal";
-import { dockerMessage, dockerStatus } from "../docker/client";
+import { dockerMessage, dockerStatus, engineReason } from "../docker/client";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 import type { PodProcess, PodProcessLauncher } from "../ssh/pod-process";
@@ -65,7 +65,8 @@ export async function openTerminal(
     const status = dockerStatus(err);
     if (status === 404 || status === 409)
       throw new AgentError("conflict", `pod ${req.pod} is not running; start it first`);
-    throw new AgentError("unavailable", `the terminal could not start: ${dockerMessage(err)}`);
+    deps.log.warn("terminal start failed", { pod: req.pod, error: dockerMessage(err) });
+    throw new AgentError("unavailable", `the terminal could not start: ${engineReason(err)}`);
   }
   let ws: WebSocket;
   try {
