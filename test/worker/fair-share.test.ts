@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { callHost, hostAgentStub } from "../../worker/durable-objects/host-agent/client";
 import { MAX_CALLS_PER_POD, MAX_CALLS_PER_TEAM } from "../../worker/durable-objects/host-agent/object";
-import { FAIR_SHARE_LIMITS } from "../../worker/http/rate-limit";
+import { FAIR_SHARE_LIMITS, fairShareLimiter, podCap } from "../../worker/http/rate-limit";
 import { FakeAgent, insertHost, insertPod } from "./support/agent";
 import { call, freshIp, registerUser, type TestUser } from "./support/client";
 
@@ -49,6 +49,32 @@ describe("fair share of a host", () => {
     const again = exec();
     agent.ok(await agent.next("control:call"), execResult("again"));
     expect((await again).status).toBe(200);
+  });
+
+  it("counts exec's fair share beside the pod's lookup: a pod's spent cap is 429 before the host is asked, its team's other pods still run", async () => {
+    const user = await registerUser();
+    const { host, agent, pod } = await podOnline(user);
+    const other = await insertPod({ hostId: host.id, teamId: user.user.active_team_id, status: "running" });
+    const { perPod, perTeam, windowMs } = FAIR_SHARE_LIMITS.exec;
+    const limiter = fairShareLimiter(env, "exec", user.user.active_team_id);
+    const caps = [
+      { key: podCap(pod.name), limit: perPod },
+      { key: "team", limit: perTeam },
+    ];
+    for (let i = 0; i < perPod; i++) expect((await limiter.hitEach(caps, windowMs)).allowed).toBe(true);
+    const exec = (name: string, body: Record<string, unknown> = {}) =>
+      call("POST", `/api/pods/${name}/exec`, { command: ["true"], ...body }, as(user));
+    for (const refused of [await exec(pod.name), await exec(pod.name, { workdir: "/etc" })]) {
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(refused.body.error).toContain(`at most ${perPod} per 1 minute(s) per pod`);
+    }
+    const ran = exec(other.name);
+    const sent = await agent.next("control:call");
+    // the first command the host hears of is the other pod's: the refused ones never left the Worker
+    expect(sent.params).toMatchObject({ name: other.name });
+    agent.ok(sent, execResult("ran"));
+    expect(await ran).toMatchObject({ status: 200, body: { stdout: "ran" } });
   });
 
   it(`one team's pods together have at most ${MAX_CALLS_PER_TEAM} commands in progress on a host; another team's still run`, async () => {

@@ -1,7 +1,7 @@
 import { fail, ok, type Result } from "../../../shared/errors";
 import { checkPodPath } from "../../../shared/pod-paths";
 import type { TeamCall } from "../context";
-import { callPodHost } from "../pods/target";
+import { callTarget, podTarget } from "../pods/target";
 
 export interface ExecInput {
   /** the pod's name */
@@ -22,17 +22,30 @@ export interface ExecOutput {
 /** the host's own timeout plus the time to reach it and answer */
 const CALL_MARGIN_MS = 20_000;
 
-/** Run argv as pod_user in a running pod; a non-zero exit is a result, not an error. */
-export async function execInPod({ ctx, teamId, input }: TeamCall<ExecInput>): Promise<Result<ExecOutput>> {
+/**
+ * Run argv as pod_user in a running pod; a non-zero exit is a result, not an error. `admitted`: the
+ * caller's fair-share count, already under way; it is awaited beside the pod's lookup (one wait for
+ * both) and its refusal (a thrown 429) comes before the lookup's answer and before the host is asked.
+ */
+export async function execInPod({
+  ctx,
+  teamId,
+  input,
+  admitted,
+}: TeamCall<ExecInput> & { admitted?: Promise<void> }): Promise<Result<ExecOutput>> {
   const { name } = input;
   if (input.workdir !== undefined) {
     const checked = checkPodPath(input.workdir);
-    if (!checked.ok) return fail("bad_request", `workdir: ${checked.reason}`);
+    if (!checked.ok) {
+      await admitted;
+      return fail("bad_request", `workdir: ${checked.reason}`);
+    }
   }
-  const r = await callPodHost(
+  const [target] = await Promise.all([podTarget(ctx, teamId, name, { running: true }), admitted]);
+  if (!target.ok) return target;
+  const r = await callTarget(
     ctx,
-    teamId,
-    name,
+    target.value,
     "pod.exec",
     { name, command: input.command, workdir: input.workdir, timeoutS: input.timeout_s },
     { timeoutMs: input.timeout_s * 1000 + CALL_MARGIN_MS },
