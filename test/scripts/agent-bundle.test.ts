@@ -1,4 +1,7 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
+import { copyFile, mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BUNDLE, agentNode, buildAgent, REPO_ROOT } from "../../scripts/build-agent";
@@ -33,5 +36,34 @@ describe("the agent bundle's load", () => {
     expect(loaded).toContain("http");
     expect(loaded).toContain("child_process");
     expect(loaded.filter((m) => /undici|http2/.test(m))).toEqual([]);
+  });
+
+  it("its entry turns on Node's compile cache: a second start reads the bundle's code from it", async () => {
+    // a copy, so the shared dist/agent/compile-cache is not what is looked at
+    const dir = await mkdtemp(path.join(tmpdir(), "podhost-agent-bundle-"));
+    try {
+      for (const file of ["main.js", "agent.js"])
+        await copyFile(path.join(path.dirname(AGENT_BUNDLE), file), path.join(dir, file));
+      const load = () => {
+        const run = spawnSync(
+          agentNode(),
+          [
+            "--input-type=module",
+            "-e",
+            `await import(${JSON.stringify(pathToFileURL(path.join(dir, "main.js")).href)})`,
+          ],
+          { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, NODE_DEBUG_NATIVE: "COMPILE_CACHE" } },
+        );
+        expect(run.status, run.stderr).toBe(0);
+        return `${run.stdout}\n${run.stderr}`;
+      };
+      const first = load();
+      expect(first).not.toMatch(/agent\.js was accepted/);
+      const [cache] = await readdir(path.join(dir, "compile-cache"));
+      expect(await readdir(path.join(dir, "compile-cache", cache ?? ""))).not.toEqual([]);
+      expect(load()).toMatch(/cache for file:\/\/\S+\/agent\.js was accepted/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
