@@ -19,6 +19,7 @@ import { redispatchQueuedMail } from "./services/mail/delivery";
 import { createMailer } from "./services/mail/mailer";
 import { rollUpAndPruneMetrics } from "./services/metrics/retention";
 import { failStuckCreations } from "./services/pods/create-outcome";
+import { settleStuckResizes } from "./services/pods/resize-reservation";
 import { failStuckInstalls } from "./services/services/stuck";
 import { finishKeyRemovals } from "./services/ssh/key-records";
 
@@ -64,6 +65,11 @@ export const scheduledJobs: ScheduledJob[] = [
   {
     name: "expired-connector-grants",
     run: ({ db, now }) => sweepExpiredGrants(db, now).then(() => undefined),
+  },
+  // Resizes a cut request left holding their host room: undone, the room given back (docs/pods.md).
+  {
+    name: "stuck-resizes",
+    run: ({ env, db, now }) => settleStuckResizes(env, db, now).then(() => undefined),
   },
   {
     name: "stuck-service-installs",
