@@ -3,13 +3,20 @@
  * until it serves a commit, and watched during a deploy (every request counted, every failure noted).
  */
 import { request } from "node:http";
+import { TEST_EDGE_SECRET } from "../../test/agent/helpers";
+import { edgeHeaders } from "../../test/support/edge";
 import { now, POLL_MS, sleep } from "./settings";
 
-/** GET / on 127.0.0.1:port (with a Host header for the ingress); status 0 when nothing answers. */
+/**
+ * GET / on 127.0.0.1:port; status 0 when nothing answers. With a `host`, the port is the agent's
+ * ingress, which lets in only requests the edge signed: the request carries the host's edge proof
+ * (with the test agent's edge secret), as the Worker's edge would send it.
+ */
 export function get(port: number, host?: string): Promise<{ status: number; body: string }> {
+  const headers = host ? { host, ...edgeHeaders(TEST_EDGE_SECRET, { host, path: "/" }) } : {};
   return new Promise((resolve) => {
     const req = request(
-      { host: "127.0.0.1", port, path: "/", headers: host ? { host } : {}, agent: false, timeout: 5000 },
+      { host: "127.0.0.1", port, path: "/", headers, agent: false, timeout: 5000 },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
