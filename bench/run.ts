@@ -1,6 +1,7 @@
 /**
- * Runs the benches: every `bench/<name>.ts` (not this runner, not stats.ts, not support/, not the
- * 30-minute soak, which runs only when named) one after the other, or only those named.
+ * Runs the benches: every `bench/<name>.ts` (not this runner, not stats.ts, not support/ nor a bench's
+ * folder of parts such as bench/lifecycle/, not the 30-minute soak, which runs only when named) one after
+ * the other, or only those named.
  *
  *   npm run bench                 # all of them
  *   npm run bench -- api ssh      # bench/api.ts, then bench/ssh.ts
