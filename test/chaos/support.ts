@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { readdir } from "node:fs/promises";
+import { request } from "node:http";
 import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "vitest";
@@ -150,6 +151,58 @@ export async function r2Keys(stack: Stack, prefix = "staging/"): Promise<string[
     keys.push(...stdout.split("\n").filter(Boolean));
   }
   return keys.sort();
+}
+
+/**
+ * A multipart POST on a connection of its own (`agent: false`), its answer parsed. A Worker may
+ * answer before it read the whole body (a 503 while the host is away): on a pooled connection the
+ * rest of the body then held up the test's next requests until undici's header timeout.
+ */
+export function postMultipart(
+  url: string,
+  token: string,
+  parts: { name: string; value: string | Uint8Array; filename?: string; type?: string }[],
+): Promise<{ status: number; body: any }> {
+  const boundary = `chaos${Date.now().toString(36)}${Math.random().toString(36).slice(2)}`;
+  const chunks: Buffer[] = [];
+  for (const p of parts) {
+    const disposition = `form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ""}`;
+    const type = p.type ? `content-type: ${p.type}\r\n` : "";
+    chunks.push(Buffer.from(`--${boundary}\r\ncontent-disposition: ${disposition}\r\n${type}\r\n`));
+    chunks.push(Buffer.from(p.value));
+    chunks.push(Buffer.from("\r\n"));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  const body = Buffer.concat(chunks);
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: "POST",
+      agent: false,
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+        "content-length": String(body.length),
+      },
+    });
+    req.on("response", (res) => {
+      const got: Buffer[] = [];
+      res.on("data", (c: Buffer) => got.push(c));
+      res.on("error", reject);
+      res.on("end", () => {
+        const text = Buffer.concat(got).toString();
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          // not JSON: kept as text
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+        req.destroy();
+      });
+    });
+    req.on("error", reject);
+    req.end(body, () => undefined);
+  });
 }
 
 /**
