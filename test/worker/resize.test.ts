@@ -200,6 +200,26 @@ describe("a resize cut midway is settled: the recorded plan counted once", () =>
     expect(await resizedEvents(s.pod.id)).toHaveLength(1);
   });
 
+  it("the answer lost, then the plan it has asked for: the earlier attempt undone on the host, 200 on the recorded plan", async () => {
+    const s = await setup("build");
+    const pending = call("POST", `/api/pods/${s.pod.name}/resize`, { plan_slug: "grow" }, s.as);
+    await nextResize(s.agent);
+    s.agent.close();
+    expect((await pending).status).toBe(503);
+    const { agent } = await FakeAgent.online(s.host as TestHost, [running(s.pod.name)]);
+    const again = call("POST", `/api/pods/${s.pod.name}/resize`, { plan_slug: "build" }, s.as);
+    const undo = await nextResize(agent);
+    expect(undo.memoryMb).toBe(plan("build").memoryMb);
+    agent.ok(undo, podState(s.pod.name));
+    const res = await again;
+    expect(res.status).toBe(200);
+    expect(res.body.plan_slug).toBe("build");
+    await agent.expectNone("control:call");
+    expect(await allocated(s.host.id)).toEqual(of(plan("build")));
+    expect(await reservations(s.pod.id)).toEqual([]);
+    expect(await resizedEvents(s.pod.id)).toEqual([]);
+  });
+
   it("the plan's write fails after the host applied the limits: the cron puts the recorded plan's limits back and gives the growth back", async () => {
     const s = await setup("build");
     // D1 refuses this pod's plan change (as a failed write would)

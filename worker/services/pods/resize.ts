@@ -1,7 +1,8 @@
 import { dailyPrice, findPlan } from "../../../shared/catalog";
-import { fail, type Result } from "../../../shared/errors";
+import { fail, ok, type Result } from "../../../shared/errors";
+import type { PodResizeRow } from "../../db/schema";
 import { billingAdmission } from "../billing/admission";
-import type { TeamCall } from "../context";
+import type { ServiceContext, TeamCall } from "../context";
 import { isAlive } from "../hosts/hosts";
 import { resolvePlan } from "./admission";
 import { viewOf } from "./power";
@@ -41,7 +42,15 @@ async function resizeOnce(
   const { pod } = target.value.found;
   const { hostId } = target.value;
   const current = findPlan(pod.planSlug);
-  if (!current || current.slug === plan.value.slug) return viewOf(ctx, pod.id);
+  if (!current || current.slug === plan.value.slug) {
+    // asked for the plan it has: an earlier attempt left to settle is undone now, not within the hour
+    const earlier = settledEarlier ? undefined : await pendingResize(ctx.db, pod.id);
+    if (earlier && Date.parse(earlier.settleAfter) <= Date.now()) {
+      const settled = await settleEarlier(ctx, name, earlier);
+      if (!settled.ok) return settled;
+    }
+    return viewOf(ctx, pod.id);
+  }
   // A larger plan costs more a day: only a payable team moves up (402). Down is always allowed.
   if (dailyPrice(plan.value) > dailyPrice(current)) {
     const payable = await billingAdmission(
@@ -67,13 +76,8 @@ async function resizeOnce(
         `a resize of pod ${name} to ${claim.earlier.toPlan} is under way; try again in a minute`,
       );
     }
-    const settled = await settleResize(ctx.env, ctx.db, claim.earlier);
-    if (!settled.ok) {
-      return fail(
-        settled.code,
-        `pod ${name}'s earlier resize did not finish and its server cannot undo it now: ${settled.message}`,
-      );
-    }
+    const settled = await settleEarlier(ctx, name, claim.earlier);
+    if (!settled.ok) return settled;
     return resizeOnce({ ctx, teamId, input: { name, plan_slug } }, { settledEarlier: true });
   }
 
@@ -110,6 +114,20 @@ async function resizeOnce(
     );
   }
   return viewOf(ctx, pod.id);
+}
+
+/** An earlier attempt past its hold, undone (./resize-reservation.ts `settleResize`). */
+async function settleEarlier(
+  ctx: ServiceContext,
+  name: string,
+  earlier: PodResizeRow,
+): Promise<Result<null>> {
+  const settled = await settleResize(ctx.env, ctx.db, earlier);
+  if (settled.ok) return ok(null);
+  return fail(
+    settled.code,
+    `pod ${name}'s earlier resize did not finish and its server cannot undo it now: ${settled.message}`,
+  );
 }
 
 function refusal(why: "moving" | "no_room" | "changed", name: string, plan: string): string {
