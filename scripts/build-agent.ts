@@ -52,14 +52,17 @@ setTimeout(() => {
 }, 15_000).unref();
 `;
 /**
- * Node's flags for the agent: a young generation of at most 8 MB semi-spaces (V8's default grows to
- * 16 MB; it starts at 1 MB and grows only while objects survive, so an idle agent stays small). The
- * agent also moves bulk bytes (Files transfers, SSH sessions) through buffers of one socket read
- * each: with 1 MB semi-spaces the garbage collector was its largest cost on a 32 MB transfer (~60 ms
- * of ~140 ms of its CPU on an upload, ~30 of ~100 on a download, bench/inside), for ~1–2.5 MB less
- * RSS (bench/agent: idle 58.3 → 60.8 MB, 10 pods 64.4 → 65.7 MB, one run each).
+ * Node's flags for the agent: V8 optimizing for size. Its young generation stays at its smallest
+ * (1 MB semi-spaces; `--max-semi-space-size=8`, the flag before, let it grow to 4–8 MB while the
+ * bundle loaded and the metrics ticks ran) and its old generation grows in smaller steps, with more
+ * frequent full collections of a heap that is ~13 MB live: with 50 pods 72–74 MB of RSS instead of
+ * 79–83 MB (the V8 heap's resident pages 25.6 → 15.9 MB; bench/README.md). The cost the 8 MB
+ * semi-spaces were chosen against (a 32 MB upload through Node's HTTP client, ~60 ms more of the
+ * agent's CPU with 1 MB) is gone with that client: an upload is piped from curl, and neither a pipe of
+ * 256 MB nor an SSH channel taking 64 MB through ssh2 costs measurably more CPU with this flag
+ * (medians of 5–7 runs each, within the runs' spread; docs/decisions/compiled-agent.md).
  */
-export const AGENT_NODE_FLAGS = ["--max-semi-space-size=8"];
+export const AGENT_NODE_FLAGS = ["--optimize-for-size"];
 
 /**
  * Environment the agent runs with: one glibc malloc arena. By default every thread that allocates
