@@ -57,7 +57,16 @@ import { newId } from "../shared/ids";
 import { createOne, createRound, finish, heartbeatWindow, listRound, metricsWindow } from "./scale/parts";
 import { report } from "./scale/report";
 import { type Host, type Seeded, type Size, seed } from "./scale/seed";
-import { AGENTS, FLEET_PODS, FLOOR_PODS, HEARTBEAT_SECONDS, now, PODS_PER_TEAM, ROUNDS, v } from "./scale/settings";
+import {
+  AGENTS,
+  FLEET_PODS,
+  FLOOR_PODS,
+  HEARTBEAT_SECONDS,
+  now,
+  PODS_PER_TEAM,
+  ROUNDS,
+  v,
+} from "./scale/settings";
 import { bringUp, type PhaseResult, type Stand, stands, tearDown } from "./scale/stand";
 import { fmt, summarize } from "./stats";
 import { machineLoad } from "./support/sampling";
