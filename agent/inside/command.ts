@@ -8,7 +8,7 @@ import { inspectContainer } from "../docker/resources";
 import type { RuncContainers } from "../docker/runc";
 import { AgentError } from "../errors";
 import { fitPair } from "./budget";
-import type { ExecHelpers } from "./exec-helper";
+import type { ExecHelpers, HelperOutcome } from "./exec-helper";
 
 /**
  * The command runner: argv as pod_user in the running container, never through a shell.
@@ -101,8 +101,9 @@ export async function runCommand(
   const noWorkdir = () =>
     new AgentError("bad_request", `workdir: ${workdir} is not a directory the pod user can enter`);
   let r: Awaited<ReturnType<typeof execInContainer>>;
+  let helped: HelperOutcome | undefined;
   try {
-    const helped =
+    helped =
       id && helpers
         ? await helpers.run(id, { command: q.command, workdir, timeoutS: q.timeoutS, ...options })
         : undefined;
@@ -122,6 +123,9 @@ export async function runCommand(
     return { exitCode: null, stdout: "", stderr: "", durationMs: Date.now() - started, timedOut: true };
   }
   const durationMs = Date.now() - started;
+  // the command went the old way: the pod's helper starts now, for the next ones
+  if (id && helpers && helped?.kind === "not-started" && r.exitCode !== NO_WORKDIR && (await runc?.has(id)))
+    helpers.start(id);
   // runc could not start the process because the container stopped meanwhile: as the engine says it
   if (id && runc && r.exitCode !== 0 && !(await runc.has(id))) await checkRunning(docker, pod, container);
   if (r.exitCode === NO_WORKDIR && r.stderr.startsWith(NO_WORKDIR_TAG)) throw noWorkdir();

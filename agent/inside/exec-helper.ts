@@ -29,9 +29,10 @@ import { EXEC_HELPER_SOURCE } from "./exec-helper-source";
  * parsed as untrusted (one JSON object a line, at most MAX_LINE bytes, else the helper is stopped).
  * It costs the pod ~8 MB of memory and a process while it is there: it is let go after IDLE_MS
  * without a command (its request pipe closed; it exits once its commands are done), and it dies
- * with the container. A command is never run twice: one the helper may have started when it died
- * is answered "outcome unknown"; only a helper that died before it said it was ready (so it read
- * nothing) has its commands run the old way (`runc exec` of the `sh` prologue, ./command.ts).
+ * with the container. Commands go to a helper only once it said it is ready: a pod's first command
+ * runs the old way (`runc exec` of the `sh` prologue, ./command.ts) while its helper starts beside
+ * it, so the helper's own start never adds to a command's time. A command is never run twice: one
+ * the helper may have started when it died is answered "outcome unknown" (503).
  */
 
 /** a helper without a command for this long is let go */
@@ -134,6 +135,11 @@ class Helper {
     return this.dead && !this.ready;
   }
 
+  /** it said it was ready and takes commands */
+  get usable(): boolean {
+    return this.ready && !this.closed;
+  }
+
   run(q: HelperRun): Promise<HelperOutcome> {
     if (this.closed) return Promise.resolve({ kind: "not-started" });
     clearTimeout(this.idle);
@@ -190,6 +196,7 @@ class Helper {
     }
     if (m.ready === 1) {
       this.ready = true;
+      this.armIdle();
       return;
     }
     const waiter = typeof m.id === "number" ? this.waiters.get(m.id) : undefined;
@@ -284,15 +291,26 @@ export class ExecHelpers {
     private readonly idleMs = IDLE_MS,
   ) {}
 
-  /** Runs one command through the container's helper, starting one if it has none. */
+  /**
+   * Runs one command through the container's helper once it is ready. Until then (a pod's first
+   * command, or the first after the helper was let go) the answer is "not-started": the caller runs
+   * the command the old way and then `start`s a helper for the next ones, so that the helper's start
+   * (a runc exec and Python's, 100-300 ms on a busy host) neither adds to nor competes with a command.
+   */
   run(id: string, q: HelperRun): Promise<HelperOutcome> {
-    if (this.unfit.has(id)) return Promise.resolve({ kind: "not-started" });
-    let helper = this.helpers.get(id);
-    if (!helper) {
-      helper = new Helper(this.runc, id, this.log, (h) => this.forget(h), this.idleMs);
-      this.helpers.set(id, helper);
-    }
-    return helper.run(q);
+    const helper = this.helpers.get(id);
+    return helper?.usable ? helper.run(q) : Promise.resolve({ kind: "not-started" });
+  }
+
+  /** Starts the container's helper unless it has one (or its helper could not start before). */
+  start(id: string): void {
+    if (this.helpers.has(id) || this.unfit.has(id)) return;
+    this.helpers.set(id, new Helper(this.runc, id, this.log, (h) => this.forget(h), this.idleMs));
+  }
+
+  /** whether the container's helper is ready for commands */
+  isReady(id: string): boolean {
+    return this.helpers.get(id)?.usable ?? false;
   }
 
   /** how many helpers are running (for tests and the agent's own figures) */

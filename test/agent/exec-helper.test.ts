@@ -55,6 +55,19 @@ describe("the pod's command helper", () => {
       { command, workdir: more.workdir, timeoutS: more.timeoutS ?? 30 },
       more.signal ?? new AbortController().signal,
     );
+  const until = async (what: string, ok: () => boolean | Promise<boolean>) => {
+    for (let i = 0; i < 200; i++) {
+      if (await ok()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`still not ${what} after 10 s`);
+  };
+  /** a pod's first command goes the old way and starts the helper beside it: wait for it */
+  const warm = async () => {
+    const id = (await runc.idOf(names.container)) ?? "";
+    expect((await exec(["true"])).exitCode).toBe(0);
+    await until("ready", () => helpers.isReady(id));
+  };
   const helperPids = async () =>
     (await execInContainer(docker, names.container, ["pgrep", "-f", "^/usr/bin/python3 -I -S -c"])).stdout
       .split("\n")
@@ -87,6 +100,7 @@ describe("the pod's command helper", () => {
 
   it("runs each command as pod_user on the pod's PATH, in its workdir, through one helper", async (t) => {
     if (!runcKnown) t.skip();
+    await warm();
     const r = await exec(["sh", "-c", "echo not-planted"]);
     // `sh` is looked up on the pod's own PATH, where the user planted one: the user's argv, their PATH
     expect(r).toMatchObject({ exitCode: 0, stdout: "PLANTED\n", timedOut: false });
@@ -162,50 +176,15 @@ describe("the pod's command helper", () => {
     expect(failed).toBeInstanceOf(AgentError);
     expect((failed as AgentError).code).toBe("unavailable");
     expect((await exec(["cat", marker])).stdout).toBe("x\n");
+    await warm();
     expect(await helperPids()).toHaveLength(1);
     await execInContainer(docker, names.container, ["pkill", "-f", "sleep 34"]);
   });
 
   it("lets an idle helper go", async (t) => {
     if (!runcKnown) t.skip();
-    const quick = new ExecHelpers(runc, log, 200);
+    const quick = new ExecHelpers(runc, log, 1000);
     const id = (await runc.idOf(names.container)) ?? "";
-    const r = await quick.run(id, {
-      command: ["true"],
-      workdir: "/tmp",
-      timeoutS: 5,
-      maxOutputBytes: 1024,
-      signal: new AbortController().signal,
-    });
-    expect(r.kind).toBe("done");
-    expect(quick.size).toBe(1);
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(quick.size).toBe(0);
-    expect(await helperPids()).toHaveLength(1); // only the shared one of the tests above
-  });
-});
-
-describe("a helper that breaks the protocol (it runs in the tenant's pod)", () => {
-  const run = (script: string) =>
-    new ExecHelpers(new FakeRunc(script), log).run("c1", {
-      command: ["true"],
-      workdir: "/tmp",
-      timeoutS: 5,
-      maxOutputBytes: 1024,
-      signal: new AbortController().signal,
-    });
-
-  it("is stopped on a line over the limit or that is no JSON object; a command it may have started is not run again", async () => {
-    const flood = `import os\nos.write(4, b'{"ready":1}\\n')\nwhile True: os.write(4, b"a" * 65536)`;
-    await expect(run(flood)).rejects.toMatchObject({ code: "unavailable" });
-    const junk = `import os,time\nos.write(4, b'{"ready":1}\\n[1,2]\\n')\ntime.sleep(30)`;
-    await expect(run(junk)).rejects.toMatchObject({ code: "unavailable" });
-    const lies = `import os,time\nos.write(4, b'{"ready":1}\\n{"id":1,"x":9999,"om":[-5,"a"]}\\n')\ntime.sleep(30)`;
-    await expect(run(lies)).rejects.toMatchObject({ code: "internal" });
-  });
-
-  it("one that ends before it is ready read nothing: its command runs the old way", async () => {
-    const helpers = new ExecHelpers(new FakeRunc("import sys; sys.exit(1)"), log);
     const q = {
       command: ["true"],
       workdir: "/tmp",
@@ -213,8 +192,53 @@ describe("a helper that breaks the protocol (it runs in the tenant's pod)", () =
       maxOutputBytes: 1024,
       signal: new AbortController().signal,
     };
+    // no helper yet: the caller runs the command the old way, then starts one
+    expect(await quick.run(id, q)).toEqual({ kind: "not-started" });
+    expect(quick.size).toBe(0);
+    quick.start(id);
+    await until("ready", () => quick.isReady(id));
+    expect((await quick.run(id, q)).kind).toBe("done");
+    expect(quick.size).toBe(1);
+    await until("let go", () => quick.size === 0);
+    await until("gone from the pod", async () => (await helperPids()).length === 1);
+    expect(await helperPids()).toHaveLength(1); // only the shared one of the tests above
+  });
+});
+
+describe("a helper that breaks the protocol (it runs in the tenant's pod)", () => {
+  const q = {
+    command: ["true"],
+    workdir: "/tmp",
+    timeoutS: 5,
+    maxOutputBytes: 1024,
+    signal: new AbortController().signal,
+  };
+  /** `script` as a ready helper, sent one command */
+  const run = async (script: string) => {
+    const helpers = new ExecHelpers(new FakeRunc(script), log);
+    helpers.start("c1");
+    for (let i = 0; i < 200 && !helpers.isReady("c1"); i++) await new Promise((r) => setTimeout(r, 50));
+    return helpers.run("c1", q);
+  };
+  const READY = `import os,time\nos.write(4, b'{"ready":1}\\n')\nos.read(3, 65536)\n`;
+
+  it("is stopped on a line over the limit or that is no JSON object; a command it may have started is not run again", async () => {
+    const flood = `${READY}while True: os.write(4, b"a" * 65536)`;
+    await expect(run(flood)).rejects.toMatchObject({ code: "unavailable" });
+    const junk = `${READY}os.write(4, b'[1,2]\\n')\ntime.sleep(30)`;
+    await expect(run(junk)).rejects.toMatchObject({ code: "unavailable" });
+    const lies = `${READY}os.write(4, b'{"id":1,"x":9999,"om":[-5,"a"]}\\n')\ntime.sleep(30)`;
+    await expect(run(lies)).rejects.toMatchObject({ code: "internal" });
+  });
+
+  it("one that ends before it is ready: the pod's commands run the old way, and no helper is tried again", async () => {
+    const helpers = new ExecHelpers(new FakeRunc("import sys; sys.exit(1)"), log);
+    helpers.start("c1");
+    expect(helpers.size).toBe(1);
     expect(await helpers.run("c1", q)).toEqual({ kind: "not-started" });
-    // and that container's commands are not tried through a helper again
+    for (let i = 0; i < 200 && helpers.size > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(helpers.size).toBe(0);
+    helpers.start("c1");
     expect(await helpers.run("c1", q)).toEqual({ kind: "not-started" });
     expect(helpers.size).toBe(0);
   });
