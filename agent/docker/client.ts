@@ -37,7 +37,9 @@ const CONNECT_CODES = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "ECONNRESET",
 export function isEngineUnreachable(err: unknown): boolean {
   const e = asDockerish(err);
   if (e.statusCode !== undefined) return false;
-  if (e.code && CONNECT_CODES.has(e.code) && (e.syscall === "connect" || e.code !== "ENOENT")) return true;
+  // ENOENT and EACCES are the socket's only when connecting: a file the agent could not open is not the engine
+  const connectOnly = e.code === "ENOENT" || e.code === "EACCES";
+  if (e.code && CONNECT_CODES.has(e.code) && (e.syscall === "connect" || !connectOnly)) return true;
   return /socket hang up/i.test(e.message ?? "");
 }
 

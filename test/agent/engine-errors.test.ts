@@ -181,6 +181,24 @@ describe("engine failures are told in words of our own", () => {
     expect(e.message).toBe("backup.create: docker engine unavailable (connect ENOENT …)");
   });
 
+  it("a file the agent could not open is not the engine out of reach; the engine's socket refused is", () => {
+    const file = toAgentError(
+      Object.assign(new Error("EACCES: permission denied, open '/srv/podhost/state/domains/shop'"), {
+        code: "EACCES",
+        syscall: "open",
+      }),
+      "pod.create",
+    );
+    expect(file.code).toBe("internal");
+    expect(file.message).toBe("pod.create: EACCES: permission denied, open '…'");
+    const socket = toAgentError(
+      Object.assign(new Error("connect EACCES /var/run/docker.sock"), { code: "EACCES", syscall: "connect" }),
+      "pod.create",
+    );
+    expect(socket).toMatchObject({ code: "unavailable", component: "engine" });
+    expect(socket.message).toBe("pod.create: docker engine unavailable (connect EACCES …)");
+  });
+
   it("the host's name prefix is left out of names", () => {
     hideNamePrefix("hosta");
     expect(withoutHostDetails("endpoint hosta-shop-redis failed")).toBe("endpoint shop-redis failed");
