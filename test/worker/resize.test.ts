@@ -291,17 +291,25 @@ describe("a resize cut midway is settled: the recorded plan counted once", () =>
     expect(await reservations(s.pod.id)).toEqual([]);
   });
 
-  it("the pod deleted meanwhile: the growth goes back without asking the host", async () => {
+  it("the pod deleted meanwhile: its deletion gives back its plan and the resize's growth", async () => {
     const s = await setup("build");
     await claimResize(db, { podId: s.pod.id, hostId: s.host.id, from: plan("build"), to: plan("grow") });
     const deleted = call("DELETE", `/api/pods/${s.pod.name}`, undefined, s.as);
     s.agent.ok(await s.agent.next("control:call"), { deleted: true });
     expect((await deleted).status).toBe(200);
-    // the deletion gave back the recorded plan; the resize's growth is still held
-    expect(await allocated(s.host.id)).toEqual({ cpu: 1, memoryMb: 1024, diskGb: 10 });
+    expect(await allocated(s.host.id)).toEqual({ cpu: 0, memoryMb: 0, diskGb: 0 });
+    expect(await reservations(s.pod.id)).toEqual([]);
+  });
+
+  it("the pod gone from the host some other way: the cron gives the growth back without asking the host", async () => {
+    const s = await setup("build");
+    await claimResize(db, { podId: s.pod.id, hostId: s.host.id, from: plan("build"), to: plan("grow") });
+    // moved to another host (a lost host's pod recreated elsewhere): no container here to correct
+    const other = await insertHost();
+    await env.DB.prepare("UPDATE pods SET host_id = ? WHERE id = ?").bind(other.id, s.pod.id).run();
     await cron();
     await s.agent.expectNone("control:call");
-    expect(await allocated(s.host.id)).toEqual({ cpu: 0, memoryMb: 0, diskGb: 0 });
+    expect(await allocated(s.host.id)).toEqual(of(plan("build")));
     expect(await reservations(s.pod.id)).toEqual([]);
   });
 });

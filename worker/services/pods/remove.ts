@@ -13,6 +13,7 @@ import { releaseCapacity } from "../hosts/hosts";
 import { recordEventStatement } from "./events";
 import { findTeamPod } from "./lookup";
 import { planResources } from "./placement";
+import { giveBackResize, pendingResize } from "./resize-reservation";
 import { callTarget } from "./target";
 
 const DELETE_TIMEOUT_MS = 60_000;
@@ -76,5 +77,8 @@ export async function deletePod({
     closePodIncidentsStatement(ctx.db, teamId, pod.id),
     ...(pod.hostId && plan ? [releaseCapacity(ctx.db, pod.hostId, planResources(plan))] : []),
   ]);
+  // a resize left to settle held room on the host for a container that is gone now
+  const resizing = await pendingResize(ctx.db, pod.id);
+  if (resizing) await giveBackResize(ctx.db, resizing.token);
   return ok(undefined);
 }
