@@ -27,7 +27,7 @@ import { EXEC_HELPER_SOURCE } from "./exec-helper-source";
  * The helper lives in the tenant's pod, so the pod's own processes (same user) can stop or trace
  * it: all they can change is the answers about their own pod's commands. What it sends the agent is
  * parsed as untrusted (one JSON object a line, at most MAX_LINE bytes, else the helper is stopped).
- * It costs the pod ~8 MB of memory and a process while it is there: it is let go after IDLE_MS
+ * It costs the pod ~10 MB of memory (RSS) and a process while it is there: it is let go after IDLE_MS
  * without a command (its request pipe closed; it exits once its commands are done), and it dies
  * with the container. Commands go to a helper only once it said it is ready: a pod's first command
  * runs the old way (`runc exec` of the `sh` prologue, ./command.ts) while its helper starts beside
