@@ -22,7 +22,7 @@ import { freeSshPort, planResources } from "../pods/placement";
 import { podSpec } from "../pods/spec";
 import { findHost, onlineHostsInRegion, releaseCapacity, reserveCapacity } from "./hosts";
 
-/** The steps of a pod's move (worker/workflows/pod-move.ts); each reads or writes D1 once. */
+/** The steps of a pod's move (worker/workflows/pod-move/); each reads or writes D1 once. */
 
 type Preset = "static" | "php" | "nodejs" | "python";
 

@@ -19,7 +19,7 @@ import { isAlive } from "./hosts";
 
 /**
  * Emptying a host (docs/hosts.md "Emptying a host", docs/operations.md): every pod of the host gets
- * a `pod_moves` row, and the pod-move workflow (worker/workflows/pod-move.ts) moves them one at a
+ * a `pod_moves` row, and the pod-move workflow (worker/workflows/pod-move/) moves them one at a
  * time, each instance starting the next when it ends (`startNextMove`).
  * - `evacuate`: the host is drained and each pod copied live to another host of its region.
  * - `lost`: the host is gone for good; each pod is recreated on another host from its latest
