@@ -87,7 +87,20 @@ async function moveAll(lost: boolean): Promise<number> {
     const told = new Set<string>();
     const deadline = Date.now() + Number(values["timeout-minutes"]) * 60_000;
     for (;;) {
-      const mine = (await call("GET", "/moves")).filter((m) => ids.has(m.id));
+      // The moves run in the control plane whether or not this command is watching: a poll that gets
+      // no answer (a restarting Worker, a network blip) is said and tried again until the deadline.
+      const listed = await call("GET", "/moves").catch((error: unknown) => {
+        console.error(
+          `the API did not answer (${error instanceof Error ? error.message : String(error)}); asking again`,
+        );
+        return null;
+      });
+      if (!listed) {
+        if (Date.now() > deadline) return 1;
+        await new Promise((r) => setTimeout(r, 2000));
+        continue;
+      }
+      const mine = listed.filter((m) => ids.has(m.id));
       for (const m of mine)
         if (ended(m) && !told.has(m.id)) {
           told.add(m.id);

@@ -24,11 +24,23 @@ export async function d1Execute<T = Record<string, unknown>>(
   sql: string,
   target: D1Target = {},
 ): Promise<T[]> {
-  const { stdout } = await run(
-    "npx",
-    ["wrangler", "d1", "execute", "DB", ...targetArgs(target), "--json", "--command", sql],
-    { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
-  );
+  const args = ["wrangler", "d1", "execute", "DB", ...targetArgs(target), "--json", "--command", sql];
+  const options = { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, WRANGLER_SEND_METRICS: "false" } };
+  let stdout = "";
+  for (let attempt = 1; ; attempt++) {
+    try {
+      ({ stdout } = await run("npx", args, options));
+      break;
+    } catch (error) {
+      // A local Worker that is running holds the same SQLite file and may be writing: SQLite refuses
+      // the statement whole (SQLITE_BUSY), so it is safe to send it again a moment later.
+      const busy = /SQLITE_BUSY|database is locked/.test(
+        String((error as { stderr?: string }).stderr ?? error),
+      );
+      if (target.remote || !busy || attempt >= 8) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
   const parsed = JSON.parse(stdout) as { results: T[] }[];
   return parsed.flatMap((r) => r.results ?? []);
 }

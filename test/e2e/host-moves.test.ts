@@ -1,6 +1,7 @@
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { d1Execute } from "../../scripts/lib/d1";
 import { type DnsDouble, startDnsDouble } from "../support/dns";
 import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
@@ -69,19 +70,10 @@ describe("moving pods off a host", () => {
   };
   const movesOf = async (host: TestHost): Promise<Move[]> => {
     // the record itself (the script's output is checked on its own)
-    const { stdout } = await run("npx", [
-      "wrangler",
-      "d1",
-      "execute",
-      "DB",
-      "--local",
-      "--persist-to",
-      stack.worker.persistDir,
-      "--json",
-      "--command",
+    return d1Execute<Move>(
       `SELECT pod_name AS pod, status, to_host_id AS to_host, ssh_port, downtime_ms, backup_at, reason FROM pod_moves WHERE from_host_id = '${host.hostId}' ORDER BY created_at`,
-    ]);
-    return (JSON.parse(stdout) as { results: Move[] }[])[0]?.results ?? [];
+      { persistTo: stack.worker.persistDir },
+    );
   };
   const psql = (pod: string, prefix: string, password: string, statements: string) =>
     new Promise<{ code: number | null; out: string }>((resolve) => {
