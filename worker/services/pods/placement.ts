@@ -39,14 +39,18 @@ export async function reserveHost(
     return ok(host);
   }
   // A region the client did not name is only a preference: the next regions are tried after it.
-  for (const region of [target.region, ...(target.fallbackRegions ?? [])]) {
+  const tried = [target.region, ...(target.fallbackRegions ?? [])];
+  for (const region of tried) {
     for (const host of await onlineHostsInRegion(db, region)) {
       if (await reserveCapacity(db, host.id, need)) return ok(host);
     }
   }
+  // the answer names what was tried: one region the client named, or every region when it named none
   return fail(
     "unavailable",
-    `no capacity in region ${target.region} for a ${plan.slug} pod; try another region or plan`,
+    tried.length > 1
+      ? `no capacity in any region (${tried.join(", ")}) for a ${plan.slug} pod; try another plan or try again in a few minutes`
+      : `no capacity in region ${target.region} for a ${plan.slug} pod; try another region or plan`,
   );
 }
 
