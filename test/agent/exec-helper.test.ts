@@ -167,12 +167,13 @@ describe("the pod's command helper", () => {
   it("the tenant killing the helper fails its running command once (never run again) and the next starts a new one", async (t) => {
     if (!runcKnown) t.skip();
     const marker = `/tmp/ran-${Date.now()}`;
-    const running = exec(["/bin/sh", "-c", `echo x >> ${marker}; sleep 34`]);
+    // its failure is caught from the start: it comes while the pkill below is awaited
+    const running = exec(["/bin/sh", "-c", `echo x >> ${marker}; sleep 34`]).catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 500));
     await execInContainer(docker, names.container, ["pkill", "-9", "-f", "^/usr/bin/python3 -I -S -c"], {
       user: "1000:1000",
     });
-    const failed = await running.catch((e: unknown) => e);
+    const failed = await running;
     expect(failed).toBeInstanceOf(AgentError);
     expect((failed as AgentError).code).toBe("unavailable");
     expect((await exec(["cat", marker])).stdout).toBe("x\n");

@@ -3,13 +3,19 @@ import type { ApiClient } from "./api";
 import { waitFor } from "./stack";
 
 /** Until the test host's agent is connected (its region shows as available). */
+// 90 s: an agent whose first dials met a Worker still starting waits out its jittered backoff (up
+// to 16 s by the fifth try, 30 s at most), and CI's loaded start can take that
 export const waitForHostOnline = (api: ApiClient, region = "eu-central") =>
-  waitFor("the host to come online", async () => {
-    const res = await api.get("/api/regions");
-    return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === region)?.available
-      ? true
-      : undefined;
-  });
+  waitFor(
+    "the host to come online",
+    async () => {
+      const res = await api.get("/api/regions");
+      return res.body.regions?.find((r: { slug: string; available: boolean }) => r.slug === region)?.available
+        ? true
+        : undefined;
+    },
+    90_000,
+  );
 
 /** Until the pod reports `status` through the API (the host is asked live). */
 export const waitForPodStatus = (api: ApiClient, name: string, status: string, timeoutMs = 60_000) =>
