@@ -314,7 +314,7 @@ describe("git deployments end to end", () => {
     await sleep(500);
     const polled = await poll.end();
     console.log(
-      `[git e2e] ${polled.count} requests through the ingress during the failed deploy, ${polled.failures.length} failed`,
+      `[git e2e] ${polled.count} requests through the ingress during the failed deploy, ${polled.failures.length} failed${polled.failures.length ? `: ${polled.failures.slice(0, 3).join(" | ")}` : ""}`,
     );
     expect(done.status).toBe("failed");
     expect(done.failure).toMatchObject({ class: "build_script" });
