@@ -256,7 +256,16 @@ describe("backups", () => {
       }, 200);
       try {
         const started = Date.now();
-        const res = await importFile(second, file, `${bytes} bytes`);
+        const res = await importFile(second, file, `${bytes} bytes`).catch(async (error: unknown) => {
+          // a cut upload says how far it got and whether workerd lived through it
+          const worker = await rssMb(workerPid).then(
+            (mb) => `alive, ${mb} MB`,
+            () => "gone",
+          );
+          throw new Error(
+            `${String(error)}\nafter ${Date.now() - started} ms; workerd ${worker}, peak ${JSON.stringify(peak)}`,
+          );
+        });
         expect(res.status, JSON.stringify(res.body)).toBe(202);
         const uploaded = Date.now();
         const done = await settled(second, res.body.id);
