@@ -4,14 +4,15 @@ import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import {
   agentGoneBeforeDispatch,
-  agentLines,
   agentReaches,
   backupSettled,
   crashAgent,
   dockerObjects,
   fingerprint,
+  mentioning,
   podSh,
   postMultipart,
+  printOnFailure,
   r2Keys,
 } from "./support";
 
@@ -63,11 +64,7 @@ describe("chaos: backup import", () => {
     await stack?.stop();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /backup|command/.test(String(l.msg ?? l.op)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/backup|command/)));
 
   const importArchive = async () => {
     const res = await postMultipart(`${stack.api}/api/pods/${pod}/backups/import`, alice.token, [

@@ -2,7 +2,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "../e2e/support/api";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack } from "../e2e/support/stack";
-import { agentLines, agentReaches, backupSettled, dockerObjects, fingerprint, podSh } from "./support";
+import {
+  agentReaches,
+  backupSettled,
+  dockerObjects,
+  fingerprint,
+  mentioning,
+  podSh,
+  printOnFailure,
+} from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -43,11 +51,7 @@ describe("chaos: backup", () => {
   });
 
   // a failure shows what the host did: its log lines about backups
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /backup|command/.test(String(l.msg)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/backup|command/)));
 
   const backUp = async () => {
     const res = await alice.api.post(`/api/pods/${pod}/backups`, {});

@@ -6,13 +6,14 @@ import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { httpGet } from "../support/http";
 import {
   agentGoneBeforeDispatch,
-  agentLines,
   agentReaches,
   crashAgent,
   dockerObjects,
   eventCount,
   fingerprint,
+  mentioning,
   podSh,
+  printOnFailure,
 } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -56,11 +57,7 @@ describe("chaos: create and clone", () => {
     await stack?.stop();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /command|pod/.test(String(l.msg)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/command|pod/)));
 
   const nextName = (tag: string) => `chaos-${tag}${++n}-${stack.prefix.slice(-4)}`;
 

@@ -7,11 +7,12 @@ import { type Files, type GitServer, startGitServer } from "../support/git-serve
 import { httpGet } from "../support/http";
 import {
   agentGoneBeforeDispatch,
-  agentLines,
   agentReaches,
   crashAgent,
   dockerObjects,
+  mentioning,
   podSh,
+  printOnFailure,
   within,
 } from "./support";
 
@@ -71,11 +72,7 @@ describe("chaos: git deploy and rollback", () => {
     await server?.close();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /deploy|command|git/.test(String(l.msg ?? l.op)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/deploy|command|git/)));
 
   const settled = (id: string, timeoutMs = ENDS_WITHIN_MS) =>
     waitFor(

@@ -11,7 +11,7 @@ import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { type GitServer, startGitServer } from "../support/git-server";
 import { httpGet } from "../support/http";
-import { agentLines, backupSettled, podSh } from "./support";
+import { backupSettled, podSh, printOnFailure } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -84,11 +84,7 @@ describe("chaos: disk full", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 300_000);
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => l.level === "error" || l.level === "warn");
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, (l) => l.level === "error" || l.level === "warn"));
 
   const create = async (api: ApiClient, name: string) => {
     const res = await api.post("/api/pods", { name, preset: "static", plan_slug: "launch" });

@@ -8,13 +8,14 @@ import { httpGet } from "../support/http";
 import { buildZip } from "../support/zip";
 import {
   agentGoneBeforeDispatch,
-  agentLines,
   agentReaches,
   crashAgent,
   dockerObjects,
   eventCount,
+  mentioning,
   podSh,
   postMultipart,
+  printOnFailure,
   r2Keys,
   within,
 } from "./support";
@@ -63,11 +64,7 @@ describe("chaos: from-zip", () => {
     await stack?.stop();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /command|pod|zip/.test(String(l.msg ?? l.op)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/command|pod|zip/)));
 
   const nextName = () => `chaos-zp${++n}-${stack.prefix.slice(-4)}`;
 

@@ -7,12 +7,13 @@ import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { httpGet } from "../support/http";
 import {
   agentGoneBeforeDispatch,
-  agentLines,
   agentReaches,
   crashAgent,
   dockerObjects,
   eventCount,
+  mentioning,
   podSh,
+  printOnFailure,
   r2Keys,
   within,
 } from "./support";
@@ -54,11 +55,7 @@ describe("chaos: import", () => {
     await stack?.stop();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /command|pod|zip|import/.test(String(l.msg ?? l.op)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/command|pod|zip|import/)));
 
   const nextName = () => `chaos-im${++n}-${stack.prefix.slice(-4)}`;
 

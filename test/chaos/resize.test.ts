@@ -4,7 +4,7 @@ import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { agentLines, agentReaches, crashAgent, waitForHostAway } from "./support";
+import { agentReaches, crashAgent, printOnFailure, waitForHostAway } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -36,11 +36,7 @@ describe("chaos: resize", () => {
     await stack?.stop();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => l.op === "pod.resize");
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, (l) => l.op === "pod.resize"));
 
   /** the plan the API shows (the pod's view asks its host live: a 503 while it says hello again) */
   const plan = () =>

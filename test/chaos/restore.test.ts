@@ -4,14 +4,15 @@ import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import {
   agentGoneBeforeDispatch,
-  agentLines,
   agentReaches,
   backupSettled,
   crashAgent,
   dockerObjects,
   eventCount,
   fingerprint,
+  mentioning,
   podSh,
+  printOnFailure,
   within,
 } from "./support";
 
@@ -59,11 +60,7 @@ describe("chaos: restore", () => {
     await stack?.stop();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /restore|command/.test(String(l.msg)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/restore|command/)));
 
   /**
    * Changes the files, starts a restore and applies `fault` (which finds its own point), then checks:

@@ -3,7 +3,7 @@ import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { agentLines, dockerObjects } from "./support";
+import { dockerObjects, mentioning, printOnFailure } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -29,11 +29,7 @@ describe("chaos: service install", () => {
   });
 
   // a failure shows what the host did: its log lines about the install
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /service/.test(String(l.op ?? l.msg)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/service/)));
 
   const installThrough = async (fault: () => Promise<void>) => {
     const pod = `chaos-sv${++n}-${stack.prefix.slice(-4)}`;

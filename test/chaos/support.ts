@@ -30,6 +30,30 @@ export function agentLines(agent: AgentProcess): Record<string, unknown>[] {
 }
 
 /**
+ * What a failed chaos test prints (its `afterEach`): the agent's lines about the operation (`about`,
+ * matched on the message or the op), its connection to the control plane (a reconnect's timing), and
+ * each Worker restart's cost (a restart that took minutes reads differently from a step never run).
+ */
+export function printOnFailure(
+  ctx: { task: { result?: { state?: string } } },
+  stack: Stack | undefined,
+  about: (line: Record<string, unknown>) => boolean,
+): void {
+  if (ctx.task.result?.state !== "fail" || !stack) return;
+  const lines = agentLines(stack.agent).filter(
+    (l) => about(l) || /control plane|connected/.test(String(l.msg)),
+  );
+  console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
+  if (stack.restarts.length > 0) console.error(`Worker restarts: ${JSON.stringify(stack.restarts)}`);
+}
+
+/** The lines whose message or op matches `pattern` (most files' `about`). */
+export const mentioning =
+  (pattern: RegExp) =>
+  (line: Record<string, unknown>): boolean =>
+    pattern.test(String(line.msg)) || pattern.test(String(line.op));
+
+/**
  * Waits until the agent logs `msg` with `fields` (as the host reaches that point of an operation),
  * looking every 20 ms: the kill point of a test, found by observation, not by a delay in the product.
  * `since` (ms since the epoch) skips lines logged before it: an earlier test's run of the same step

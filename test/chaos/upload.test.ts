@@ -7,11 +7,12 @@ import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import {
   agentGoneBeforeDispatch,
-  agentLines,
   agentReaches,
   crashAgent,
   dockerObjects,
+  mentioning,
   podSh,
+  printOnFailure,
 } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -59,11 +60,7 @@ describe("chaos: file upload", () => {
     await stack?.stop();
   });
 
-  afterEach((ctx) => {
-    if (ctx.task.result?.state !== "fail" || !stack) return;
-    const lines = agentLines(stack.agent).filter((l) => /files|command|upload/.test(String(l.msg ?? l.op)));
-    console.error(lines.map((l) => JSON.stringify(l)).join("\n"));
-  });
+  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/files|command|upload/)));
 
   /** The target's hash, the temp files beside it and the staged uploads (as the pod sees them). */
   const state = async () => {

@@ -52,6 +52,12 @@ export interface Stack {
   worker: LocalWorker;
   /** stop the Worker and start a new one on the same port and database (a deploy, a crash) */
   restartWorker(): Promise<void>;
+  /**
+   * Each restart's cost: stopping, starting (wrangler's proxy listens) and until `/health` answered
+   * through the stack's address. A chaos test prints them when it fails: a restart that took minutes
+   * under load reads differently from an operation that never resumed.
+   */
+  restarts: { at: string; stopMs: number; startMs: number; healthyMs: number }[];
   api: string;
   /** the first host's (most tests run on one host) */
   hostId: string;
@@ -244,11 +250,27 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       return first.agent;
     },
     startAgent: () => first.startAgent(),
+    restarts: [],
     async restartWorker() {
       if (options.direct) throw new Error("restartWorker needs the proxy's stable address (direct: false)");
       const port = Number(new URL(stack.worker.url).port);
+      const at = new Date().toISOString();
+      const t0 = Date.now();
       await stack.worker.stop();
+      const t1 = Date.now();
       stack.worker = await startLocalWorker({ ...workerOptions, port });
+      const t2 = Date.now();
+      // ready means wrangler's proxy listens; the Worker behind it answers a moment later
+      await waitFor(
+        "the restarted Worker to answer /health",
+        async () =>
+          (await fetch(`${stack.api}/health`, { signal: AbortSignal.timeout(5_000) })).ok ? true : undefined,
+        120_000,
+      );
+      const timing = { at, stopMs: t1 - t0, startMs: t2 - t1, healthyMs: Date.now() - t2 };
+      stack.restarts.push(timing);
+      if (Date.now() - t0 > 30_000)
+        console.warn(`[stack ${prefix}] a slow Worker restart: ${JSON.stringify(timing)}`);
     },
     async stop() {
       for (const host of hosts) await host.agent.stop().catch(() => undefined);
