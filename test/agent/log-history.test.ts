@@ -134,6 +134,58 @@ describe("log history", () => {
     await expect(read({ source: "build", since: now - DAY, until: now })).rejects.toThrow(/no history/);
   });
 
+  it("keeps each day's matches apart at its boundaries: the newest of each day, newest day first", async () => {
+    await resize(30, 64);
+    const now = Date.now();
+    // several members a day; the middle day has no match; lines with colons; a match on each
+    // day's first and last line, so a day's last match sits right before the next day's first
+    await plantDay(agent, POD, "web", now - 3 * DAY, ["hit:3:a", "miss", "hit:3:b"]);
+    await plantDay(agent, POD, "web", now - 3 * DAY + 60_000, ["miss", "hit:3:c"]);
+    await plantDay(agent, POD, "web", now - 2 * DAY, ["miss: none here", "miss"]);
+    await plantDay(agent, POD, "web", now - DAY, ["hit:1:a", "hit:1:b"]);
+    await plantDay(agent, POD, "web", now - DAY + 60_000, ["hit:1:c", "miss", "hit:1:d"]);
+    const q = { source: "web" as const, grep: "^hit:", since: now - 4 * DAY, until: now };
+    expect((await read({ ...q, lines: 100 })).lines).toEqual([
+      "hit:1:d",
+      "hit:1:c",
+      "hit:1:b",
+      "hit:1:a",
+      "hit:3:c",
+      "hit:3:b",
+      "hit:3:a",
+    ]);
+    // the newest day alone has more than asked for: its newest ones, none of an older day
+    expect((await read({ ...q, lines: 3 })).lines).toEqual(["hit:1:d", "hit:1:c", "hit:1:b"]);
+    // exactly the newest day's, then one more from the day with matches before it
+    expect((await read({ ...q, lines: 4 })).lines).toEqual(["hit:1:d", "hit:1:c", "hit:1:b", "hit:1:a"]);
+    expect((await read({ ...q, lines: 5 })).lines).toEqual([
+      "hit:1:d",
+      "hit:1:c",
+      "hit:1:b",
+      "hit:1:a",
+      "hit:3:c",
+    ]);
+    // a match of 40,000 characters is cut in the pod (past GREP_LINE_BYTES), then as in a live read
+    const longLine = `hit:long ${"x".repeat(40_000)}`;
+    await plantDay(agent, POD, "web", now - DAY + 120_000, [longLine]);
+    const long = await read({ ...q, lines: 2 });
+    expect(long.lines[0]).toBe(`${longLine.slice(0, 8192)} [line truncated]`);
+    expect(long.lines[1]).toBe("hit:1:d");
+    expect(long.truncated).toBe(false);
+    // over 4 MiB of matches: the newest are answered and the read says it was cut short
+    const big = Array.from(
+      { length: 1000 },
+      (_, i) => `hit:big ${String(i).padStart(4, "0")} ${"y".repeat(8000)}`,
+    );
+    await plantDay(agent, POD, "web", now - DAY + 180_000, big);
+    const cut = await read({ ...q, lines: 1000 });
+    expect(cut.truncated).toBe(true);
+    expect(cut.lines[0]?.startsWith("hit:big 0999 ")).toBe(true);
+    expect(cut.lines[1]?.startsWith("hit:big 0998 ")).toBe(true);
+    expect(cut.lines.length).toBeGreaterThan(100);
+    expect(cut.lines.length).toBeLessThan(1000);
+  });
+
   it("removes days past the plan's retention and the oldest days past its budget", async () => {
     await resize(2, 1);
     const history = new LogHistory(
