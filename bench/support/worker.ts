@@ -62,6 +62,15 @@ export interface LocalWorker {
    */
   directUrl: string;
   persistDir: string;
+  /**
+   * The sources the Worker was built from: the frozen copy (removed at stop) or the repository itself.
+   * bench/support/deployed-worker.ts bundles the same sources as `wrangler deploy` would.
+   */
+  sourceDir: string;
+  /** The wrangler config the Worker runs (inside `sourceDir` when it is in the repository). */
+  configPath: string;
+  /** The vars given in `options.vars` (over `[vars]` and `.dev.vars`). */
+  vars: Record<string, string>;
   /** Milliseconds spent on the source snapshot + database, and on starting workerd until it serves. */
   timings: { prepareMs: number; startMs: number };
   /** Disposes the Worker and removes the temporary directories. Safe to call twice. */
@@ -272,10 +281,12 @@ export async function startLocalWorker(options: StartLocalWorkerOptions = {}): P
   let configPath = path.resolve(REPO_ROOT, options.config ?? "wrangler.toml");
   const inRepo = !path.relative(REPO_ROOT, configPath).startsWith("..");
   let persistDir: string;
+  let sourceDir = REPO_ROOT;
   try {
     if (options.snapshot !== false && inRepo) {
       const snapshot = await snapshotRepo();
       cleanup.push(snapshot);
+      sourceDir = snapshot;
       configPath = path.join(snapshot, path.relative(REPO_ROOT, configPath));
     }
     if (options.persistDir) {
@@ -343,6 +354,9 @@ export async function startLocalWorker(options: StartLocalWorkerOptions = {}): P
     url: url.origin,
     directUrl: direct ?? url.origin,
     persistDir,
+    sourceDir: inRepo ? sourceDir : path.dirname(configPath),
+    configPath,
+    vars: { ...options.vars },
     timings: { prepareMs: t1 - t0, startMs: t2 - t1 },
     stop() {
       stopped ??= (async () => {
