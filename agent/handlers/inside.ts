@@ -45,6 +45,10 @@ export function insideHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
   const follows = new LogFollows(podStreams(deps), prefix, deps.relay, log);
   const history = new LogHistory(docker, prefix, deps.config.stateDir, locks, log, {
     exec: podStreams(deps),
+    helper:
+      runc && helpers
+        ? (pod, argv, o) => helpers.runOwn(runc, podNames(prefix, pod).container, argv, o)
+        : undefined,
   });
 
   const checkNames = (what: string, keys: string[]) => {

@@ -302,6 +302,31 @@ export class ExecHelpers {
     return helper?.usable ? helper.run(q) : Promise.resolve({ kind: "not-started" });
   }
 
+  /**
+   * One of the agent's own commands (absolute paths, its own script) run by the container's helper
+   * when it is ready: a fork in the pod, no runc exec. null when it is not ready (`start`: it starts
+   * now, for the next time) or the run failed (the helper ended, the timeout): the caller then runs
+   * the command the usual way, so this is only for commands that may run twice (reads).
+   */
+  async runOwn(
+    runc: RuncContainers,
+    container: string,
+    argv: string[],
+    o: { timeoutS: number; maxOutputBytes: number; start: boolean },
+  ): Promise<ExecResult | null> {
+    const id = await runc.idOf(container).catch(() => null);
+    if (!id) return null;
+    const outcome = await this.run(id, {
+      command: argv,
+      workdir: HOME,
+      timeoutS: o.timeoutS,
+      maxOutputBytes: o.maxOutputBytes,
+      signal: AbortSignal.timeout((o.timeoutS + 15) * 1000),
+    }).catch(() => null);
+    if (outcome?.kind === "not-started" && o.start) this.start(id);
+    return outcome?.kind === "done" ? outcome.result : null;
+  }
+
   /** Starts the container's helper unless it has one (or its helper could not start before). */
   start(id: string): void {
     if (this.helpers.has(id) || this.unfit.has(id)) return;

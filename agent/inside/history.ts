@@ -6,9 +6,10 @@ import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
 import type { DockerClient } from "../docker/client";
+import type { ExecResult } from "../docker/exec";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME, podNames } from "../docker/naming";
-import { SH, TIMEOUT } from "../docker/pod-bin";
+import { AGENT_PATH, SH, TIMEOUT } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
 import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
@@ -49,7 +50,9 @@ const DAY_FILE = /^(\d{4}-\d{2}-\d{2})\.(gz|idx)$/;
 
 // `-f` as in a read: a FIFO planted at the path is no log. The header line is the inode and the
 // offset the bytes start at (0 when the log shrank or is another file than the cursor's).
-const COLLECT = `f=$1 ino=$2 off=$3 max=$4
+// PATH: the helper's commands get the pod's own (./exec-helper.ts); runc exec's get AGENT_PATH.
+const COLLECT = `export PATH=${AGENT_PATH}
+f=$1 ino=$2 off=$3 max=$4
 [ -f "$f" ] || exit ${NO_FILE}
 set -- $(stat -L -c '%i %s' -- "$f")
 [ -n "$2" ] || exit ${NO_FILE}
@@ -97,6 +100,16 @@ export class LogHistory {
     private readonly opts: {
       /** how a read streams the history into the pod: the agent's own pipe (runc exec) where it can */
       exec?: StreamExecutor;
+      /**
+       * The pod's command helper (./exec-helper.ts), where the host has one: `argv` run as pod_user
+       * in the running pod by a fork there, not a `runc exec`. null: not run (no helper ready, or
+       * it failed): run it the usual way. `start`: a helper not running yet starts for the next time.
+       */
+      helper?: (
+        pod: string,
+        argv: string[],
+        o: { timeoutS: number; maxOutputBytes: number; start: boolean },
+      ) => Promise<ExecResult | null>;
       now?: () => number;
     } = {},
   ) {
@@ -130,39 +143,46 @@ export class LogHistory {
   }
 
   /** Collect the app, web and error logs' new lines, then apply retention and budget. */
-  async collect(pod: string, sources: readonly LogSource[] = LOG_HISTORY_SOURCES): Promise<void> {
+  async collect(
+    pod: string,
+    sources: readonly LogSource[] = LOG_HISTORY_SOURCES,
+    /** a read's collection: the pod's command helper starts for the next read if it is not there */
+    forRead = false,
+  ): Promise<void> {
     await this.locks.run(lockKey(pod), async () => {
-      for (const source of sources) await this.collectSource(pod, source);
+      for (const source of sources) await this.collectSource(pod, source, forRead);
       await this.keep(pod);
     });
   }
 
-  private async collectSource(pod: string, source: LogSource): Promise<void> {
+  private async collectSource(pod: string, source: LogSource, forRead: boolean): Promise<void> {
     const dir = this.sourceDir(pod, source);
     const cursorFile = join(dir, "cursor.json");
     const raw = await readFile(cursorFile, "utf8").catch(() => null);
     const parsed = raw ? Cursor.safeParse(JSON.parse(raw)) : null;
     let cursor: Cursor | null = parsed?.success ? parsed.data : null;
     for (let step = 0; step < COLLECT_STEPS; step++) {
-      const r = await runAsPodUser(
-        this.docker,
-        this.prefix,
-        pod,
-        [
-          TIMEOUT,
-          "60",
-          SH,
-          "-c",
-          COLLECT,
-          "sh",
-          `${HOME}/logs/${source}.log`,
-          cursor?.ino ?? "-",
-          String(cursor?.offset ?? 0),
-          String(COLLECT_STEP_BYTES),
-        ],
-        // through the agent's own pipe where it can (runc exec: no engine round trips before a search)
-        { timeoutMs: 90_000, maxOutputBytes: COLLECT_STEP_BYTES + 64, exec: this.opts.exec },
-      );
+      const script = [
+        SH,
+        "-c",
+        COLLECT,
+        "sh",
+        `${HOME}/logs/${source}.log`,
+        cursor?.ino ?? "-",
+        String(cursor?.offset ?? 0),
+        String(COLLECT_STEP_BYTES),
+      ];
+      const maxOutputBytes = COLLECT_STEP_BYTES + 64;
+      // a fork in the pod by its command helper where one is ready (a read's collection runs beside
+      // its search: a `runc exec` of its own took a host core from it), else through the agent's own
+      // pipe (runc exec: no engine round trips before a search)
+      const r =
+        (await this.opts.helper?.(pod, script, { timeoutS: 60, maxOutputBytes, start: forRead })) ??
+        (await runAsPodUser(this.docker, this.prefix, pod, [TIMEOUT, "60", ...script], {
+          timeoutMs: 90_000,
+          maxOutputBytes,
+          exec: this.opts.exec,
+        }));
       if (r.exitCode === NO_FILE) return;
       if (r.exitCode !== 0) {
         throw new AgentError("internal", `collecting ${source}.log failed: ${r.stderr.trim().slice(0, 300)}`);
@@ -291,7 +311,7 @@ export class LogHistory {
     }));
     const collecting =
       snapshot.cursor === null || q.until > snapshot.cursor.at
-        ? this.collect(pod, [q.source]).then(() => true)
+        ? this.collect(pod, [q.source], true).then(() => true)
         : Promise.resolve(false);
     // a pattern that does not compile is refused even when there is nothing to search
     const older =

@@ -5,9 +5,12 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
+import { RuncContainers } from "../../agent/docker/runc";
+import { podStreams } from "../../agent/handlers/deps";
 import { KeyedLock } from "../../agent/handlers/keyed-lock";
+import { ExecHelpers } from "../../agent/inside/exec-helper";
 import { collectAll, dayOf, LogHistory, parseIndex } from "../../agent/inside/history";
-import { type Agent, podShell, podSpec, startAgent } from "./helpers";
+import { type Agent, podShell, podSpec, startAgent, until } from "./helpers";
 
 /**
  * The log history against real Docker: the host collects a pod's app, web and error logs into
@@ -271,6 +274,48 @@ true`;
     const gz = await readFile(join(agent.stateDir, "logs", POD, "error", `${dayOf(Date.now())}.gz`));
     expect(gunzipSync(gz).toString()).toContain("periodic line\n");
   });
+
+  it("collects a read's new lines by the pod's command helper once it runs; the usual way once the pod killed it", async () => {
+    const runc = new RuncContainers(agent.docker, agent.config.runcRoot as string);
+    const helpers = new ExecHelpers(runc, agent.log);
+    const ways: string[] = [];
+    const history = new LogHistory(
+      agent.docker,
+      agent.config.namePrefix,
+      agent.stateDir,
+      agent.locks,
+      agent.log,
+      {
+        exec: podStreams(agent),
+        helper: async (pod, argv, o) => {
+          const r = await helpers.runOwn(runc, podNames(agent.config.namePrefix, pod).container, argv, o);
+          ways.push(r ? "helper" : "usual");
+          return r;
+        },
+      },
+    );
+    try {
+      const id = (await runc.idOf(container)) as string;
+      const t0 = Date.now();
+      const read = (grep: string) =>
+        history.read(POD, { source: "app", lines: 10, grep, since: t0 - 60_000, until: Date.now() + 60_000 });
+      await sh('echo "by helper 1" >> ~/logs/app.log');
+      expect((await read("by helper")).lines).toEqual(["by helper 1"]);
+      // the pod had no helper: the usual way, and the read started one for the next read
+      expect(ways).toEqual(["usual"]);
+      expect(await until(async () => helpers.isReady(id))).toBe(true);
+      await sh('echo "by helper 2" >> ~/logs/app.log');
+      expect((await read("by helper")).lines).toEqual(["by helper 2", "by helper 1"]);
+      expect(ways.at(-1)).toBe("helper");
+      // the helper is the pod's own process: the pod kills it, the next read still collects
+      await sh("pkill -KILL -u pod_user -f '^/usr/bin/python3 -I -S'");
+      await sh('echo "by helper 3" >> ~/logs/app.log');
+      expect((await read("by helper")).lines).toEqual(["by helper 3", "by helper 2", "by helper 1"]);
+      expect(ways.at(-1)).toBe("usual");
+    } finally {
+      helpers.close();
+    }
+  }, 60_000);
 
   it("searches a stopped pod's history too (in a helper container, from the gzip members)", async () => {
     await resize(30, 64);
