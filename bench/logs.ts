@@ -9,7 +9,8 @@
  *
  * - ours: `pod.logs` with `since`/`until` over all those days and a pattern that matches one line in
  *   10,000 (so every line is searched; `lines=1000` is never reached), through the agent's handler:
- *   the chunks are streamed into the pod and `gzip -dc | grep -P` runs there (agent/inside/history.ts);
+ *   the agent's zlib decompresses the chunks into the pod, where `grep -P` runs (agent/inside/history.ts;
+ *   the warm-up read starts the pod's command helper, which the later reads' collections use);
  * - floor: `gzip -dc <the same .gz files> | grep -a -P -i <the same pattern>` on the host;
  * - shown: `grep -P` over the same lines uncompressed (what grep alone costs).
  *
