@@ -1,24 +1,12 @@
-import { createHash, randomBytes } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { signUp } from "../e2e/support/api";
-import { dockerInspect } from "../e2e/support/docker";
-import { waitForHostOnline } from "../e2e/support/pods";
-import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { httpGet } from "../support/http";
-import {
-  agentGoneBeforeDispatch,
-  agentReaches,
-  crashAgent,
-  dockerObjects,
-  eventCount,
-  mentioning,
-  podSh,
-  printOnFailure,
-  r2Keys,
-  within,
-} from "./support";
+import { randomBytes } from "node:crypto";
+import { describeCreateLikeUnderFaults } from "./create-like";
 
-type User = Awaited<ReturnType<typeof signUp>>;
+// a paste is text of at most 5 MiB: a 3 MiB text file makes the files' way into the pod take a moment
+const files: Record<string, string> = {
+  "index.html": "<!doctype html><title>imported</title><h1>imported under faults</h1>\n",
+  "big.txt": randomBytes(1536 * 1024).toString("hex"),
+  "notes/a.md": "v1\n",
+};
 
 /**
  * A pod from a paste import under faults (docs/reliability.md): asked while the host is away
@@ -27,164 +15,30 @@ type User = Awaited<ReturnType<typeof signUp>>;
  * Worker restarted once the container exists. Each ends `running` once (one `started` and one
  * `imported` event; one container, volume and network more), `~/app` holds the pasted files byte
  * for byte, and no staged archive is left in R2. (A URL import ends in the same workflow with the
- * same seed: only how the Worker gets the files differs, before anything reaches a host.)
+ * same seed: only how the Worker gets the files differs, before anything reaches a host.) The
+ * sequence and its checks: ./create-like.ts.
  */
-describe("chaos: import", () => {
-  let stack: Stack;
-  let alice: User;
-  let n = 0;
-  /** the time an import may take to end once the fault is over: the agent's return, a re-sent command */
-  const ENDS_WITHIN_MS = 240_000;
-  // a paste is text of at most 5 MiB: a 3 MiB text file makes the files' way into the pod take a moment
-  const files: Record<string, string> = {
-    "index.html": "<!doctype html><title>imported</title><h1>imported under faults</h1>\n",
-    "big.txt": randomBytes(1536 * 1024).toString("hex"),
-    "notes/a.md": "v1\n",
-  };
-  const sha = (d: string) => createHash("sha256").update(d).digest("hex");
-  const names = Object.keys(files).sort();
-  const expected = names.map((f) => `${sha(files[f] as string)}  ${f}`).join("\n");
-
-  beforeAll(async () => {
-    stack = await startStack("chaosim");
-    alice = await signUp(stack.api, "Alice");
-    await waitForHostOnline(alice.api);
-  }, 600_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-  });
-
-  afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/command|pod|zip|import/)));
-
-  const nextName = () => `chaos-im${++n}-${stack.prefix.slice(-4)}`;
-
-  const paste = async (name: string) => {
-    const res = await alice.api.post("/api/imports", {
-      paste: { files: names.map((path) => ({ path, content: files[path] })), title: "Chaos import" },
+describeCreateLikeUnderFaults({
+  title: "chaos: import",
+  stackName: "chaosim",
+  tag: "im",
+  request: "an import",
+  contents: "the pasted files",
+  files,
+  served: "imported under faults",
+  event: "imported",
+  agentLines: /command|pod|zip|import/,
+  ask: async (_stack, user, name) => {
+    const res = await user.api.post("/api/imports", {
+      paste: {
+        files: Object.keys(files)
+          .sort()
+          .map((path) => ({ path, content: files[path] })),
+        title: "Chaos import",
+      },
       name,
       plan_slug: "build",
     });
     return { status: res.status, body: res.body as { error?: string } };
-  };
-
-  /**
-   * Starts an import of a new pod, applies `fault`, and checks that it ends running once with the
-   * pasted files, one container, volume and network more, served, and no staged archive left.
-   */
-  const through = async (fault: (name: string, since: number) => Promise<void>) => {
-    const name = nextName();
-    const objects = await dockerObjects(stack.prefix);
-    const staged = await r2Keys(stack);
-    const since = Date.now();
-    const made = await paste(name);
-    expect(made.status, JSON.stringify(made.body)).toBe(202);
-    await fault(name, since);
-    const faulted = Date.now();
-    const pod = await waitFor(
-      `${name} to end`,
-      async () => {
-        const res = await within(alice.api.get(`/api/pods/${name}`));
-        return res.status === 200 && res.body.status !== "creating" && res.body.status !== "pending"
-          ? res.body
-          : undefined;
-      },
-      ENDS_WITHIN_MS,
-    );
-    const said = (await alice.api.get(`/api/pods/${name}/events?limit=20`)).body.events;
-    expect(pod, JSON.stringify({ pod, events: said })).toMatchObject({ status: "running" });
-    console.info(`${name} ended ${Math.round((Date.now() - faulted) / 1000)} s after the fault`);
-    expect(await eventCount(alice.api, name, "started")).toBe(1);
-    expect(await eventCount(alice.api, name, "imported")).toBe(1);
-    expect(await podSh(alice.api, name, `cd ~/app && sha256sum ${names.join(" ")}`)).toBe(expected);
-    const after = await dockerObjects(stack.prefix);
-    const more = (k: "containers" | "volumes" | "networks") =>
-      after[k].filter((x) => !objects[k].includes(x));
-    expect(more("containers")).toEqual([`${stack.prefix}-${name}`]);
-    expect(more("volumes")).toEqual([`${stack.prefix}-${name}-home`]);
-    expect(more("networks")).toEqual([`${stack.prefix}-${name}`]);
-    expect(after.containers.length).toBe(objects.containers.length + 1);
-    // the workflow's last step discards the staged archive: the pod may be running a moment before
-    await waitFor(
-      "the staged archive to go",
-      async () => (JSON.stringify(await r2Keys(stack)) === JSON.stringify(staged) ? true : undefined),
-      60_000,
-    );
-    await waitFor(
-      `${name} served`,
-      async () =>
-        (
-          await httpGet(stack.edgePort, `${name}.pods.localhost`).catch(() => ({ status: 0, body: "" }))
-        ).body.includes("imported under faults")
-          ? true
-          : undefined,
-      60_000,
-    );
-  };
-
-  /** until the new pod's container exists: the host is mid-work, the files going into it */
-  const containerUp = (name: string) =>
-    waitFor(
-      "the pod's container",
-      async () => ((await dockerInspect("container", `${stack.prefix}-${name}`)) ? true : undefined),
-      120_000,
-    );
-
-  it("asked while its host is away: 503 naming it, no pod, nothing staged; once back, an import killed as its 202 comes back ends running once", {
-    timeout: 600_000,
-  }, async () => {
-    const objects = await dockerObjects(stack.prefix);
-    const staged = await r2Keys(stack);
-    const gone = agentGoneBeforeDispatch(stack, alice.api);
-    await gone.away();
-    const name = nextName();
-    try {
-      const refused = await paste(name);
-      expect(refused.status, JSON.stringify(refused.body)).toBe(503);
-      expect(refused.body.error).toBeTruthy();
-      expect((await within(alice.api.get(`/api/pods/${name}`))).status).toBe(404);
-      expect(await r2Keys(stack)).toEqual(staged);
-    } finally {
-      await gone.back(0);
-    }
-    await waitForHostOnline(alice.api);
-    expect(await dockerObjects(stack.prefix)).toEqual(objects);
-    await through(() => crashAgent(stack));
-  });
-
-  it(
-    "the agent SIGKILLed once the container exists (unpacking), started again: running once, the pasted files",
-    {
-      timeout: 600_000,
-    },
-    () =>
-      through(async (name) => {
-        await containerUp(name);
-        await crashAgent(stack);
-      }),
-  );
-
-  it(
-    "the Worker restarted once the container exists: running once, the pasted files",
-    {
-      timeout: 600_000,
-    },
-    () =>
-      through(async (name) => {
-        await containerUp(name);
-        await stack.restartWorker();
-      }),
-  );
-
-  it(
-    "the agent SIGKILLed after the work, at its answer, started again: running once",
-    {
-      timeout: 600_000,
-    },
-    () =>
-      through(async (name, since) => {
-        await agentReaches(stack.agent, "command done", { op: "pod.create", pod: name }, 180_000, since);
-        await crashAgent(stack);
-      }),
-  );
+  },
 });
