@@ -14,7 +14,8 @@
  * download through the edge ≥ 90 % of the direct throughput.
  *
  * Judged: the edge as a deployment runs it (bench/support/deployed-worker.ts). The same Worker code
- * and the same D1 as the stack's Worker (the one the agent and the API use, which created the pod),
+ * and D1 data as the stack's Worker (the one the agent and the API use, which created the pod: a copy
+ * of its D1 files taken once the pod runs, so the second process never disturbs the stack's writes),
  * but the bundle `wrangler deploy` uploads, served by workerd on a socket whose service is the Worker
  * itself, its `fetch` going straight to the network. What differs from `npm start` is only what
  * wrangler dev puts around a Worker and no deployment has: its dev bundle (a request-body-draining

@@ -23,13 +23,16 @@
  * `unsafeDirectSockets` (a workerd socket whose service is the Worker itself) with
  * `stripCfConnectingIp: false` (its `fetch` goes to the network directly).
  *
- * State: its D1 is the LocalWorker's (the same `v3/d1` files; D1 takes a second process, as
- * `wrangler d1 execute --local` beside `wrangler dev` does). Its KV, R2, Durable Objects and Workflows
- * are in memory and start empty: two workerd processes must not run one Durable Object (or a Workflow's
- * engine) on the same storage. Use it for what reads D1 only (the edge router: docs/edge.md).
+ * State: its D1 is a copy of the LocalWorker's D1 files taken when it starts (`copyD1` below). A
+ * copy and not the files themselves: two workerd processes on one D1 file made the LocalWorker's
+ * own writes fail now and then (SQLITE_BUSY_SNAPSHOT, once in ~33,000 reads from the second
+ * process), and a bench must not disturb the stack it measures. Start it once the rows it needs
+ * are written (the pod running, for the edge). Its KV, R2, Durable Objects and Workflows are in
+ * memory and start empty (two processes must not run one Durable Object or Workflow engine
+ * either). Use it for what reads D1 only (the edge router: docs/edge.md).
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
@@ -43,9 +46,26 @@ const run = promisify(execFile);
 export interface DeployedShapeWorker {
   /** Base URL of the Worker's own socket (no entry worker), e.g. `http://127.0.0.1:41234`. */
   url: string;
-  /** Milliseconds spent bundling (`wrangler deploy --dry-run`) and starting workerd. */
+  /** Milliseconds spent bundling (`wrangler deploy --dry-run`) and copying D1, and starting workerd. */
   timings: { bundleMs: number; startMs: number };
   stop(): Promise<void>;
+}
+
+/**
+ * Copies a persist directory's D1 files: in each directory the write-ahead logs first, then the
+ * databases (without the shared-memory index, rebuilt from the log on open). Copied that way, a
+ * checkpoint during the copy moves into the database only pages the copied log holds too, unless
+ * the log also grew and was checkpointed again within those milliseconds (SQLite checkpoints every
+ * ~1,000 pages of log; nothing here writes that much): then the copy could mix states, and what it
+ * misses shows as a request the edge does not route.
+ */
+async function copyD1(from: string, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  const entries = await readdir(from, { withFileTypes: true });
+  const files = entries.filter((e) => e.isFile() && !e.name.endsWith("-shm")).map((e) => e.name);
+  const logsFirst = [...files.filter((f) => f.endsWith("-wal")), ...files.filter((f) => !f.endsWith("-wal"))];
+  for (const f of logsFirst) await copyFile(path.join(from, f), path.join(to, f));
+  for (const e of entries) if (e.isDirectory()) await copyD1(path.join(from, e.name), path.join(to, e.name));
 }
 
 /** The deploy bundle's files as Miniflare modules: the entry as an ES module, the rest as wrangler's Text rule made them. */
@@ -58,7 +78,9 @@ async function bundleModules(outdir: string): Promise<NonNullable<WorkerOptions[
 }
 
 export async function startDeployedShapeWorker(worker: LocalWorker): Promise<DeployedShapeWorker> {
-  const outdir = await mkdtemp(path.join(tmpdir(), "podhost-deploy-bundle-"));
+  const dir = await mkdtemp(path.join(tmpdir(), "podhost-deployed-shape-"));
+  const outdir = path.join(dir, "bundle");
+  const d1 = path.join(dir, "d1");
   let mf: Miniflare | undefined;
   try {
     const t0 = performance.now();
@@ -79,6 +101,7 @@ export async function startDeployedShapeWorker(worker: LocalWorker): Promise<Dep
         maxBuffer: 16 * 1024 * 1024,
       },
     );
+    await copyD1(path.join(worker.persistDir, "v3", "d1"), d1);
     const t1 = performance.now();
     const { workerOptions } = unstable_getMiniflareWorkerOptions(worker.configPath);
     // the bundle's modules are listed as they are (wrangler already applied the config's rules)
@@ -86,7 +109,7 @@ export async function startDeployedShapeWorker(worker: LocalWorker): Promise<Dep
     mf = new Miniflare({
       host: "127.0.0.1",
       port: 0,
-      d1Persist: path.join(worker.persistDir, "v3", "d1"),
+      d1Persist: d1,
       // the Worker's console output (its request log lines) dropped, as the LocalWorker's is by default;
       // warnings and errors still reach stderr
       handleRuntimeStdio(stdout: Readable, stderr: Readable) {
@@ -118,7 +141,7 @@ export async function startDeployedShapeWorker(worker: LocalWorker): Promise<Dep
           try {
             await started.dispose();
           } finally {
-            await rm(outdir, { recursive: true, force: true });
+            await rm(dir, { recursive: true, force: true });
           }
         })();
         return stopped;
@@ -126,7 +149,7 @@ export async function startDeployedShapeWorker(worker: LocalWorker): Promise<Dep
     };
   } catch (err) {
     await mf?.dispose().catch(() => undefined);
-    await rm(outdir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
     throw err;
   }
 }
