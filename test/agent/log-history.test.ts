@@ -283,7 +283,7 @@ true`;
       agent.docker,
       agent.config.namePrefix,
       agent.stateDir,
-      agent.locks,
+      agent.locks ?? new KeyedLock(),
       agent.log,
       {
         exec: podStreams(agent),
