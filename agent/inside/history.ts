@@ -36,7 +36,7 @@ export { type Chunk, parseIndex, SEARCH_MAX_BYTES, SEARCH_TIMEOUT_S } from "./hi
  * - Keeping: days older than the plan's `logHistoryDays` are removed, then the oldest days while
  *   the pod's history is over its plan's `logHistoryMb`; a day alone over it keeps no more.
  * - Reading: the chunks whose time span meets `since`…`until`, newest day first, are decompressed
- *   by the host's gzip into the pod, where `grep -P` filters them as pod_user (the pattern never
+ *   by the agent's zlib into the pod, where `grep -P` filters them as pod_user (the pattern never
  *   runs on the host; ./history-search.ts), each day's matches newest first, until `lines`
  *   matches or a bound.
  */
