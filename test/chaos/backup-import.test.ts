@@ -6,11 +6,12 @@ import {
   agentGoneBeforeDispatch,
   agentReaches,
   backupSettled,
+  completedBackup,
   crashAgent,
   dockerObjects,
   fingerprint,
   mentioning,
-  podSh,
+  podWithFiles,
   postMultipart,
   printOnFailure,
   r2Keys,
@@ -41,23 +42,19 @@ describe("chaos: backup import", () => {
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
     pod = `chaos-bi-${stack.prefix.slice(-4)}`;
-    const made = await alice.api.post("/api/pods", { name: pod, preset: "static", plan_slug: "build" });
-    expect(made.status, JSON.stringify(made.body)).toBe(202);
-    podId = made.body.id;
-    await waitForPodStatus(alice.api, pod, "running", 180_000);
     // incompressible, so checking the archive takes a moment: long enough to cut it mid-way
-    await podSh(alice.api, pod, "cd ~/app && head -c 20000000 /dev/urandom > big.bin && echo v1 > a.md");
-    files = await fingerprint(alice.api, pod);
-    const backup = await alice.api.post(`/api/pods/${pod}/backups`, {});
-    expect(backup.status, JSON.stringify(backup.body)).toBe(202);
-    const settled = await backupSettled(alice.api, pod, backup.body.id, 400_000);
-    expect(settled, JSON.stringify(settled)).toMatchObject({ status: "completed" });
-    const res = await fetch(`${stack.api}/api/pods/${pod}/backups/${backup.body.id}/download`, {
+    ({ id: podId, files } = await podWithFiles(
+      alice.api,
+      pod,
+      "static",
+      "cd ~/app && head -c 20000000 /dev/urandom > big.bin && echo v1 > a.md",
+    ));
+    const backupId = await completedBackup(alice.api, pod);
+    const res = await fetch(`${stack.api}/api/pods/${pod}/backups/${backupId}/download`, {
       headers: { authorization: `Bearer ${alice.token}` },
     });
     expect(res.status).toBe(200);
     archive = new Uint8Array(await res.arrayBuffer());
-    expect(podId, JSON.stringify(made.body)).toBeTruthy();
   }, 600_000);
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "../e2e/support/api";
-import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
+import { waitForHostOnline } from "../e2e/support/pods";
 import { type Stack, startStack } from "../e2e/support/stack";
 import {
   agentReaches,
@@ -9,6 +9,7 @@ import {
   fingerprint,
   mentioning,
   podSh,
+  podWithFiles,
   printOnFailure,
 } from "./support";
 
@@ -34,16 +35,14 @@ describe("chaos: backup", () => {
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
     pod = `chaos-bk-${stack.prefix.slice(-4)}`;
-    const res = await alice.api.post("/api/pods", { name: pod, preset: "nodejs", plan_slug: "build" });
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
-    await waitForPodStatus(alice.api, pod, "running");
     // incompressible, so the archive takes seconds to stream: long enough to cut it mid-way
-    await podSh(
+    ({ files } = await podWithFiles(
       alice.api,
       pod,
+      "nodejs",
       "cd ~/app && head -c 100000000 /dev/urandom > big.bin && mkdir -p notes && echo v1 > notes/a.md",
-    );
-    files = await fingerprint(alice.api, pod);
+      60_000,
+    ));
   }, 300_000);
 
   afterAll(async () => {

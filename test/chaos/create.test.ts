@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
-import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
+import { waitForHostOnline } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { httpGet } from "../support/http";
 import {
@@ -12,7 +12,7 @@ import {
   eventCount,
   fingerprint,
   mentioning,
-  podSh,
+  podWithFiles,
   printOnFailure,
 } from "./support";
 
@@ -41,16 +41,13 @@ describe("chaos: create and clone", () => {
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
     source = `chaos-src-${stack.prefix.slice(-4)}`;
-    const made = await alice.api.post("/api/pods", { name: source, preset: "nodejs", plan_slug: "build" });
-    expect(made.status, JSON.stringify(made.body)).toBe(202);
-    await waitForPodStatus(alice.api, source, "running", 180_000);
     // incompressible, so a clone's copy takes a moment: long enough to cut it mid-way
-    await podSh(
+    ({ files: sourceFiles } = await podWithFiles(
       alice.api,
       source,
+      "nodejs",
       "cd ~/app && head -c 30000000 /dev/urandom > big.bin && mkdir -p notes && echo v1 > notes/a.md",
-    );
-    sourceFiles = await fingerprint(alice.api, source);
+    ));
   }, 600_000);
 
   afterAll(async () => {

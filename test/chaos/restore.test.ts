@@ -5,13 +5,14 @@ import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import {
   agentGoneBeforeDispatch,
   agentReaches,
-  backupSettled,
+  completedBackup,
   crashAgent,
   dockerObjects,
   eventCount,
   fingerprint,
   mentioning,
   podSh,
+  podWithFiles,
   printOnFailure,
   within,
 } from "./support";
@@ -39,21 +40,14 @@ describe("chaos: restore", () => {
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
     pod = `chaos-rs-${stack.prefix.slice(-4)}`;
-    const res = await alice.api.post("/api/pods", { name: pod, preset: "nodejs", plan_slug: "build" });
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
-    await waitForPodStatus(alice.api, pod, "running", 180_000);
     // incompressible, so reading the archive back takes a moment: long enough to cut it mid-way
-    await podSh(
+    ({ files: backedUp } = await podWithFiles(
       alice.api,
       pod,
+      "nodejs",
       "cd ~/app && head -c 40000000 /dev/urandom > big.bin && mkdir -p notes && echo v1 > notes/a.md",
-    );
-    backedUp = await fingerprint(alice.api, pod);
-    const made = await alice.api.post(`/api/pods/${pod}/backups`, {});
-    expect(made.status, JSON.stringify(made.body)).toBe(202);
-    backupId = made.body.id;
-    const settled = await backupSettled(alice.api, pod, backupId, 400_000);
-    expect(settled, JSON.stringify(settled)).toMatchObject({ status: "completed" });
+    ));
+    backupId = await completedBackup(alice.api, pod);
   }, 600_000);
 
   afterAll(async () => {

@@ -5,6 +5,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "vitest";
 import type { ApiClient } from "../e2e/support/api";
+import { waitForPodStatus } from "../e2e/support/pods";
 import type { AgentProcess, Stack } from "../e2e/support/stack";
 import { sleep, waitFor } from "../e2e/support/stack";
 
@@ -130,6 +131,35 @@ export const fingerprint = (api: ApiClient, pod: string) =>
     pod,
     "cd ~/app && find . -path ./node_modules -prune -o -type f -print0 | sort -z | xargs -0 sha256sum",
   );
+
+/**
+ * A new pod `name` (plan `build`) running with the files `script` makes in it (incompressible ones
+ * make an operation on them take a moment: long enough to cut it mid-way): its id and the files'
+ * fingerprint.
+ */
+export async function podWithFiles(
+  api: ApiClient,
+  name: string,
+  preset: string,
+  script: string,
+  runningWithinMs = 180_000,
+): Promise<{ id: string; files: string }> {
+  const made = await api.post("/api/pods", { name, preset, plan_slug: "build" });
+  expect(made.status, JSON.stringify(made.body)).toBe(202);
+  expect(made.body.id, JSON.stringify(made.body)).toBeTruthy();
+  await waitForPodStatus(api, name, "running", runningWithinMs);
+  await podSh(api, name, script);
+  return { id: made.body.id as string, files: await fingerprint(api, name) };
+}
+
+/** A backup of the pod taken now, once it completed: its id. */
+export async function completedBackup(api: ApiClient, pod: string, timeoutMs = 400_000): Promise<string> {
+  const made = await api.post(`/api/pods/${pod}/backups`, {});
+  expect(made.status, JSON.stringify(made.body)).toBe(202);
+  const settled = await backupSettled(api, pod, made.body.id, timeoutMs);
+  expect(settled, JSON.stringify(settled)).toMatchObject({ status: "completed" });
+  return made.body.id as string;
+}
 
 /** The agent SIGKILLed (a crash: no goodbye, nothing flushed) and started again on the same state. */
 export async function crashAgent(stack: Stack): Promise<void> {
