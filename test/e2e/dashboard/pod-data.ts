@@ -172,8 +172,11 @@ export function backupsSteps(j: Journey) {
         const res = await j.owner.api.put(`/api/pods/${j.nodePod}/files/content`, { path: marker, content });
         expect(res.status, JSON.stringify(res.body)).toBe(200);
       };
-      const read = async () =>
-        (await j.owner.api.get(`/api/pods/${j.nodePod}/files/content?path=${marker}`)).body.content;
+      const read = async () => {
+        const res = await j.owner.api.get(`/api/pods/${j.nodePod}/files/content?path=${marker}`);
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        return res.body.content as string;
+      };
       await write("as backed up\n");
 
       await page.goto(app(j, `/pods/${j.nodePod}/backups`));

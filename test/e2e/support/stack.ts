@@ -12,6 +12,7 @@ import {
 import { AGENT_ENV, agentCommand, buildAgent } from "../../../scripts/build-agent";
 import { registerHost } from "../../../scripts/lib/hosts";
 import { removePodDisks } from "../../support/pod-disk";
+import { startFront } from "./front";
 import { reserveSshPortBlock, type SshPortBlock } from "./ssh-ports";
 
 /** A free TCP port on 127.0.0.1 (the kernel picks it). */
@@ -122,8 +123,9 @@ export function spawnAgent(env: Record<string, string>): AgentProcess {
  */
 export interface StackOptions {
   /**
-   * Talk to the Worker's own workerd rather than through wrangler's dev proxy (LocalWorker.directUrl):
-   * the API and the agent both. Its address changes on a restart, so `restartWorker` is refused then.
+   * Talk to the Worker's own workerd (LocalWorker.directUrl) with nothing in front: the API and the
+   * agent both. Its address changes on a restart, so `restartWorker` is refused then. Without it the
+   * stack's address is a TCP front the test owns (support/front.ts), which a restart re-points.
    */
   direct?: boolean;
   /** more Worker vars, e.g. GITHUB_API_BASE of the git host double (test/support/repohost.ts) */
@@ -147,11 +149,14 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   await buildAgent();
   // a copy of the migrated template (bench/support/worker.ts): no migrations run per stack
   const persistDir = await migratedPersistDir();
-  const port = options.publicUrl ? await freePort() : undefined;
+  // the front's port, known before the Worker starts: PUBLIC_URL names it (a direct stack's is its
+  // workerd's, which is only learned at start, so a direct stack with a PUBLIC_URL is refused)
+  if (options.direct && options.publicUrl)
+    throw new Error("publicUrl needs the stack's front (direct: false)");
+  const port = options.direct ? undefined : await freePort();
   const workerOptions = {
     persistDir,
     migrated: true,
-    ...(port ? { port } : {}),
     vars: {
       POD_DOMAIN: "pods.localhost",
       // git deployments: a test key for secrets at rest, and repositories served over http on loopback
@@ -162,7 +167,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       INVITATION_TOKEN_KEY: "ZTJlLW9ubHktaW52aXRhdGlvbi10b2tlbi1rZXkhISE=",
       ALLOW_HTTP_GIT_LOOPBACK: "true",
       ALLOW_IMPORT_LOOPBACK: "true",
-      ...(port ? { PUBLIC_URL: `http://127.0.0.1:${port}` } : {}),
+      ...(options.publicUrl ? { PUBLIC_URL: `http://127.0.0.1:${port}` } : {}),
       ...options.vars,
     },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
@@ -197,7 +202,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     startLocalWorker(workerOptions),
     register(0, firstIngressPort),
   ]);
-  const api = options.direct ? worker.directUrl : worker.url;
+  const front = options.direct ? undefined : await startFront(worker.directUrl, port);
+  const api = front ? front.url : worker.directUrl;
   const hosts: TestHost[] = [];
 
   const addHost = async (opts: HostOptions = {}): Promise<TestHost> => {
@@ -252,13 +258,19 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     startAgent: () => first.startAgent(),
     restarts: [],
     async restartWorker() {
-      if (options.direct) throw new Error("restartWorker needs the proxy's stable address (direct: false)");
-      const port = Number(new URL(stack.worker.url).port);
+      if (!front) throw new Error("restartWorker needs the stack's front (direct: false)");
       const at = new Date().toISOString();
       const t0 = Date.now();
+      // what arrives meanwhile waits for the new Worker, as a deploy's requests would
+      front.pause();
       await stack.worker.stop();
       const t1 = Date.now();
-      stack.worker = await startLocalWorker({ ...workerOptions, port });
+      try {
+        stack.worker = await startLocalWorker(workerOptions);
+      } finally {
+        // a failed start still lets the waiting connections go (to the old address: refused)
+        front.retarget(stack.worker.directUrl);
+      }
       const t2 = Date.now();
       // ready means wrangler's proxy listens; the Worker behind it answers a moment later
       await waitFor(
@@ -275,6 +287,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     async stop() {
       for (const host of hosts) await host.agent.stop().catch(() => undefined);
       await stack.worker.stop();
+      await front?.close();
       for (const host of hosts) {
         await removeByPrefix(host.prefix);
         await stopIngress(host.stateDir);
