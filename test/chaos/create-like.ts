@@ -10,6 +10,7 @@ import {
   agentReaches,
   crashAgent,
   dockerObjects,
+  endsRunningOnce,
   eventCount,
   mentioning,
   podSh,
@@ -94,30 +95,9 @@ export function describeCreateLikeUnderFaults(like: CreateLike) {
       const made = await ask(name);
       expect(made.status, JSON.stringify(made.body)).toBe(202);
       await fault(name, since);
-      const faulted = Date.now();
-      const pod = await waitFor(
-        `${name} to end`,
-        async () => {
-          const res = await within(alice.api.get(`/api/pods/${name}`));
-          return res.status === 200 && res.body.status !== "creating" && res.body.status !== "pending"
-            ? res.body
-            : undefined;
-        },
-        ENDS_WITHIN_MS,
-      );
-      const said = (await alice.api.get(`/api/pods/${name}/events?limit=20`)).body.events;
-      expect(pod, JSON.stringify({ pod, events: said })).toMatchObject({ status: "running" });
-      console.info(`${name} ended ${Math.round((Date.now() - faulted) / 1000)} s after the fault`);
-      expect(await eventCount(alice.api, name, "started")).toBe(1);
+      await endsRunningOnce(alice.api, stack.prefix, name, objects, ENDS_WITHIN_MS);
       expect(await eventCount(alice.api, name, like.event)).toBe(1);
       expect(await podSh(alice.api, name, `cd ~/app && sha256sum ${names.join(" ")}`)).toBe(expected);
-      const after = await dockerObjects(stack.prefix);
-      const more = (k: "containers" | "volumes" | "networks") =>
-        after[k].filter((x) => !objects[k].includes(x));
-      expect(more("containers")).toEqual([`${stack.prefix}-${name}`]);
-      expect(more("volumes")).toEqual([`${stack.prefix}-${name}-home`]);
-      expect(more("networks")).toEqual([`${stack.prefix}-${name}`]);
-      expect(after.containers.length).toBe(objects.containers.length + 1);
       // the workflow's last step discards the staged archive: the pod may be running a moment before
       await waitFor(
         "the staged archive to go",

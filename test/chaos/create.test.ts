@@ -9,7 +9,7 @@ import {
   agentReaches,
   crashAgent,
   dockerObjects,
-  eventCount,
+  endsRunningOnce,
   fingerprint,
   mentioning,
   podWithFiles,
@@ -73,28 +73,7 @@ describe("chaos: create and clone", () => {
     await before?.();
     await start();
     await fault(since);
-    const faulted = Date.now();
-    const pod = await waitFor(
-      `${name} to end`,
-      async () => {
-        const res = await alice.api.get(`/api/pods/${name}`);
-        return res.status === 200 && res.body.status !== "creating" && res.body.status !== "pending"
-          ? res.body
-          : undefined;
-      },
-      ENDS_WITHIN_MS,
-    );
-    const said = (await alice.api.get(`/api/pods/${name}/events?limit=20`)).body.events;
-    expect(pod, JSON.stringify({ pod, events: said })).toMatchObject({ status: "running" });
-    console.info(`${name} ended ${Math.round((Date.now() - faulted) / 1000)} s after the fault`);
-    expect(await eventCount(alice.api, name, "started")).toBe(1);
-    const after = await dockerObjects(stack.prefix);
-    const more = (k: "containers" | "volumes" | "networks") =>
-      after[k].filter((x) => !objects[k].includes(x));
-    expect(more("containers")).toEqual([`${stack.prefix}-${name}`]);
-    expect(more("volumes")).toEqual([`${stack.prefix}-${name}-home`]);
-    expect(more("networks")).toEqual([`${stack.prefix}-${name}`]);
-    expect(after.containers.length).toBe(objects.containers.length + 1);
+    await endsRunningOnce(alice.api, stack.prefix, name, objects, ENDS_WITHIN_MS);
     await waitFor(
       `${name} served`,
       async () =>

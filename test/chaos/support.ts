@@ -161,6 +161,41 @@ export async function completedBackup(api: ApiClient, pod: string, timeoutMs = 4
   return made.body.id as string;
 }
 
+/**
+ * After a create-like request's fault: until the new pod `name` is past creating (within
+ * `withinMs`), then it is running (else its events are shown), with one `started` event and exactly
+ * one container, volume and network more than `objects` (the prefix's Docker objects before it).
+ */
+export async function endsRunningOnce(
+  api: ApiClient,
+  prefix: string,
+  name: string,
+  objects: Awaited<ReturnType<typeof dockerObjects>>,
+  withinMs: number,
+): Promise<void> {
+  const faulted = Date.now();
+  const pod = await waitFor(
+    `${name} to end`,
+    async () => {
+      const res = await within(api.get(`/api/pods/${name}`));
+      return res.status === 200 && res.body.status !== "creating" && res.body.status !== "pending"
+        ? res.body
+        : undefined;
+    },
+    withinMs,
+  );
+  const said = (await api.get(`/api/pods/${name}/events?limit=20`)).body.events;
+  expect(pod, JSON.stringify({ pod, events: said })).toMatchObject({ status: "running" });
+  console.info(`${name} ended ${Math.round((Date.now() - faulted) / 1000)} s after the fault`);
+  expect(await eventCount(api, name, "started")).toBe(1);
+  const after = await dockerObjects(prefix);
+  const more = (k: "containers" | "volumes" | "networks") => after[k].filter((x) => !objects[k].includes(x));
+  expect(more("containers")).toEqual([`${prefix}-${name}`]);
+  expect(more("volumes")).toEqual([`${prefix}-${name}-home`]);
+  expect(more("networks")).toEqual([`${prefix}-${name}`]);
+  expect(after.containers.length).toBe(objects.containers.length + 1);
+}
+
 /** The agent SIGKILLed (a crash: no goodbye, nothing flushed) and started again on the same state. */
 export async function crashAgent(stack: Stack): Promise<void> {
   await stack.agent.kill();
