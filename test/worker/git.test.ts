@@ -67,7 +67,7 @@ async function settled(as: As, pod: string, id: string) {
   );
 }
 
-async function nextCall(agent: FakeAgent, op: string, timeoutMs = 5_000): Promise<ControlCall> {
+async function nextCall(agent: FakeAgent, op: string, timeoutMs = 15_000): Promise<ControlCall> {
   const c = await agent.next("control:call", timeoutMs);
   expect(c.op).toBe(op);
   return c;
