@@ -141,6 +141,11 @@ export interface StackOptions {
    * file system it mounted (test/chaos/disk-full.test.ts).
    */
   agentEnv?: Record<string, string>;
+  /**
+   * wrangler's log level for this stack's Worker (default "none"): "warn" prints the Worker's
+   * warnings and errors and workerd's own, for a file that needs to say why its Worker failed.
+   */
+  logLevel?: "warn" | "error" | "none";
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
@@ -171,7 +176,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       ...options.vars,
     },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
-    logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : ("none" as const),
+    logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : (options.logLevel ?? ("none" as const)),
   };
   // Each host its own prefix, SSH port block and state, as separate machines would have.
   const hostPrefixOf = (n: number) => (n === 0 ? prefix : `${prefix}h${n + 1}`);
