@@ -16,10 +16,20 @@ const run = promisify(execFile);
 /**
  * Backups end to end through the public API: the host makes the archive in the pod and streams it
  * into R2 through the Worker, test-restores it, and restores it into the same pod or, imported, into
- * another; a 1 GB import streams with the Worker's and the agent's memory flat.
+ * another; a large import streams with the Worker's and the agent's memory flat (256 MB in `npm test`,
+ * 1 GB with PODHOST_IMPORT_MB=1024: see IMPORT_MB).
  */
 
 type User = Awaited<ReturnType<typeof signUp>>;
+
+/**
+ * The large import's size, and a quarter of it first (what grows with the bytes is the difference).
+ * 256 MB in `npm test`: the local runtime (workerd 1.20260426.1) segfaults now and then on 1 GB
+ * imports ("Received signal #11", in about 1 of 3 runs here and in two clean CI runs, while the
+ * upload streams or as the test-restore reads it back; docs/reliability.md). A 4x step still shows
+ * a body held in memory. PODHOST_IMPORT_MB=1024 runs the gigabyte.
+ */
+const IMPORT_MB = Number(process.env.PODHOST_IMPORT_MB ?? 256);
 
 describe("backups", () => {
   let stack: Stack;
@@ -91,8 +101,7 @@ describe("backups", () => {
   };
 
   beforeAll(async () => {
-    // A clean CI run found workerd's process gone 20 s into the 1 GB import (the run before saw the
-    // same reset); its warnings and errors, and the storage retries', say why if it comes again.
+    // workerd's warnings and errors (its own crash report included) are printed: see IMPORT_MB.
     stack = await startStack("backups", { direct: true, logLevel: "warn" });
     alice = await signUp(stack.api, "Alice");
     work = await mkdtemp(path.join(tmpdir(), "podhost-e2e-backups-"));
@@ -241,7 +250,7 @@ describe("backups", () => {
     expect((await mallory.api.post(`/api/pods/${first}/backups/${backupId}/restore`)).status).toBe(404);
   });
 
-  it("streams a 1 GB import with the Worker's and the agent's memory flat", {
+  it(`streams a ${IMPORT_MB} MB import with the Worker's and the agent's memory flat`, {
     timeout: 600_000,
   }, async () => {
     const workerPid = await pidListening(new URL(stack.api).port);
@@ -283,11 +292,11 @@ describe("backups", () => {
     };
     // The first import brings workerd (the Worker, local R2 and D1 in one process) to its working
     // size; what a 4× larger one adds after it is what grows with the bytes.
-    const quarter = await measured(256 * 1024 ** 2);
-    const whole = await measured(1024 ** 3);
+    const quarter = await measured((IMPORT_MB / 4) * 1024 ** 2);
+    const whole = await measured(IMPORT_MB * 1024 ** 2);
     console.log(
-      `imports: 256 MB → Worker (workerd) +${quarter.worker} MB, agent +${quarter.agent} MB; ` +
-        `1 GB → Worker +${whole.worker} MB (${whole.before.worker} → ${whole.peak.worker}), agent +${whole.agent} MB (${whole.before.agent} → ${whole.peak.agent})`,
+      `imports: ${IMPORT_MB / 4} MB → Worker (workerd) +${quarter.worker} MB, agent +${quarter.agent} MB; ` +
+        `${IMPORT_MB} MB → Worker +${whole.worker} MB (${whole.before.worker} → ${whole.peak.worker}), agent +${whole.agent} MB (${whole.before.agent} → ${whole.peak.agent})`,
     );
     expect(whole.worker).toBeLessThan(Math.max(quarter.worker, 0) + 64);
     expect(whole.worker).toBeLessThan(256);
