@@ -243,7 +243,7 @@ describe("backups of a stopped pod", () => {
     expect(before.backups.map((b: { id: string }) => b.id)).toEqual([backupId]);
     // the cron as the runtime fires it, two days on: the pod (never scheduled) is due by then
     const at = Date.now() + 2 * 86_400_000;
-    const fired = await fetch(`${stack.worker.url}/cdn-cgi/handler/scheduled?time=${at}`);
+    const fired = await fetch(`${stack.api}/cdn-cgi/handler/scheduled?time=${at}`);
     expect(fired.status, await fired.text()).toBe(200);
     const schedule = await waitFor("the pod's next run to move on", async () => {
       const s = (await api.get(`/api/pods/${POD}/backups/schedule`)).body;

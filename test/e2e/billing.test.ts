@@ -42,7 +42,7 @@ describe("billing: a suspended team's pods stop on their host and start again on
     return added.body as { id: string };
   };
   const cron = async (at: number) => {
-    const fired = await fetch(`${stack.worker.url}/cdn-cgi/handler/scheduled?time=${at}`);
+    const fired = await fetch(`${stack.api}/cdn-cgi/handler/scheduled?time=${at}`);
     expect(fired.status, await fired.text()).toBe(200);
   };
   const subscriptionStatus = async () => (await user.api.get("/api/billing/subscription")).body.status;
