@@ -32,17 +32,32 @@ export async function d1Execute<T = Record<string, unknown>>(
       ({ stdout } = await run("npx", args, options));
       break;
     } catch (error) {
+      const e = error as { stdout?: string; stderr?: string; message?: string };
+      // With --json, wrangler reports its error as {"error":{"text":…}} on stdout, not stderr.
+      const said = wranglerError(e.stdout) ?? `${e.stderr ?? ""}`.trim();
       // A local Worker that is running holds the same SQLite file and may be writing: SQLite refuses
       // the statement whole (SQLITE_BUSY), so it is safe to send it again a moment later.
-      const busy = /SQLITE_BUSY|database is locked/.test(
-        String((error as { stderr?: string }).stderr ?? error),
-      );
-      if (target.remote || !busy || attempt >= 8) throw error;
+      const busy = /SQLITE_BUSY|database is locked/i.test(`${said}\n${e.stdout ?? ""}\n${e.message ?? ""}`);
+      if (target.remote || !busy || attempt >= 8) {
+        throw new Error(`wrangler d1 execute failed: ${said || e.message || String(error)}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
     }
   }
   const parsed = JSON.parse(stdout) as { results: T[] }[];
   return parsed.flatMap((r) => r.results ?? []);
+}
+
+/** The error text wrangler prints on stdout as JSON when run with --json, if any. */
+function wranglerError(stdout: string | undefined): string | undefined {
+  if (!stdout) return undefined;
+  try {
+    const parsed = JSON.parse(stdout) as { error?: { text?: string; notes?: { text?: string }[] } };
+    if (!parsed.error) return undefined;
+    return [parsed.error.text, ...(parsed.error.notes ?? []).map((n) => n.text)].filter(Boolean).join(": ");
+  } catch {
+    return undefined;
+  }
 }
 
 export async function d1Migrate(target: D1Target = {}): Promise<void> {
