@@ -85,7 +85,7 @@ export class PodDeployWorkflow extends WorkflowEntrypoint<Bindings, PodDeployPar
         claimTurn(createDb(this.env.DB), deploymentId),
       );
       if (turn === "run" || turn === "over") return turn;
-      if (turn === "pod-creating") {
+      if (turn === "pod-creating" || turn === "pod-moving") {
         await step.sleep(`wait for the pod #${i}`, creatingPause);
         creatingPause = Math.min(creatingPause * 2, 15_000);
         continue;

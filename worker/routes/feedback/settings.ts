@@ -38,7 +38,7 @@ const route = createRoute({
   request: { params: PodParams, body: jsonBody(SettingsRequest) },
   responses: {
     200: jsonResponse(FeedbackSettings, "The settings now in force"),
-    ...errors(400, 401, 404, 429, 500, 503),
+    ...errors(400, 401, 404, 409, 429, 500, 503),
   },
 });
 

@@ -6,6 +6,7 @@ import { readStreamedForm } from "../../lib/streamed-form";
 import { putStream } from "../blobs/stream-put";
 import type { TeamCall } from "../context";
 import { findTeamPod } from "../pods/lookup";
+import { refuseWhileMoving } from "../pods/moving";
 import { insertBackup, startBackupWorkflow } from "./create";
 import { BUSY, busyWith, countedBackups, NOTE_MAX, planLimit, removeBackups } from "./records";
 import { type BackupView, toBackupView } from "./views";
@@ -34,6 +35,8 @@ export async function importBackup({
 }>): Promise<Result<BackupView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod } = found.value;
   if (!pod.hostId || pod.status === "creating")
     return fail("bad_request", `pod ${pod.name} is not on a host yet; import once it has been created`);

@@ -5,6 +5,7 @@ import { backupRestores } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { billingAdmission } from "../billing/admission";
 import type { TeamCall } from "../context";
+import { refuseWhileMoving } from "../pods/moving";
 import { isUniqueViolation } from "../teams/slug";
 import { BUSY, backupable, busyWith, findTeamBackup, notBackupable } from "./records";
 
@@ -23,6 +24,8 @@ export async function restoreBackup({
 }: TeamCall<{ name: string; id: string }>): Promise<Result<{ status: "restoring"; backup_id: string }>> {
   const found = await findTeamBackup(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod, backup } = found.value;
   if (backup.status !== "completed")
     return fail(

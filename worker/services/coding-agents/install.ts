@@ -7,6 +7,7 @@ import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { findTeamPod } from "../pods/lookup";
+import { refuseWhileMoving } from "../pods/moving";
 import { hostOf, NOT_RUNNING } from "../pods/target";
 import { codingAgentRowOf } from "./lookup";
 import { recordInstallFailed } from "./outcome";
@@ -28,6 +29,8 @@ export async function installCodingAgent({
 > {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod } = found.value;
   if (pod.status !== "running") return fail("bad_request", NOT_RUNNING);
   const host = hostOf(found.value);

@@ -4,6 +4,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { podCodingAgents } from "../../db/schema";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
+import { refuseWhileMoving } from "../pods/moving";
 import { callTarget, NOT_RUNNING, targetOf } from "../pods/target";
 import { findTeamCodingAgent } from "./lookup";
 
@@ -24,6 +25,8 @@ export async function removeCodingAgent({
 }: TeamCall<{ name: string; slug: CodingAgentSlug }>): Promise<Result<{ status: "removed" }>> {
   const found = await findTeamCodingAgent(ctx.db, teamId, input.name, input.slug);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod, agent } = found.value;
   if (agent.status === "installing")
     return fail("conflict", `${agent.slug} is still installing; remove it once the install has ended`);

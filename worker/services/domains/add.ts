@@ -7,6 +7,7 @@ import { nowIso } from "../../lib/time";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { findTeamPod } from "../pods/lookup";
+import { refuseWhileMoving } from "../pods/moving";
 import { isUniqueViolation } from "../teams/slug";
 import { domainsOfPod } from "./lookup";
 import { normaliseDomain } from "./names";
@@ -30,6 +31,8 @@ export async function addDomain({
 }: TeamCall<{ name: string; domain: string }>): Promise<Result<DomainView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod } = found.value;
   const domain = normaliseDomain(input.domain, ctx.env.POD_DOMAIN);
   if (!domain.ok) return domain;

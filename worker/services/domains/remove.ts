@@ -3,6 +3,7 @@ import { ok, type Result } from "../../../shared/errors";
 import { domains } from "../../db/schema";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
+import { refuseWhileMoving } from "../pods/moving";
 import { findTeamDomain } from "./lookup";
 import { pushVerifiedDomains } from "./sync";
 import { hostnameRemovalStatements } from "./tls";
@@ -20,6 +21,8 @@ export async function removeDomain({
 }: TeamCall<{ name: string; id: string }>): Promise<Result<{ status: "deleted" }>> {
   const found = await findTeamDomain(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod, domain } = found.value;
   if (domain.status === "verified") {
     const told = await pushVerifiedDomains(ctx, found.value, domain.id);

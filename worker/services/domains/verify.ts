@@ -4,6 +4,7 @@ import { domains } from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import type { ServiceContext, TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
+import { refuseWhileMoving } from "../pods/moving";
 import { isUniqueViolation } from "../teams/slug";
 import { lookupTxt } from "./dns";
 import { findTeamDomain } from "./lookup";
@@ -34,6 +35,8 @@ export async function verifyDomain({
 }: TeamCall<{ name: string; id: string }>): Promise<Result<DomainView>> {
   const found = await findTeamDomain(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod, domain } = found.value;
   // verified already: its certificate's state is looked at again (until it is active), and a
   // failed validation is restarted (tls.ts restartDomainTls)

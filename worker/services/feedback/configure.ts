@@ -6,6 +6,7 @@ import { nowIso } from "../../lib/time";
 import type { ServiceContext, TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { findTeamPod } from "../pods/lookup";
+import { refuseWhileMoving } from "../pods/moving";
 import { callTarget, type PodTarget, targetOf } from "../pods/target";
 import { newFeedbackToken, settingsOf } from "./lookup";
 import { type FeedbackSettingsView, toSettingsView } from "./views";
@@ -51,6 +52,8 @@ export async function configureFeedback({
 }: TeamCall<FeedbackSettingsInput>): Promise<Result<FeedbackSettingsView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod } = found.value;
   const target = targetOf(found.value);
   if (!target.ok) return target;

@@ -3,6 +3,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import { type DeploymentRow, deployments, type PodRow } from "../../db/schema";
 import type { ServiceContext, TeamCall } from "../context";
 import { findTeamPod } from "../pods/lookup";
+import { refuseWhileMoving } from "../pods/moving";
 import { NOT_RUNNING } from "../pods/target";
 import { requireBuildBudget } from "./build-budget";
 import { configOf } from "./config";
@@ -25,6 +26,8 @@ export async function deployPod({
 }: TeamCall<{ name: string }>): Promise<Result<StartedView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod } = found.value;
   if (pod.status !== "running") return fail("bad_request", NOT_RUNNING);
   const config = await configOf(ctx, pod.id);
@@ -155,6 +158,8 @@ export async function rollbackPod({
 }: TeamCall<{ name: string; deployment_id?: string }>): Promise<Result<StartedView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod } = found.value;
   if (pod.status !== "running") return fail("bad_request", NOT_RUNNING);
   const serving = await servingDeployment(ctx.db, pod.id);

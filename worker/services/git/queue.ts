@@ -5,6 +5,7 @@ import { type DeploymentRow, type DeploymentTrigger, deployments, pods } from ".
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
 import { recordEventStatement } from "../pods/events";
+import { podMoving } from "../pods/moving";
 
 /**
  * The order of a pod's deploys. One runs at a time (a partial unique index allows one `running`
@@ -151,7 +152,7 @@ export async function wake(env: Bindings, ids: string[]) {
   }
 }
 
-export type Turn = "run" | "over" | "wait" | "pod-creating";
+export type Turn = "run" | "over" | "wait" | "pod-creating" | "pod-moving";
 
 /**
  * Whether the deployment may run now: it takes the pod's one running place when it is free (one
@@ -168,6 +169,8 @@ export async function claimTurn(db: Db, deploymentId: string): Promise<Turn> {
   if (!row || row.stage === "done") return "over";
   if (row.stage === "running") return "run";
   if (row.podStatus === "creating") return "pod-creating";
+  // a pod being moved to another server deploys once it is there (../pods/moving.ts)
+  if (row.podId && (await podMoving(db, row.podId))) return "pod-moving";
   if (row.podStatus !== "running" && row.podStatus !== "stopped") {
     await finishDeployment(db, deploymentId, {
       ok: false,
@@ -180,7 +183,8 @@ export async function claimTurn(db: Db, deploymentId: string): Promise<Turn> {
   try {
     await db.run(sql`UPDATE deployments SET stage = 'running', started_at = ${nowIso()}
       WHERE id = ${deploymentId} AND stage = 'queued'
-        AND NOT EXISTS (SELECT 1 FROM deployments WHERE pod_id = ${row.podId} AND stage = 'running')`);
+        AND NOT EXISTS (SELECT 1 FROM deployments WHERE pod_id = ${row.podId} AND stage = 'running')
+        AND NOT EXISTS (SELECT 1 FROM pod_moves WHERE pod_id = ${row.podId} AND status = 'moving')`);
   } catch {
     // the unique index: another deployment took the place at the same moment
     return "wait";

@@ -29,7 +29,7 @@ export async function fixDiagnosis(
   teamId: string,
   name: string,
 ): Promise<Result<FixView>> {
-  const target = await podTarget(ctx, teamId, name);
+  const target = await podTarget(ctx, teamId, name, { changes: true });
   if (!target.ok) return target;
   const { pod } = target.value.found;
   const diagnosis = parseDiagnosis(pod.appHealthDiagnosis);

@@ -44,7 +44,7 @@ export async function setPodEnv({
 }: TeamCall<{ name: string; vars: Record<string, string> }>): Promise<
   Result<EnvView & { restarted: string[] }>
 > {
-  const target = await podTarget(ctx, teamId, name);
+  const target = await podTarget(ctx, teamId, name, { changes: true });
   if (!target.ok) return target;
   const { pod } = target.value.found;
   const r = await callTarget(
@@ -73,7 +73,7 @@ export async function unsetPodEnv({
   teamId,
   input: { name, keys },
 }: TeamCall<{ name: string; keys: string[] }>): Promise<Result<EnvView>> {
-  const target = await podTarget(ctx, teamId, name);
+  const target = await podTarget(ctx, teamId, name, { changes: true });
   if (!target.ok) return target;
   const { pod } = target.value.found;
   const r = await callTarget(

@@ -98,7 +98,7 @@ export async function setNodeVersion({
 }: TeamCall<{ name: string; version: (typeof NODE_VERSIONS)[number] }>): Promise<
   Result<{ node_version: (typeof NODE_VERSIONS)[number] }>
 > {
-  const target = await podTarget(ctx, teamId, name);
+  const target = await podTarget(ctx, teamId, name, { changes: true });
   if (!target.ok) return target;
   const { pod } = target.value.found;
   if (pod.preset !== "nodejs")

@@ -35,7 +35,7 @@ export async function powerPod({
   teamId,
   input: { name, action },
 }: TeamCall<{ name: string; action: PowerAction }>): Promise<Result<PodView>> {
-  const target = await podTarget(ctx, teamId, name);
+  const target = await podTarget(ctx, teamId, name, { changes: true });
   if (!target.ok) return target;
   const { pod } = target.value.found;
   // Nothing of a suspended team runs (402); a pod its suspension stopped is started by `resume`,

@@ -3,6 +3,7 @@ import type { Op, OpParams, OpResult } from "../../../shared/protocol";
 import { type CallOptions, callHost } from "../../durable-objects/host-agent/client";
 import type { ServiceContext } from "../context";
 import { findTeamPod, type PodWithHost } from "./lookup";
+import { refuseWhileMoving } from "./moving";
 
 /**
  * A pod on its host: every verb that asks a pod's host to do something starts here. It finds the
@@ -43,17 +44,22 @@ export function targetOf(found: PodWithHost): Result<PodTarget> {
 /**
  * The team's pod and the host it lives on: what every verb on a pod's host starts from.
  * `running: true` also refuses a pod the control plane does not believe is running (400, as the
- * spec's "pod not running where required"); the host checks the container again.
+ * spec's "pod not running where required"); the host checks the container again. `changes: true`
+ * is for verbs that change the pod beyond its home: refused while the pod is being moved (./moving.ts).
  */
 export async function podTarget(
   ctx: ServiceContext,
   teamId: string,
   name: string,
-  opts: { running?: boolean } = {},
+  opts: { running?: boolean; changes?: boolean } = {},
 ): Promise<Result<PodTarget>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
   if (opts.running && found.value.pod.status !== "running") return fail("bad_request", NOT_RUNNING);
+  if (opts.changes) {
+    const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+    if (!settled.ok) return settled;
+  }
   return targetOf(found.value);
 }
 

@@ -9,6 +9,7 @@ import { billingAdmission } from "../billing/admission";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { findTeamPod } from "../pods/lookup";
+import { refuseWhileMoving } from "../pods/moving";
 import { hostOf, NOT_RUNNING } from "../pods/target";
 import { serviceRowOf } from "./lookup";
 import { recordInstallFailed } from "./outcome";
@@ -32,6 +33,8 @@ export async function installService({
 }: TeamCall<{ name: string; service_type: ServiceType }>): Promise<Result<ServiceView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod } = found.value;
   const type = input.service_type;
   const plan = findPlan(pod.planSlug);

@@ -5,6 +5,7 @@ import type { ServiceType } from "../../../shared/protocol/services";
 import { podServices } from "../../db/schema";
 import type { TeamCall } from "../context";
 import { recordEventStatement } from "../pods/events";
+import { refuseWhileMoving } from "../pods/moving";
 import { limitsOf } from "../pods/spec";
 import { callTarget, targetOf } from "../pods/target";
 import { findTeamService } from "./lookup";
@@ -25,6 +26,8 @@ export async function removeService({
 }: TeamCall<{ name: string; serviceType: ServiceType }>): Promise<Result<{ status: "deleted" }>> {
   const found = await findTeamService(ctx.db, teamId, input.name, input.serviceType);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const { pod, service } = found.value;
   if (service.status === "installing")
     return fail(

@@ -2,6 +2,7 @@ import { fail, ok, type Result } from "../../../shared/errors";
 import type { ServiceContext } from "../context";
 import { recordEventStatement } from "../pods/events";
 import { findTeamPod } from "../pods/lookup";
+import { refuseWhileMoving } from "../pods/moving";
 import { callTarget, type PodTarget, targetOf } from "../pods/target";
 import {
   type KeyMaterial,
@@ -66,6 +67,8 @@ export async function addPodKey({
 }): Promise<Result<AddedPodKey>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const parsed = await parsePublicKey(keyLine, "key");
   if (!parsed.ok) return parsed;
   const key = parsed.value;
@@ -124,6 +127,8 @@ export async function removePodKey({
 }): Promise<Result<void>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
+  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  if (!settled.ok) return settled;
   const trimmed = keyLine.trim();
   if (/[\r\n]/.test(trimmed)) return fail("bad_request", "key: must be one key on one line");
   const material = keyMaterial(trimmed);

@@ -32,7 +32,7 @@ export async function uploadZipToPod({
   name: string;
   form: { body: ReadableStream<Uint8Array> | null; contentType: string | undefined };
 }>): Promise<Result<ZipUploadView>> {
-  const target = await podTarget(ctx, teamId, name);
+  const target = await podTarget(ctx, teamId, name, { changes: true });
   if (!target.ok) return target;
   const form = await stageZipForm(ctx, request, newStagingKey(target.value.hostId));
   if (!form.ok) return form;

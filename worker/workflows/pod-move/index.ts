@@ -6,6 +6,7 @@ import { forgetCachedReads } from "../../lib/isolate-cache";
 import {
   endMove,
   loadMoveJob,
+  type MoveJob,
   markMoveBackupRestored,
   moveOrigin,
   moveSpec,
@@ -32,6 +33,7 @@ import {
   type Progress,
   serveExtras,
 } from "./run";
+import { waitForPodOperations } from "./settle";
 import { undoMove } from "./undo";
 
 export interface PodMoveParams {
@@ -69,7 +71,11 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
     const { moveId } = event.payload;
     const ref: WorkflowRef = { workflow: "POD_MOVE", instanceId: event.instanceId };
     const db = () => createDb(this.env.DB);
-    const job = await step.do("read the move", async () => loadMoveJob(db(), moveId));
+    const gaveUp = await waitForPodOperations(step, this.env, moveId);
+    const job = await step.do("read the move", async (): Promise<MoveJob> => {
+      const loaded = await loadMoveJob(db(), moveId);
+      return gaveUp && loaded.kind === "run" ? { kind: "fail", podId: loaded.podId, reason: gaveUp } : loaded;
+    });
     let result: { status: "over" | "done" | "error"; reason?: string; downtime_ms?: number | null };
     if (job.kind === "over") result = { status: "over" };
     else if (job.kind === "fail") {
