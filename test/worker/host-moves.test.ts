@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newId } from "../../shared/ids";
 import { FakeAgent, insertHost, insertPod, podEventRecords, type TestHost, until } from "./support/agent";
-import { call } from "./support/client";
+import { call, registerUser } from "./support/client";
 import { operatorToken } from "./support/operator";
 
 /**
@@ -140,6 +140,31 @@ describe("operator API: emptying a host", () => {
     // a second declaration queues nothing twice: the skipped pod again, the other's move is over
     const again = await call("POST", `/operator/hosts/${host.name}/lost`, undefined, auth);
     expect(again.status).toBe(202);
+  });
+
+  it("lost: the owner deletes a pod left there without asking the gone host; a pod of a host only offline still waits for it", async () => {
+    const token = await operatorToken();
+    const auth = { headers: { authorization: `Bearer ${token}` } };
+    const host = await insertHost("sa-east");
+    const owner = await registerUser();
+    const left = await insertPod({ hostId: host.id, status: "running", teamId: owner.user.active_team_id });
+    expect((await call("POST", `/operator/hosts/${host.name}/lost`, undefined, auth)).status).toBe(202);
+    const res = await call("DELETE", `/api/pods/${left.name}`, undefined, { token: owner.token });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const row = await env.DB.prepare("SELECT status FROM pods WHERE id = ?")
+      .bind(left.id)
+      .first<{ status: string }>();
+    expect(row?.status).toBe("deleted");
+
+    // offline but never declared lost: the host is asked first, so the delete waits for it (503)
+    const away = await insertHost();
+    const kept = await insertPod({ hostId: away.id, status: "running", teamId: owner.user.active_team_id });
+    const refused = await call("DELETE", `/api/pods/${kept.name}`, undefined, { token: owner.token });
+    expect(refused.status).toBe(503);
+    const still = await env.DB.prepare("SELECT status FROM pods WHERE id = ?")
+      .bind(kept.id)
+      .first<{ status: string }>();
+    expect(still?.status).toBe("running");
   });
 
   it("moves a host's pods one at a time, in the order they were made (not by their random ids)", async () => {

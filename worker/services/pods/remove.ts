@@ -1,7 +1,16 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { findPlan } from "../../../shared/catalog";
 import { ok, type Result } from "../../../shared/errors";
-import { domains, feedback, feedbackSettings, podCodingAgents, podServices, pods } from "../../db/schema";
+import type { Db } from "../../db/client";
+import {
+  domains,
+  feedback,
+  feedbackSettings,
+  type HostRow,
+  podCodingAgents,
+  podServices,
+  pods,
+} from "../../db/schema";
 import { nowIso } from "../../lib/time";
 import { closePodIncidentsStatement } from "../alerts/raise";
 import { deletePodBackups } from "../backups/remove";
@@ -9,7 +18,7 @@ import type { TeamCall } from "../context";
 import { domainsOfPod } from "../domains/lookup";
 import { hostnameRemovalStatements } from "../domains/tls";
 import { disconnectRepository } from "../git/config";
-import { releaseCapacity } from "../hosts/hosts";
+import { isAlive, releaseCapacity } from "../hosts/hosts";
 import { recordEventStatement } from "./events";
 import { findTeamPod } from "./lookup";
 import { planResources } from "./placement";
@@ -17,6 +26,15 @@ import { giveBackResize, pendingResize } from "./resize-reservation";
 import { callTarget } from "./target";
 
 const DELETE_TIMEOUT_MS = 60_000;
+
+/** The pod's host was declared lost (a `lost` move from it), and its agent is not back. */
+async function leftOnLostHost(db: Db, podId: string, host: HostRow | null): Promise<boolean> {
+  if (!host || isAlive(host)) return false;
+  const lost = await db.get<{ n: number } | undefined>(
+    sql`SELECT 1 AS n FROM pod_moves WHERE pod_id = ${podId} AND from_host_id = ${host.id} AND kind = 'lost' LIMIT 1`,
+  );
+  return Boolean(lost);
+}
 
 /**
  * Removes the pod's containers, volumes and network on its host (its database sidecars and their
@@ -33,7 +51,10 @@ export async function deletePod({
   if (!found.ok) return found;
   const { pod } = found.value;
   // A pod that never reached a host has nothing to remove there (not the usual 503 of podTarget).
-  if (pod.hostId) {
+  // Nor is a host declared lost asked while it stays away: the pod was left there for want of a
+  // backup, and its owner may give it up; should the host come back, its reconciler removes the
+  // container of a pod that is no longer live (docs/hosts.md "Lost").
+  if (pod.hostId && !(await leftOnLostHost(ctx.db, pod.id, found.value.host))) {
     const removed = await callTarget(
       ctx,
       { found: found.value, hostId: pod.hostId },
