@@ -4,6 +4,7 @@ import {
   EXCLUDED_DIRS,
   type RestoreOutcome,
 } from "../../shared/protocol/backups";
+import { namingFullDisk, sayWhyTarFailed } from "../disk/full";
 import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME } from "../docker/naming";
@@ -62,7 +63,7 @@ umask 022
 /usr/bin/head -c "$n" | /usr/bin/stdbuf -oL /bin/tar -x -v -z -f - -C "$s/x" --no-same-owner --no-same-permissions --warning=no-timestamp |
   { while IFS= read -r m; do case $m in app | app/*) echo "${DATABASES_UNPACKED}"; break ;; esac; done; exec /bin/cat >/dev/null; }
 r=("\${PIPESTATUS[@]}")
-[ "\${r[1]}" -eq 0 ] || exit 71
+if [ "\${r[1]}" -ne 0 ]; then ${sayWhyTarFailed('"$s/x"')}; exit 71; fi
 echo staged`;
 
 // $1 the staging dir, then the dump members the manifest names: `ok` when app/ is a directory
@@ -128,10 +129,14 @@ fi
 /bin/mkdir -p -- "$3" && /bin/mv -f -- "$f" "$3/$2" && echo "$3/$2"`;
 
 // The staging dir (the old app inside it) moves out of the way at once and is removed after the
-// answer: deleting a large old app is no part of bringing the pod back.
+// answer: deleting a large old app is no part of bringing the pod back. On a full disk the rename
+// itself can fail (btrfs reserves metadata space for it, counted against the pod's quota): then
+// the staging is removed where it is, before the answer, as nothing else would remove it.
 const RETIRE = `set -u
+${WIPE}
+[ -e "$1" ] || exit 0
 g="$1.gone-$(/bin/date +%s%N)"
-/bin/mv -T -- "$1" "$g" 2>/dev/null || exit 0
+/bin/mv -T -- "$1" "$g" 2>/dev/null || { wipe "$1"; exit 0; }
 echo "$g"`;
 const CLEAN = `${WIPE}
 wipe "$1"`;
@@ -228,7 +233,9 @@ export async function restoreBackup(
     if (!read.matches) return failed(mismatch(params, read));
     if (read.run.exitCode !== 0 || !read.run.stdout.includes("staged"))
       return failed(
-        `the archive could not be unpacked (exit ${read.run.exitCode}): ${tail(read.run.stderr)}`,
+        namingFullDisk(
+          `the archive could not be unpacked (exit ${read.run.exitCode}): ${tail(read.run.stderr)}`,
+        ),
       );
 
     // 2. what it holds, and whether the pod can take it

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import type { CodingAgent } from "../../shared/coding-agents";
+import { sayWhyTarFailed } from "../disk/full";
 import { CappedBytes } from "../docker/capped";
 import type { DockerClient } from "../docker/client";
 import { execInContainer } from "../docker/exec";
@@ -59,7 +60,7 @@ wipe() { chmod -R u+rwx "$1" 2>/dev/null; rm -rf "$1"; }
 mkdir -p "$L" "$P/bin" || exit 70
 ${DROP_COMMAND}
 wipe "$stage"; wipe "$old"; mkdir -p "$stage" || exit 70
-tar -x -f - -C "$stage" --no-same-owner --warning=no-timestamp || { wipe "$stage"; exit 71; }
+tar -x -f - -C "$stage" --no-same-owner --warning=no-timestamp || { ${sayWhyTarFailed('"$stage"')}; wipe "$stage"; exit 71; }
 [ -d "$stage/$pkg" ] || { wipe "$stage"; echo "the archive holds no $pkg" >&2; exit 72; }
 mkdir -p "$(dirname "$L/$pkg")" || exit 70
 if [ -e "$L/$pkg" ] || [ -L "$L/$pkg" ]; then mv -T "$L/$pkg" "$old" || exit 72; fi

@@ -27,3 +27,13 @@ export function namingFullDisk(reason: string): string {
   const kind = fullDisk(reason);
   return kind ? `${fullDiskReason(kind)}: ${reason}` : reason;
 }
+
+/**
+ * A shell line for right after a `tar -x` into the directory `dir` (a shell word, e.g. `"$s"`)
+ * failed. GNU tar tells a short write as "Wrote only N of M bytes", without the reason, so a full
+ * disk went by in tar's words. One more MiB written there gets the kernel's own words onto stderr
+ * ("Disk quota exceeded", "No space left on device"), which `fullDisk` reads. It writes nothing
+ * when there is room, and leaves no file.
+ */
+export const sayWhyTarFailed = (dir: string) =>
+  `/usr/bin/head -c 1048576 /dev/zero > ${dir}/.podhost-room || true; rm -f ${dir}/.podhost-room`;

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
+import { namingFullDisk, sayWhyTarFailed } from "../disk/full";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME } from "../docker/naming";
 import { SH } from "../docker/pod-bin";
@@ -41,7 +42,7 @@ say() { echo "$m $*"; }
 mkdir -p "$R" "$H/logs" "$H/.cache" "$H/.pod" || exit 70
 [ -e "$d" ] && wipe "$d"
 mkdir "$d" || exit 70
-/usr/bin/timeout -k 5 600 tar -x -f - -C "$d" --no-same-owner --no-same-permissions --warning=no-timestamp || exit 71
+/usr/bin/timeout -k 5 600 tar -x -f - -C "$d" --no-same-owner --no-same-permissions --warning=no-timestamp || { ${sayWhyTarFailed('"$d"')}; exit 71; }
 chmod 755 "$d"
 say unpacked
 copy_env "$d" || exit 73
@@ -193,7 +194,7 @@ export async function prepareRelease(
 }
 
 const fail = (what: string, exitCode: number, tail: string) =>
-  new AgentError("internal", `${what} failed (exit ${exitCode}): ${tail.trim().slice(-300)}`);
+  new AgentError("internal", namingFullDisk(`${what} failed (exit ${exitCode}): ${tail.trim().slice(-300)}`));
 
 /** the longest line a report can be (the token, a word, a step, a status) */
 const MAX_REPORT = 128;

@@ -7,6 +7,7 @@ import { pipeline } from "node:stream/promises";
 import type { Container } from "dockerode";
 import { ZIP_UPLOAD_MAX_BYTES } from "../../shared/limits";
 import { inspectZip } from "../../shared/zip/policy";
+import { fullDisk, namingFullDisk, sayWhyTarFailed } from "../disk/full";
 import { CappedBytes } from "../docker/capped";
 import { dockerStatus } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
@@ -42,7 +43,7 @@ trap 'exit 143' TERM INT HUP
 mkdir -p "$H/.pod" || exit 70
 for d in "$H"/.pod/zip-*; do [ -d "$d" ] && [ ! -L "$d" ] && wipe "$d"; done
 s=$(mktemp -d "$H/.pod/zip-XXXXXX") || exit 70
-tar -x -f - -C "$s" --no-same-owner --no-same-permissions --warning=no-timestamp || exit 71
+tar -x -f - -C "$s" --no-same-owner --no-same-permissions --warning=no-timestamp || { ${sayWhyTarFailed('"$s"')}; exit 71; }
 if [ ! -f "$s/${DONE_MARK}" ] || [ ! -d "$s/${APP_DIR}" ]; then echo "the archive stream ended early" >&2; exit 72; fi
 if [ ! -e "$s/${APP_DIR}/.env" ] && { [ -e "$H/app/.env" ] || [ -L "$H/app/.env" ]; }; then
   cp -a "$H/app/.env" "$s/${APP_DIR}/.env" || exit 73
@@ -218,10 +219,9 @@ async function unpackIntoPod(
     const failure = tar.failure();
     if (failure) throw failure;
     if (result.exitCode !== 0 || !out.text().includes("swapped")) {
-      throw new AgentError(
-        "internal",
-        `unpacking the archive into pod ${pod} failed (exit ${result.exitCode}): ${result.stderr.trim().slice(0, 300)}`,
-      );
+      const said = `unpacking the archive into pod ${pod} failed (exit ${result.exitCode}): ${result.stderr.trim().slice(-300)}`;
+      // a full disk is the tenant's to free (409), not our failure
+      throw new AgentError(fullDisk(said) ? "conflict" : "internal", namingFullDisk(said));
     }
     const manifests = out
       .text()

@@ -1,5 +1,10 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, rm, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { fullDisk, namingFullDisk } from "../../agent/disk/full";
+import { fullDisk, namingFullDisk, sayWhyTarFailed } from "../../agent/disk/full";
 import { toAgentError } from "../../agent/docker/client";
 import { fileFailure } from "../../agent/files/run";
 import { hostCacheFull } from "../../agent/git/commit";
@@ -89,5 +94,43 @@ describe("a full disk is named", () => {
     expect(device.cls).not.toBe("repo_too_large");
     expect(hostCacheFull(cache)).toBe(true);
     expect(hostCacheFull(device)).toBe(true);
+  });
+});
+
+const run = promisify(execFile);
+
+describe("after a failed `tar -x`, the disk's own words (sayWhyTarFailed)", () => {
+  const untarInto = async (dir: string) => {
+    // a truncated archive: tar fails, as it does after a short write, without the reason
+    const script = `printf 'not a tar archive' | tar -x -f - -C "$1" 2>/dev/null || { ${sayWhyTarFailed('"$1"')}; exit 71; }`;
+    return run("bash", ["-c", script, "bash", dir]).then(
+      () => ({ code: 0, stderr: "" }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+  };
+
+  it("on a full disk, stderr names it (here /dev/full answers ENOSPC), and no file is left", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "podhost-tarfull-"));
+    try {
+      await symlink("/dev/full", join(dir, ".podhost-room"));
+      const r = await untarInto(dir);
+      expect(r.code).toBe(71);
+      expect(fullDisk(r.stderr)).toBe("device");
+      expect(namingFullDisk(`unpacking failed (exit 71): ${r.stderr}`)).toMatch(/^the host's disk is full/);
+      expect(await readdir(dir)).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("with room, it says nothing and leaves nothing", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "podhost-tarfull-"));
+    try {
+      const r = await untarInto(dir);
+      expect(r).toEqual({ code: 71, stderr: "" });
+      expect(await readdir(dir)).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -11,7 +11,7 @@ import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { type GitServer, startGitServer } from "../support/git-server";
 import { httpGet } from "../support/http";
-import { backupSettled, podSh, printOnFailure } from "./support";
+import { backupSettled, eventCount, fingerprint, podSh, printOnFailure } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -194,6 +194,74 @@ describe("chaos: disk full", () => {
       await disk.setLimit(volumeOf(pod), 5 * 1024 ** 3);
     }
     await worksAgain();
+  });
+
+  it("a restore that does not fit the pod's quota: failed naming the pod's disk, the pod's files as they were; freed, restored", {
+    timeout: 600_000,
+  }, async () => {
+    await podSh(alice.api, pod, "head -c 40000000 /dev/urandom > ~/app/big.bin");
+    const before = await fingerprint(alice.api, pod);
+    const backup = await backUp(pod);
+    expect(backup.status, JSON.stringify(backup)).toBe("completed");
+    await podSh(alice.api, pod, "rm -f ~/app/big.bin; sync");
+    const without = await fingerprint(alice.api, pod);
+    /** a restore of the backup, until its event says how it ended */
+    const restore = async () => {
+      const [done, failed] = await Promise.all(
+        ["restore_completed", "restore_failed"].map((t) => eventCount(alice.api, pod, t)),
+      );
+      const res = await alice.api.post(`/api/pods/${pod}/backups/${backup.id}/restore`);
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      return waitFor(
+        "the restore to end",
+        async () => {
+          if ((await eventCount(alice.api, pod, "restore_completed")) > done)
+            return { ok: true, message: "" };
+          if ((await eventCount(alice.api, pod, "restore_failed")) === failed) return undefined;
+          const list = await alice.api.get(`/api/pods/${pod}/events?type=restore_failed&limit=1`);
+          return { ok: false, message: (list.body.events as { message: string }[])[0]?.message ?? "" };
+        },
+        300_000,
+      );
+    };
+    // 40 MB to unpack beside ~25 MB used, under a 56 MiB limit: the staging cannot hold it
+    const disk = new PodDisk(podRoot);
+    await disk.setLimit(volumeOf(pod), 56 * 1024 ** 2);
+    try {
+      await podSh(alice.api, pod, "head -c 24000000 /dev/zero > ~/fill; sync");
+      const ended = await restore();
+      expect(ended.ok, ended.message).toBe(false);
+      expect(ended.message).toMatch(/the pod's disk is full \(its plan's disk limit\)/);
+      // nothing swapped: the app as it was, no staging left, still serving
+      expect(await fingerprint(alice.api, pod)).toBe(without);
+      // the staging is removed after the answer (agent/backups/restore.ts RETIRE)
+      await waitFor(
+        "the restore's staging to go",
+        async () => {
+          // one look every 2 s: a pod's exec is rate limited
+          await new Promise((resolve) => setTimeout(resolve, 2_000));
+          return (await podSh(alice.api, pod, "ls -A ~/.pod/restore 2>/dev/null | wc -l")) === "0"
+            ? true
+            : undefined;
+        },
+        60_000,
+      );
+      await waitForPodStatus(alice.api, pod, "running", 120_000);
+      await serves(pod);
+    } finally {
+      await podSh(alice.api, pod, "rm -f ~/fill; sync");
+      await disk.setLimit(volumeOf(pod), 5 * 1024 ** 3);
+    }
+    const again = await restore();
+    expect(again.ok, again.message).toBe(true);
+    await waitForPodStatus(alice.api, pod, "running", 120_000);
+    expect(await fingerprint(alice.api, pod)).toBe(before);
+    await podSh(alice.api, pod, "rm -f ~/app/big.bin");
+    expect(await read(pod, "notes.txt")).toBe(OLD);
+    await serves(pod);
+    // the plan keeps one backup: room for the next test's
+    const gone = await alice.api.delete(`/api/pods/${pod}/backups/${backup.id}`);
+    expect(gone.status, JSON.stringify(gone.body)).toBeLessThan(300);
   });
 
   it("the pods' file system full: writes, a backup and a create fail naming the disk; serving goes on; freed, all works", {
