@@ -22,7 +22,7 @@ describe("the agent's HTTP calls to the control plane", () => {
   const perSocket = new Map<Socket, number>();
   const closed: Socket[] = [];
   /** the double's behaviour for the next requests */
-  let mode: "cut-reused" | "cut-all" | "cut-body" = "cut-reused";
+  let mode: "cut-reused" | "cut-all" | "cut-body" | "answer-at-length" = "cut-reused";
 
   const bodyOf = (req: IncomingMessage) =>
     new Promise<Buffer>((resolve, reject) => {
@@ -51,6 +51,19 @@ describe("the agent's HTTP calls to the control plane", () => {
       if (mode === "cut-body") {
         // the connection breaks once part of a streamed body came
         req.once("data", () => socket.destroy());
+        return;
+      }
+      if (mode === "answer-at-length") {
+        // as the local workerd on a connection the client will not keep: once the Content-Length's
+        // bytes came, the answer, and the connection closed
+        const want = Number(req.headers["content-length"]);
+        let got = 0;
+        req.on("data", (c: Buffer) => {
+          got += c.length;
+          if (got < want) return;
+          res.writeHead(201, { "content-type": "application/json", connection: "close" });
+          res.end(JSON.stringify({ got }), () => socket.destroy());
+        });
         return;
       }
       const body = await bodyOf(req);
@@ -140,6 +153,23 @@ describe("the agent's HTTP calls to the control plane", () => {
     expect(mapped).toMatchObject({ code: "unavailable", component: "control_plane" });
     expect(mapped.message).toMatch(/^pod\.files\.download: the control plane could not be reached \(.+\)$/);
     expect(seen).toEqual(["PUT /agent/blobs/half"]);
+  });
+
+  it("a sized upload the control plane took whole (201) succeeds though the connection closed before the body's stream ended", async () => {
+    mode = "answer-at-length";
+    const store = createBlobStore(url, "token");
+    // a pod's file: every byte out, then the process closes its output a moment later
+    let pushed = false;
+    const body = new Readable({
+      read() {
+        if (pushed) return;
+        pushed = true;
+        this.push(Buffer.from("old content\n"));
+        setTimeout(() => this.push(null), 300);
+      },
+    });
+    const answer = await store.upload("whole", body, 12);
+    expect(JSON.parse(String(answer))).toEqual({ got: 12 });
   });
 
   it("an idle pooled connection is let go by the agent before the server's 5 s", async () => {
