@@ -1,4 +1,5 @@
-import { type Readable, Transform } from "node:stream";
+import type { Readable } from "node:stream";
+import { countedArchive } from "../docker/counted-archive";
 import { HOME, podNames } from "../docker/naming";
 import { SH } from "../docker/pod-bin";
 import { runAsPodUser } from "../docker/pod-user";
@@ -100,17 +101,15 @@ export function moveHandlers(
           // two seconds' margin for the clock's granularity: a few entries more, none fewer
           const sinceS = Math.max(0, Math.floor(since / 1000) - 2);
           const changed = await asPodUser(name, PACK, [id, String(sinceS)], "packing the changed files");
-          let bytes = 0;
-          const archive = (await container.getArchive({ path: `${HOME}/.pod-move-${id}` })) as Readable;
-          const counted = new Transform({
-            transform(chunk: Buffer, _encoding, done) {
-              bytes += chunk.length;
-              done(null, chunk);
-            },
-          });
-          archive.once("error", (error) => counted.destroy(error));
-          await blobs().upload(blobKey, archive.pipe(counted), undefined, ctx.signal);
-          return { bytes, changed, releases: await new PodRecord(config, name).exportReleases() };
+          const archive = countedArchive(
+            (await container.getArchive({ path: `${HOME}/.pod-move-${id}` })) as Readable,
+          );
+          await blobs().upload(blobKey, archive.stream, undefined, ctx.signal);
+          return {
+            bytes: archive.bytes(),
+            changed,
+            releases: await new PodRecord(config, name).exportReleases(),
+          };
         } finally {
           await asPodUser(name, CLEAN, [id], "removing the delta's spool").catch(() => undefined);
         }

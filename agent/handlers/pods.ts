@@ -1,7 +1,8 @@
-import { type Readable, Transform } from "node:stream";
+import type { Readable } from "node:stream";
 import type { ContainerInfo, ContainerInspectInfo } from "dockerode";
 import type { PodState } from "../../shared/protocol";
 import { diskBytes, podDiskOf } from "../disk/pod-disk";
+import { countedArchive } from "../docker/counted-archive";
 import { HOME, LABEL_POD, podNames, prefixFilter } from "../docker/naming";
 import {
   inspectContainer,
@@ -117,19 +118,15 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
       // an evacuation sends what changed after this moment once the pod is stopped (./moves.ts)
       const startedAt = Date.now();
       // Docker reads the volume whether the pod runs or not; the tar streams as it is read.
-      const archive = (await docker
-        .getContainer(names(name).container)
-        .getArchive({ path: HOME })) as Readable;
-      let bytes = 0;
-      const counted = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          bytes += chunk.length;
-          done(null, chunk);
-        },
-      });
-      archive.once("error", (error) => counted.destroy(error));
-      await blobStore().upload(blobKey, archive.pipe(counted), undefined, ctx.signal);
-      return { bytes, releases: await new PodRecord(config, name).exportReleases(), startedAt };
+      const archive = countedArchive(
+        (await docker.getContainer(names(name).container).getArchive({ path: HOME })) as Readable,
+      );
+      await blobStore().upload(blobKey, archive.stream, undefined, ctx.signal);
+      return {
+        bytes: archive.bytes(),
+        releases: await new PodRecord(config, name).exportReleases(),
+        startedAt,
+      };
     }),
 
     // a stopped pod being backed up or restored in helper containers: 409 at once (keyed-lock.ts)

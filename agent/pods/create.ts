@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { HomeSeed, PodSpec, PodState } from "../../shared/protocol";
 import type { ZipSeed } from "../../shared/protocol/zip";
 import { diskBytes, podDiskOf } from "../disk/pod-disk";
@@ -239,7 +240,10 @@ export function podCreation(deps: HandlerDeps) {
     await removeContainer(docker, helperName); // a leftover of an interrupted clone
     const container = await docker.createContainer(helper);
     try {
-      await container.putArchive(await source(), { path: "/home" });
+      const body = (await source()) as Readable;
+      // closed whatever the put's outcome: the engine holds the lock of a container whose archive
+      // is open (a same-host clone's source), ../docker/counted-archive.ts
+      await container.putArchive(body, { path: "/home" }).finally(() => body.destroy());
     } finally {
       await removeContainer(docker, helperName);
     }
