@@ -40,8 +40,16 @@ export interface CreateLike {
   event: string;
   /** what of the agent's lines a failure prints */
   agentLines: RegExp;
-  /** runs before the stack starts (e.g. building the archive) */
+  /** runs before the stack starts (e.g. building the archive, starting a site to import) */
   prepare?: () => Promise<void>;
+  /** runs once the stack has stopped (what `prepare` started) */
+  cleanup?: () => Promise<void>;
+  /**
+   * For a request whose Worker does slow work before its 202 (a URL import's fetch): `hold` makes
+   * that work wait (the site holds its next answer) and resolves once it does; `release` lets it go.
+   * The Worker is restarted in between.
+   */
+  cutBefore202?: { what: string; hold: () => Promise<void>; release: () => void };
   /** asks for a new pod `name`: answers the status and the body */
   ask: (stack: Stack, user: User, name: string) => Promise<{ status: number; body: { error?: string } }>;
 }
@@ -76,6 +84,7 @@ export function describeCreateLikeUnderFaults(like: CreateLike) {
 
     afterAll(async () => {
       await stack?.stop();
+      await like.cleanup?.();
     });
 
     afterEach((ctx) => printOnFailure(ctx, stack, mentioning(like.agentLines)));
@@ -145,6 +154,32 @@ export function describeCreateLikeUnderFaults(like: CreateLike) {
       expect(await dockerObjects(stack.prefix)).toEqual(objects);
       await through(() => crashAgent(stack));
     });
+
+    const cut = like.cutBefore202;
+    if (cut)
+      it(`the Worker restarted ${cut.what}: the request cut, no pod, nothing staged; asked again, running once`, {
+        timeout: 600_000,
+      }, async () => {
+        const objects = await dockerObjects(stack.prefix);
+        const staged = await r2Keys(stack);
+        const name = nextName();
+        const held = cut.hold();
+        const asked = ask(name).catch((e: unknown) => ({ status: 0, body: { error: String(e) } }));
+        try {
+          await held;
+          await stack.restartWorker();
+        } finally {
+          cut.release();
+        }
+        const answer = await asked;
+        // the connection breaks, or the front answers for the Worker that went: never a 202
+        expect(answer.status, JSON.stringify(answer.body)).not.toBe(202);
+        console.info(`the cut request answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+        expect((await within(alice.api.get(`/api/pods/${name}`))).status).toBe(404);
+        expect(await r2Keys(stack)).toEqual(staged);
+        expect(await dockerObjects(stack.prefix)).toEqual(objects);
+        await through(async () => undefined);
+      });
 
     it(
       `the agent SIGKILLed once the container exists (unpacking), started again: running once, ${like.contents}`,

@@ -135,7 +135,7 @@ export const fingerprint = (api: ApiClient, pod: string) =>
 /**
  * A new pod `name` (plan `build`) running with the files `script` makes in it (incompressible ones
  * make an operation on them take a moment: long enough to cut it mid-way): its id and the files'
- * fingerprint.
+ * fingerprint. `body` adds to the create's request (`server_id`).
  */
 export async function podWithFiles(
   api: ApiClient,
@@ -143,8 +143,9 @@ export async function podWithFiles(
   preset: string,
   script: string,
   runningWithinMs = 180_000,
+  body: Record<string, unknown> = {},
 ): Promise<{ id: string; files: string }> {
-  const made = await api.post("/api/pods", { name, preset, plan_slug: "build" });
+  const made = await api.post("/api/pods", { name, preset, plan_slug: "build", ...body });
   expect(made.status, JSON.stringify(made.body)).toBe(202);
   expect(made.body.id, JSON.stringify(made.body)).toBeTruthy();
   await waitForPodStatus(api, name, "running", runningWithinMs);
