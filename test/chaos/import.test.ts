@@ -14,8 +14,7 @@ const files: Record<string, string> = {
  * exists (the pasted files being put into it), and after the work at its `command done` line; the
  * Worker restarted once the container exists. Each ends `running` once (one `started` and one
  * `imported` event; one container, volume and network more), `~/app` holds the pasted files byte
- * for byte, and no staged archive is left in R2. (A URL import ends in the same workflow with the
- * same seed: only how the Worker gets the files differs, before anything reaches a host.) The
+ * for byte, and no staged archive is left in R2. (A URL import: ./url-import.test.ts.) The
  * sequence and its checks: ./create-like.ts.
  */
 describeCreateLikeUnderFaults({
