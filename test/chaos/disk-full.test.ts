@@ -207,7 +207,7 @@ describe("chaos: disk full", () => {
     const without = await fingerprint(alice.api, pod);
     /** a restore of the backup, until its event says how it ended */
     const restore = async () => {
-      const [done, failed] = await Promise.all(
+      const [done = 0, failed = 0] = await Promise.all(
         ["restore_completed", "restore_failed"].map((t) => eventCount(alice.api, pod, t)),
       );
       const res = await alice.api.post(`/api/pods/${pod}/backups/${backup.id}/restore`);
