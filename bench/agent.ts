@@ -11,7 +11,9 @@
  *    host and again with `--pods` running pods. Floor: a bare `node` that opens a WebSocket (the same
  *    `ws` package) to a local server and says so. Target: connected ≤ 1.1x the floor (issue #30 item 6),
  *    counted until the host takes pods, the worse p50 of the two (the socket opens earlier: the hello
- *    waits for the start's ingress and egress checks).
+ *    waits for the start's ingress and egress checks). Shown beside it, not judged: the same bare
+ *    client connecting on the agent's own path (the control plane's `/agent/connect` with the host's
+ *    token, while the agent is down before each start), whose Worker upgrade the local floor lacks.
  * 2. RSS (VmRSS from /proc/<pid>/status): idle, just connected; and with `--pods` running static pods
  *    (created through the API, `--batch` at a time), read every second for 10 s while the agent
  *    samples metrics every 5 s (PODHOST_METRICS_INTERVAL_S=5): the largest reading counts. Floor: a
@@ -81,9 +83,16 @@ async function placeable(api: string, token: string): Promise<boolean> {
   }
 }
 
-/** One restart of the stack's agent: ms until its socket is open, and until its host takes pods. */
-async function restartAgent(stack: Stack): Promise<{ connected: number; ready: number }> {
+/**
+ * One restart of the stack's agent: ms until its socket is open, and until its host takes pods; and,
+ * while the agent is down, a bare client's connect on the agent's own path (the control plane's
+ * `/agent/connect` with the host's token: the Worker's upgrade and the host object's accept).
+ */
+async function restartAgent(stack: Stack): Promise<{ connected: number; ready: number; barePath: number }> {
   await stack.agent.stop();
+  const url = new URL("/agent/connect", stack.api);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const barePath = await bareConnect(url.toString(), stack.agentEnv.PODHOST_AGENT_TOKEN);
   const t0 = now();
   const agent = await stack.startAgent();
   const connected = await until(
@@ -96,7 +105,7 @@ async function restartAgent(stack: Stack): Promise<{ connected: number; ready: n
     () => placeable(stack.api, stack.agentEnv.PODHOST_AGENT_TOKEN ?? ""),
     10,
   );
-  return { connected: connected - t0, ready: ready - t0 };
+  return { connected: connected - t0, ready: ready - t0, barePath };
 }
 
 /**
@@ -104,14 +113,16 @@ async function restartAgent(stack: Stack): Promise<{ connected: number; ready: n
  * floor runs on the agent's own node (agentNode(): Node 22 where the machine's is older), not this
  * process's: another Node's start and baseline RSS would be no floor of the agent's.
  */
-async function bareConnect(url: string): Promise<number> {
+async function bareConnect(url: string, token?: string): Promise<number> {
   const script = `import("ws").then(({ default: WebSocket }) => {
-    const ws = new WebSocket(process.argv[1]);
+    const token = process.env.PODHOST_FLOOR_TOKEN;
+    const ws = new WebSocket(process.argv[1], token ? { headers: { authorization: "Bearer " + token } } : {});
     ws.on("open", () => { process.stdout.write("open\\n"); ws.close(); });
   });`;
   const t0 = now();
   const child = spawn(agentNode(), [...AGENT_NODE_FLAGS, "-e", script, url], {
     cwd: REPO_ROOT,
+    env: { ...process.env, PODHOST_FLOOR_TOKEN: token ?? "" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   let said = "";
@@ -208,6 +219,7 @@ async function main() {
     await waitForHostOnline(user.api);
 
     const floorConnect: number[] = [];
+    const barePath: number[] = [];
     const empty = { connected: [] as number[], ready: [] as number[] };
     for (let i = 0; i < REPS + 1; i++) {
       const r = await restartAgent(stack);
@@ -216,6 +228,7 @@ async function main() {
       empty.connected.push(r.connected);
       empty.ready.push(r.ready);
       floorConnect.push(f);
+      barePath.push(r.barePath);
     }
     await sleep(2_000);
     const pid = stack.agent.child.pid ?? 0;
@@ -239,6 +252,7 @@ async function main() {
       const r = await restartAgent(stack);
       full.connected.push(r.connected);
       full.ready.push(r.ready);
+      barePath.push(r.barePath);
     }
     await sleep(3_000);
     const fullPid = stack.agent.child.pid ?? 0;
@@ -255,6 +269,7 @@ async function main() {
       [`agent, ${PODS} pods: socket open`]: full.connected,
       [`agent, ${PODS} pods: host takes pods`]: full.ready,
       "floor: bare node + ws connect": floorConnect,
+      "shown: bare node + ws connect through /agent/connect": barePath,
     });
     // "connected" as the control plane sees it: the hello is in and the host takes pods (the socket
     // alone opens earlier, while the start's checks still run: the hello waits for them)
