@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
-import { namingFullDisk, sayWhyTarFailed } from "../disk/full";
+import { fullDisk, fullDiskReason, namingFullDisk, sayWhyTarFailed } from "../disk/full";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME } from "../docker/naming";
 import { SH } from "../docker/pod-bin";
@@ -173,24 +173,37 @@ export async function prepareRelease(
   if (streamError) throw streamError;
   if (p.box.timedOut) throw new DeployFailure("timeout", "the build did not finish in time");
   const f = failed as { step: string; status: number } | null;
-  if (f) {
-    const oom = f.status === 137 ? " (killed: out of memory or time)" : "";
-    if (f.step === "install")
-      throw new DeployFailure(
-        "dependency_install",
-        `installing dependencies failed with exit status ${f.status}${oom}: ${p.install}`,
-      );
-    throw new DeployFailure(
-      "build_script",
-      `the build failed with exit status ${f.status}${oom}: ${p.build}`,
-    );
-  }
+  if (f) throw stepFailure(f, f.step === "install" ? p.install : p.build, reports.tail());
   if (!seen.has("unpacked")) throw fail("unpacking the commit", exitCode, reports.tail());
   if (!seen.has("ready")) throw fail("preparing the release", exitCode, reports.tail());
   // a candidate that ended at once: the switch finds it exited (and tries a container)
   if (p.candidate) return { reused: seen.has("reused"), candidate: { exited: Promise.resolve() } };
   if (exitCode !== 0) throw fail("preparing the release", exitCode, reports.tail());
   return { reused: seen.has("reused"), candidate: null };
+}
+
+/**
+ * An install or build step that failed, by its class. A step that failed on a full disk says which
+ * (its output has the kernel's words, "Disk quota exceeded" from the pod's quota): the tenant can
+ * free space or move to a bigger plan, where "exit status 1" alone sends them to their build script.
+ */
+export function stepFailure(
+  f: { step: string; status: number },
+  command: string | null,
+  tail: string,
+): DeployFailure {
+  const oom = f.status === 137 ? " (killed: out of memory or time)" : "";
+  const what =
+    f.step === "install"
+      ? `installing dependencies failed with exit status ${f.status}${oom}: ${command}`
+      : `the build failed with exit status ${f.status}${oom}: ${command}`;
+  const cls = f.step === "install" ? "dependency_install" : "build_script";
+  const full = fullDisk(tail);
+  if (!full) return new DeployFailure(cls, what);
+  // ENOSPC in a build is the host's disk under the pod's files or the build's own /tmp (a tmpfs)
+  const disk =
+    full === "quota" ? fullDiskReason(full) : "a disk the build wrote to is full (no space left on device)";
+  return new DeployFailure(cls, `${disk}: ${what}`);
 }
 
 const fail = (what: string, exitCode: number, tail: string) =>

@@ -1,7 +1,8 @@
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { DeployOutcome, DetectedCommands } from "../../shared/protocol/git";
+import { writeAtomic } from "../disk/write-atomic";
 
 /**
  * What the host remembers of a pod's deployments, under `<state dir>/git/<pod>/`: `releases.json`
@@ -119,15 +120,7 @@ export class PodRecord {
   private async write(name: string, text: string): Promise<void> {
     const path = join(this.dir, name);
     await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
-    const tmp = `${path}.${process.pid}.tmp`;
-    try {
-      await writeFile(tmp, text, { mode: 0o600 });
-      await rename(tmp, path);
-    } catch (err) {
-      // a full disk leaves the part written so far: not kept
-      await rm(tmp, { force: true });
-      throw err;
-    }
+    await writeAtomic(path, text, 0o600);
   }
 }
 

@@ -1,10 +1,11 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chown, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { chown, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { isCustomDomain } from "../../shared/protocol/domains";
 import { FeedbackVhost } from "../../shared/protocol/feedback";
+import { writeAtomic } from "../disk/write-atomic";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
 import { renderMainConfig, renderVhost, type VhostSpec } from "./vhost";
@@ -391,12 +392,6 @@ function settle(p: PendingVhost, err?: unknown): void {
     if (err === undefined) w.resolve();
     else w.reject(err);
   }
-}
-
-async function writeAtomic(path: string, text: string): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}`;
-  await writeFile(tmp, text);
-  await rename(tmp, path);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

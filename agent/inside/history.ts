@@ -1,10 +1,11 @@
-import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
+import { writeAtomic as replaceFile } from "../disk/write-atomic";
 import type { DockerClient } from "../docker/client";
 import type { ExecResult } from "../docker/exec";
 import type { StreamExecutor } from "../docker/exec-stream";
@@ -372,9 +373,7 @@ const gzipAsync = promisify(gzip);
 
 async function writeAtomic(path: string, text: string) {
   await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, text, { mode: 0o600 });
-  await rename(tmp, path);
+  await replaceFile(path, text, 0o600);
 }
 
 /**

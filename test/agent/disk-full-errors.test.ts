@@ -1,14 +1,16 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, rm, symlink } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { fullDisk, namingFullDisk, sayWhyTarFailed } from "../../agent/disk/full";
+import { writeAtomic } from "../../agent/disk/write-atomic";
 import { toAgentError } from "../../agent/docker/client";
 import { fileFailure } from "../../agent/files/run";
 import { hostCacheFull } from "../../agent/git/commit";
 import { classifyGitFailure, HOST_CACHE_FULL } from "../../agent/git/fetch";
+import { stepFailure } from "../../agent/git/prepare";
 
 /**
  * A full disk is named, never a 500 with a tool's raw words (test/chaos/disk-full.test.ts runs the
@@ -95,6 +97,34 @@ describe("a full disk is named", () => {
     expect(hostCacheFull(cache)).toBe(true);
     expect(hostCacheFull(device)).toBe(true);
   });
+
+  it("a build or install on a full disk leads with it; its class and command stay", () => {
+    // what npm prints when a build script's write meets the pod's quota (test/chaos/disk-full.test.ts)
+    const npm = [
+      "head: error writing 'big.bin': Disk quota exceeded",
+      "npm error Lifecycle script `build` failed with error:",
+      "npm error code 1",
+      "",
+    ].join("\n");
+    const quota = stepFailure({ step: "build", status: 1 }, "npm run build", npm);
+    expect(quota.cls).toBe("build_script");
+    expect(quota.message).toBe(
+      "the pod's disk is full (its plan's disk limit): delete files or move to a bigger plan: the build failed with exit status 1: npm run build",
+    );
+    const device = stepFailure(
+      { step: "install", status: 1 },
+      "npm ci",
+      "npm error nospc No space left on device",
+    );
+    expect(device.cls).toBe("dependency_install");
+    expect(device.message).toMatch(
+      /^a disk the build wrote to is full \(no space left on device\): installing/,
+    );
+    // any other failure reads as before
+    expect(stepFailure({ step: "build", status: 137 }, "npm run build", "Killed").message).toBe(
+      "the build failed with exit status 137 (killed: out of memory or time): npm run build",
+    );
+  });
 });
 
 const run = promisify(execFile);
@@ -133,4 +163,32 @@ describe("after a failed `tar -x`, the disk's own words (sayWhyTarFailed)", () =
       await rm(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe("the agent's state files on a full disk (writeAtomic)", () => {
+  // a 64 KiB tmpfs of the test's own: mounting needs root
+  it.skipIf(process.getuid?.() !== 0)(
+    "a refused write keeps the old file and leaves no temp file",
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), "podhost-statefull-"));
+      await run("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir]);
+      try {
+        const file = join(dir, "pod.json");
+        await writeAtomic(file, '["www.example.test"]');
+        await writeFile(join(dir, "filler"), Buffer.alloc(1024 * 1024)).catch(() => undefined);
+        const err = await writeAtomic(file, JSON.stringify(["a.example.test", "b.example.test"])).catch(
+          (e: unknown) => e,
+        );
+        expect((err as { code?: string }).code).toBe("ENOSPC");
+        expect(toAgentError(err, "pod.domains.set").message).toBe(
+          "pod.domains.set: the host agent's disk is full (no space left to write its state)",
+        );
+        expect(await readFile(file, "utf8")).toBe('["www.example.test"]');
+        expect((await readdir(dir)).sort()).toEqual(["filler", "pod.json"]);
+      } finally {
+        await run("umount", [dir]);
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
