@@ -9,6 +9,7 @@ import { REPO_ROOT } from "../../bench/support/worker";
 import { type ApiClient, signUp } from "../e2e/support/api";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
+import { type DnsDouble, startDnsDouble } from "../support/dns";
 import { type GitServer, startGitServer } from "../support/git-server";
 import { httpGet } from "../support/http";
 import { backupSettled, eventCount, fingerprint, podSh, printOnFailure } from "./support";
@@ -34,6 +35,7 @@ describe("chaos: disk full", () => {
   let pod: string;
   let mounted: string[] = [];
   let git: GitServer | undefined;
+  let dns: DnsDouble;
 
   const PAGE = "<h1>still here</h1>";
   const OLD = "old content\n";
@@ -56,7 +58,10 @@ describe("chaos: disk full", () => {
     await mkdir(stateMount);
     await run("mount", ["-t", "tmpfs", "-o", "size=64m,mode=0755", "tmpfs", stateMount]);
     mounted.push(stateMount);
+    // custom domains verify through the DNS double (test/e2e/domains.test.ts)
+    dns = await startDnsDouble();
     stack = await startStack("diskfull", {
+      vars: { DNS_RESOLVER_URL: dns.resolverUrl },
       agentEnv: {
         PODHOST_POD_DISK_ROOT: podRoot,
         PODHOST_STATE_DIR: path.join(stateMount, "agent"),
@@ -76,6 +81,7 @@ describe("chaos: disk full", () => {
   afterAll(async () => {
     await stack?.stop().catch((err: unknown) => console.error("stack stop:", err));
     await git?.close();
+    await dns?.close();
     // every mount this test made goes, whatever state a failure left (a loop device goes with its mount)
     for (const m of mounted.reverse()) {
       await run("umount", [m]).catch(() => run("umount", ["-l", m]).catch((e: unknown) => console.error(e)));
@@ -171,6 +177,41 @@ describe("chaos: disk full", () => {
     // the plan keeps one backup: room for the next test's
     const gone = await alice.api.delete(`/api/pods/${pod}/backups/${done.id}`);
     expect(gone.status, JSON.stringify(gone.body)).toBeLessThan(300);
+  };
+
+  /** a git deploy of the pod, until it ends (the deployment's view) */
+  const deploy = async (name: string) => {
+    const res = await alice.api.post(`/api/pods/${name}/git/deploy`);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    return waitFor(
+      `deployment ${res.body.id} to end`,
+      async () => {
+        const d = await alice.api.get(`/api/pods/${name}/git/deployments/${res.body.id}`);
+        return d.body?.status && !["deploying", "queued"].includes(d.body.status)
+          ? { ...d.body, id: res.body.id as string }
+          : undefined;
+      },
+      240_000,
+    );
+  };
+
+  /** the pod's page through the edge says `text` */
+  const shows = async (name: string, text: string) => {
+    const page = await httpGet(stack.edgePort, `${name}.pods.localhost`, "/index.html");
+    expect(page.status).toBe(200);
+    expect(page.body).toContain(text);
+  };
+
+  /** a pod connected to a repository of the test's git server */
+  const connected = async (name: string, preset: string, repo: string, files: Record<string, string>) => {
+    git ??= await startGitServer();
+    await git.createRepo(repo, files);
+    const res = await alice.api.post("/api/pods", { name, preset, plan_slug: "launch" });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    await waitForPodStatus(alice.api, name, "running", 120_000);
+    const linked = await alice.api.post(`/api/pods/${name}/git`, { repo_url: git.url(repo), branch: "main" });
+    expect(linked.status, JSON.stringify(linked.body)).toBe(201);
+    return git;
   };
 
   it("a pod's quota full: writes and a backup fail naming the pod's disk; serving goes on; freed, all works", {
@@ -317,36 +358,11 @@ describe("chaos: disk full", () => {
   it("a git deploy on the full pods' btrfs, then the full state dir: failed naming the disk, the old release serving; freed, deployed", {
     timeout: 600_000,
   }, async () => {
-    git = await startGitServer();
-    await git.createRepo("acme/site", { "index.html": "<h1>still here v1</h1>" });
     const name = `fulldep-${stack.prefix.slice(-4)}`;
-    await create(alice.api, name);
-    await waitForPodStatus(alice.api, name, "running", 120_000);
-    const connected = await alice.api.post(`/api/pods/${name}/git`, {
-      repo_url: git.url("acme/site"),
-      branch: "main",
-    });
-    expect(connected.status, JSON.stringify(connected.body)).toBe(201);
-    const deploy = async () => {
-      const res = await alice.api.post(`/api/pods/${name}/git/deploy`);
-      expect(res.status, JSON.stringify(res.body)).toBe(202);
-      return waitFor(
-        `deployment ${res.body.id} to end`,
-        async () => {
-          const d = await alice.api.get(`/api/pods/${name}/git/deployments/${res.body.id}`);
-          return d.body?.status && !["deploying", "queued"].includes(d.body.status) ? d.body : undefined;
-        },
-        240_000,
-      );
-    };
-    const shows = async (text: string) => {
-      const page = await httpGet(stack.edgePort, `${name}.pods.localhost`, "/index.html");
-      expect(page.status).toBe(200);
-      expect(page.body).toContain(text);
-    };
-    const first = await deploy();
+    const git = await connected(name, "static", "acme/site", { "index.html": "<h1>still here v1</h1>" });
+    const first = await deploy(name);
     expect(first.status, JSON.stringify(first)).toBe("success");
-    await shows("v1");
+    await shows(name, "v1");
 
     for (const [label, filler, size] of [
       ["the pods' btrfs", path.join(podRoot, "filler"), "2000000000"],
@@ -357,17 +373,117 @@ describe("chaos: disk full", () => {
         await run("sh", ["-c", `head -c ${size} /dev/zero > ${filler} 2>/dev/null; sync`]).catch(
           () => undefined,
         );
-        const failed = await deploy();
+        const failed = await deploy(name);
         expect(failed.status, JSON.stringify(failed)).toBe("failed");
         expect(failed.failure?.message, JSON.stringify(failed)).toMatch(/disk is full/);
-        await shows("v1");
+        await shows(name, "v1");
       } finally {
         await rm(filler, { force: true });
         await run("sync");
       }
     }
-    const done = await deploy();
+    const done = await deploy(name);
     expect(done.status, JSON.stringify(done)).toBe("success");
-    await shows("after the agent's state dir");
+    await shows(name, "after the agent's state dir");
+  });
+
+  it("a build that fills the pod's quota: failed naming the pod's disk, the old release serving, its release gone; freed, deployed", {
+    timeout: 600_000,
+  }, async () => {
+    const name = `fullbld-${stack.prefix.slice(-4)}`;
+    const app = (text: string, build?: string) => ({
+      "package.json": JSON.stringify({
+        name: "app",
+        version: "1.0.0",
+        scripts: { start: "node server.js", ...(build ? { build } : {}) },
+      }),
+      "server.js": `require("http").createServer((req, res) => res.end("<h1>${text}</h1>")).listen(Number(process.env.PORT), "0.0.0.0");\n`,
+    });
+    const git = await connected(name, "nodejs", "acme/app", app("still here v1"));
+    const first = await deploy(name);
+    expect(first.status, JSON.stringify(first)).toBe("success");
+    await shows(name, "v1");
+    const serving = await podSh(alice.api, name, "readlink ~/app");
+    expect(serving).toBe(`releases/${first.id}`);
+
+    // 32 MiB left under the pod's limit; the build writes 100 MB into its release
+    const disk = new PodDisk(podRoot);
+    const used = async () => {
+      await podSh(alice.api, name, "sync");
+      return (await disk.usage(volumeOf(name)))?.referencedBytes ?? 0;
+    };
+    const before = await used();
+    await git.commit("acme/app", app("still here v2", "head -c 100000000 /dev/zero > big.bin"));
+    await disk.setLimit(volumeOf(name), before + 32 * 1024 ** 2);
+    let failedId = "";
+    try {
+      const failed = await deploy(name);
+      failedId = failed.id;
+      expect(failed.status, JSON.stringify(failed)).toBe("failed");
+      expect(failed.failure?.class, JSON.stringify(failed)).toBe("build_script");
+      expect(failed.failure?.message, JSON.stringify(failed)).toMatch(
+        /^the pod's disk is full \(its plan's disk limit\): .*the build failed/,
+      );
+      // no half release switched in: ~/app is the old release, which serves
+      expect(await podSh(alice.api, name, "readlink ~/app")).toBe(serving);
+      await shows(name, "v1");
+      // the failed build's release is gone, and with it what it counted against the quota
+      expect(await podSh(alice.api, name, "ls -A ~/releases")).not.toContain(failed.id);
+      await waitFor(
+        "the failed release's bytes to be freed",
+        async () => ((await used()) < before + 4 * 1024 ** 2 ? true : undefined),
+        60_000,
+      );
+    } finally {
+      await disk.setLimit(volumeOf(name), 5 * 1024 ** 3);
+    }
+    const done = await deploy(name);
+    expect(done.status, JSON.stringify(done)).toBe("success");
+    expect(done.id).not.toBe(failedId);
+    await shows(name, "v2");
+    expect(await podSh(alice.api, name, "readlink ~/app")).toBe(`releases/${done.id}`);
+  });
+
+  it("a custom domain verified while the agent's state dir is full: a 409 naming it, the pod serving; freed, the domain served", {
+    timeout: 600_000,
+  }, async () => {
+    const domain = `www.full-${stack.prefix.slice(-4)}.test`;
+    const added = await alice.api.post(`/api/pods/${pod}/domains`, { domain });
+    expect(added.status, JSON.stringify(added.body)).toBe(201);
+    const { id, verification } = added.body as { id: string; verification: { name: string; value: string } };
+    dns.setTxt(verification.name, [verification.value]);
+    const servedAs = async (host: string) => {
+      const page = await httpGet(stack.edgePort, host, "/index.html");
+      return page.status === 200 && page.body.includes("still here");
+    };
+    const domainsDir = path.join(stateMount, "agent", "domains");
+    const filler = path.join(stateMount, "filler");
+    try {
+      await run("sh", ["-c", `head -c 100000000 /dev/zero > ${filler} 2>/dev/null`]).catch(() => undefined);
+      const refused = await alice.api.post(`/api/pods/${pod}/domains/${id}/verify`);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+      expect(refused.body.error).toMatch(/the host agent's disk is full/);
+      expect(refused.body.error).not.toContain(stateMount);
+      // not verified, not served, no half-written list left in the state dir
+      const list = await alice.api.get(`/api/pods/${pod}/domains`);
+      const mine = (list.body.domains as { id: string; status: string }[]).find((d) => d.id === id);
+      expect(mine?.status, JSON.stringify(list.body)).toBe("pending");
+      expect(await servedAs(domain)).toBe(false);
+      const left = await run("sh", ["-c", `ls -A ${domainsDir} 2>/dev/null || true`]);
+      expect(left.stdout).not.toContain(".tmp-");
+      // the pod's own name and vhost are as they were
+      await serves(pod);
+    } finally {
+      await rm(filler, { force: true });
+    }
+    const ok = await alice.api.post(`/api/pods/${pod}/domains/${id}/verify`);
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.status).toBe("verified");
+    await waitFor(
+      "the domain to be served",
+      async () => ((await servedAs(domain)) ? true : undefined),
+      20_000,
+    );
+    await serves(pod);
   });
 });
