@@ -17,6 +17,7 @@ export function domainHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
     "pod.domains.set": guard("pod.domains.set", ({ name, domains }) =>
       locks.run(name, async () => {
         const unique = [...new Set(domains)];
+        const previous = await deps.ingress.customDomains(name);
         await deps.ingress.setCustomDomains(name, unique);
         const n = podNames(deps.config.namePrefix, name);
         const info = await inspectContainer(deps.docker, n.container);
@@ -25,8 +26,15 @@ export function domainHandlers(deps: HandlerDeps, locks: KeyedLock): Pick<Handle
         const podId = labels[LABEL_POD_ID];
         const domain = labels[LABEL_DOMAIN];
         const port = Number(labels[LABEL_PORT]);
-        if (ip && podId && domain && port)
-          await deps.ingress.upsert({ pod: name, podId, domains: [domain], ip, port });
+        try {
+          if (ip && podId && domain && port)
+            await deps.ingress.upsert({ pod: name, podId, domains: [domain], ip, port });
+        } catch (err) {
+          // e.g. a state dir with room for the list but not the vhost: the Worker keeps the domain
+          // pending, so the list goes back too, or the pod's next render would serve it unverified
+          await deps.ingress.setCustomDomains(name, previous).catch(() => undefined);
+          throw err;
+        }
         return { domains: unique };
       }),
     ),

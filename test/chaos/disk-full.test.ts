@@ -458,22 +458,36 @@ describe("chaos: disk full", () => {
     };
     const domainsDir = path.join(stateMount, "agent", "domains");
     const filler = path.join(stateMount, "filler");
-    try {
-      await run("sh", ["-c", `head -c 100000000 /dev/zero > ${filler} 2>/dev/null`]).catch(() => undefined);
-      const refused = await alice.api.post(`/api/pods/${pod}/domains/${id}/verify`);
-      expect(refused.status, JSON.stringify(refused.body)).toBe(409);
-      expect(refused.body.error).toMatch(/the host agent's disk is full/);
-      expect(refused.body.error).not.toContain(stateMount);
-      // not verified, not served, no half-written list left in the state dir
+    // one page of the tmpfs, freed later: room for the domain list but not for the vhost after it
+    const slack = path.join(stateMount, "slack");
+    /** a verify refused with a 409 naming the full disk; the domain still pending and not served */
+    const refused = async () => {
+      const res = await alice.api.post(`/api/pods/${pod}/domains/${id}/verify`);
+      expect(res.status, JSON.stringify(res.body)).toBe(409);
+      expect(res.body.error).toMatch(/the host agent's disk is full/);
+      expect(res.body.error).not.toContain(stateMount);
       const list = await alice.api.get(`/api/pods/${pod}/domains`);
       const mine = (list.body.domains as { id: string; status: string }[]).find((d) => d.id === id);
       expect(mine?.status, JSON.stringify(list.body)).toBe("pending");
       expect(await servedAs(domain)).toBe(false);
-      const left = await run("sh", ["-c", `ls -A ${domainsDir} 2>/dev/null || true`]);
-      expect(left.stdout).not.toContain(".tmp-");
+      // the host's list does not keep it (its next render would serve it) and no temp file is left
+      const left = await run("sh", [
+        "-c",
+        `ls -A ${domainsDir} 2>/dev/null; cat ${domainsDir}/* 2>/dev/null || true`,
+      ]);
+      expect(left.stdout).not.toContain(".tmp");
+      expect(left.stdout).not.toContain(domain);
       // the pod's own name and vhost are as they were
       await serves(pod);
+    };
+    try {
+      await run("sh", ["-c", `head -c 4096 /dev/zero > ${slack}`]);
+      await run("sh", ["-c", `head -c 100000000 /dev/zero > ${filler} 2>/dev/null`]).catch(() => undefined);
+      await refused();
+      await rm(slack);
+      await refused();
     } finally {
+      await rm(slack, { force: true });
       await rm(filler, { force: true });
     }
     const ok = await alice.api.post(`/api/pods/${pod}/domains/${id}/verify`);
