@@ -24,10 +24,20 @@ export type ErrorCode = z.infer<typeof ErrorCode>;
 /**
  * The part of the system a failure came from, where it is known: the control plane (the host could
  * not reach the Worker: a restart or a cut mid-command, which a workflow step retries once it is
- * back), the Docker engine, the pod itself, or storage (R2, the host's disk).
+ * back), the Docker engine, the pod itself, storage (R2, the host's disk), or the host's agent (it
+ * did not finish or answer a command in time, or went away mid-command).
  */
-export const Component = z.enum(["control_plane", "engine", "pod", "storage"]);
+export const Component = z.enum(["control_plane", "engine", "pod", "storage", "host"]);
 export type Component = z.infer<typeof Component>;
+
+/**
+ * What an error thrown into our hands says, never empty: an Error's message, a thrown string, or
+ * `fallback` (which names what failed) when that is blank or the value has no words of its own.
+ */
+export function reasonOf(error: unknown, fallback: string): string {
+  const text = error instanceof Error ? error.message : typeof error === "string" ? error : "";
+  return text.trim() ? text : fallback;
+}
 
 export const statusOfErrorCode = {
   bad_request: 400,
@@ -78,3 +88,6 @@ export const rateLimited = (message: string, retryAfter: number): Failure => ({
   message,
   retryAfter,
 });
+
+/** A timeout as a reason says it: whole seconds, or milliseconds below one. */
+export const durationText = (ms: number): string => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);

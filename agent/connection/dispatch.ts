@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { ErrorCode } from "../../shared/errors";
+import { type Component, durationText, type ErrorCode, reasonOf } from "../../shared/errors";
 import {
   type AgentResultMessage,
   type ControlMessage,
@@ -105,16 +105,19 @@ export class Dispatcher {
   private async execute(call: Call, pod: string | undefined): Promise<Outcome> {
     const started = Date.now();
     const log = this.log.child({ op: call.op, id: call.id, ...(pod ? { pod } : {}) });
-    if (this.draining) return failure("unavailable", "the agent is shutting down");
+    if (this.draining)
+      return failure("unavailable", `the agent is shutting down; ${call.op} was not started (host)`, "host");
     const parsed = (ops[call.op].params as z.ZodType).safeParse(call.params);
     if (!parsed.success)
       return failure("bad_request", `invalid params for ${call.op}: ${parsed.error.message}`);
 
     const controller = new AbortController();
-    const onShutdown = () => controller.abort(new Error("the agent is shutting down"));
+    const onShutdown = () =>
+      controller.abort(new AgentError("unavailable", `the agent shut down during ${call.op} (host)`, "host"));
     this.shutdown.signal.addEventListener("abort", onShutdown);
+    // The control plane names the server in front of a `host` failure (its agent does not know it).
     const timer = setTimeout(
-      () => controller.abort(new Error(`timed out after ${call.timeoutMs} ms`)),
+      () => controller.abort(new AgentError("unavailable", timedOut(call.op, call.timeoutMs), "host")),
       call.timeoutMs,
     );
     if (pod) this.busyPods.set(pod, (this.busyPods.get(pod) ?? 0) + 1);
@@ -132,7 +135,7 @@ export class Dispatcher {
       log.info("command done", { ms: Date.now() - started });
       return { ok: true, data };
     } catch (error) {
-      const outcome = toFailure(error, controller.signal.aborted);
+      const outcome = toFailure(error, call.op, controller.signal.aborted);
       log.warn("command failed", {
         ms: Date.now() - started,
         code: outcome.error.code,
@@ -162,7 +165,10 @@ export class Dispatcher {
   }
 }
 
-const failure = (code: ErrorCode, message: string): Outcome => ({ ok: false, error: { code, message } });
+const failure = (code: ErrorCode, message: string, component?: Component): Outcome => ({
+  ok: false,
+  error: { code, message, ...(component ? { component } : {}) },
+});
 
 /** Whether `value`'s strings and keys add up to more than `limit` characters (stops once they do). */
 function charsOver(value: unknown, limit: number): boolean {
@@ -187,21 +193,28 @@ function charsOver(value: unknown, limit: number): boolean {
   return false;
 }
 
-function toFailure(error: unknown, aborted: boolean): Extract<Outcome, { ok: false }> {
+/** A command its timeout ended. */
+const timedOut = (op: Op, timeoutMs: number) =>
+  `the agent did not finish ${op} within ${durationText(timeoutMs)} (host)`;
+
+function toFailure(error: unknown, op: Op, aborted: boolean): Extract<Outcome, { ok: false }> {
+  // an answer never ends in an empty reason: the op and the host (whose agent gave none) stand in
+  const blank = `${op} failed on the host without a reason (host)`;
   if (error instanceof AgentError)
     return {
       ok: false,
       error: {
         code: error.code,
-        message: error.message,
+        message: error.message.trim() ? error.message : blank,
         ...(error.component ? { component: error.component } : {}),
       },
     };
   // not one of ours (a handler's guard turns engine errors into AgentErrors): its words may name the
   // host's paths and ids, which the "command failed" log line keeps (`raw`) and the answer does not
-  const message = withoutHostDetails(rawMessage(error));
-  if (aborted) return { ok: false, error: { code: "unavailable", message } };
-  return { ok: false, error: { code: "internal", message } };
+  const raw = reasonOf(error, "");
+  const code = aborted ? "unavailable" : "internal";
+  if (!raw.trim()) return { ok: false, error: { code, message: blank, component: "host" } };
+  return { ok: false, error: { code, message: withoutHostDetails(raw) } };
 }
 
 const rawMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -16,8 +16,15 @@ import { ServiceType } from "./services";
  */
 export const PROTOCOL_VERSION = 4;
 
-/** `component`: where the failure came from, when the agent knows (optional: older agents leave it out) */
-export const WireError = z.object({ code: ErrorCode, message: z.string(), component: Component.optional() });
+/**
+ * `component`: where the failure came from, when the agent knows (optional: older agents leave it
+ * out). One this side does not know yet (a newer agent's) is dropped, not the whole answer.
+ */
+export const WireError = z.object({
+  code: ErrorCode,
+  message: z.string(),
+  component: Component.optional().catch(undefined),
+});
 export type WireError = z.infer<typeof WireError>;
 
 // control plane → agent

@@ -201,13 +201,22 @@ describe("Dispatcher", () => {
     ]);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(signal?.aborted).toBe(true);
+    // the host's own failure, naming the op and the time (the control plane adds the server's name)
     expect(stop).toMatchObject({
       ok: false,
-      error: { code: "unavailable", message: "timed out after 50 ms" },
+      error: {
+        code: "unavailable",
+        message: "the agent did not finish pod.stop within 50 ms (host)",
+        component: "host",
+      },
     });
     expect(start).toMatchObject({
       ok: false,
-      error: { code: "unavailable", message: "timed out after 50 ms" },
+      error: {
+        code: "unavailable",
+        message: "the agent did not finish pod.start within 50 ms (host)",
+        component: "host",
+      },
     });
   });
 
@@ -238,6 +247,39 @@ describe("Dispatcher", () => {
     expect(await dispatcher.handle(callOf("pod.resize", { name: "shop", limits }))).toMatchObject({
       ok: false,
       error: { code: "internal", message: "a string, not an Error" },
+    });
+  });
+
+  it("never answers an empty reason: a blank error names the op and the host instead", async () => {
+    const dispatcher = new Dispatcher(
+      handlers({
+        "pod.inspect": async () => {
+          throw new AgentError("conflict", "  ");
+        },
+        "pod.delete": async () => {
+          throw new Error("");
+        },
+        "pod.stop": async () => {
+          throw undefined;
+        },
+      }),
+      quiet,
+    );
+    expect(await dispatcher.handle(callOf("pod.inspect", { name: "shop" }))).toMatchObject({
+      ok: false,
+      error: { code: "conflict", message: "pod.inspect failed on the host without a reason (host)" },
+    });
+    expect(await dispatcher.handle(callOf("pod.delete", { name: "shop" }))).toMatchObject({
+      ok: false,
+      error: {
+        code: "internal",
+        message: "pod.delete failed on the host without a reason (host)",
+        component: "host",
+      },
+    });
+    expect(await dispatcher.handle(callOf("pod.stop", { name: "shop" }))).toMatchObject({
+      ok: false,
+      error: { code: "internal", message: "pod.stop failed on the host without a reason (host)" },
     });
   });
 
@@ -297,7 +339,11 @@ describe("Dispatcher", () => {
     expect(await inFlight).toMatchObject({ ok: true, data: running("shop") });
     expect(await dispatcher.handle(callOf("host.ping", {}))).toMatchObject({
       ok: false,
-      error: { code: "unavailable", message: "the agent is shutting down" },
+      error: {
+        code: "unavailable",
+        message: "the agent is shutting down; host.ping was not started (host)",
+        component: "host",
+      },
     });
     expect(ping).not.toHaveBeenCalled();
   });
@@ -321,7 +367,11 @@ describe("Dispatcher", () => {
     expect(signal?.aborted).toBe(true);
     expect(await straggler).toMatchObject({
       ok: false,
-      error: { code: "unavailable", message: "the agent is shutting down" },
+      error: {
+        code: "unavailable",
+        message: "the agent shut down during pod.stop (host)",
+        component: "host",
+      },
     });
   });
 });
