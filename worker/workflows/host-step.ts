@@ -1,9 +1,11 @@
 import type { WorkflowStep } from "cloudflare:workers";
-import { fail, type Result } from "../../shared/errors";
+import { durationText, fail, type Result } from "../../shared/errors";
 import type { Op, OpParams, OpResult } from "../../shared/protocol";
+import { createDb } from "../db/client";
 import { hostAgentStub, typedOutcome } from "../durable-objects/host-agent/client";
 import type { Dispatched } from "../durable-objects/host-agent/object";
 import type { Bindings, WorkflowBinding } from "../env";
+import { findHost } from "../services/hosts/hosts";
 
 export interface HostStep<O extends Op> {
   /** the step's name in the workflow; unique within the instance, also its idempotency key */
@@ -90,7 +92,7 @@ async function runOnce<O extends Op>(
     if (dispatched.state === "settled") return typedOutcome(call.op, dispatched.outcome);
     if (dispatched.state === "unavailable") {
       if (awayMs >= HOST_RETURN_WINDOW_MS) {
-        return fail("unavailable", dispatched.message);
+        return { ...fail("unavailable", `${call.op}: ${dispatched.message} (host)`), component: "host" };
       }
       const pause = Math.min(2_000 * 2 ** Math.min(attempt - 1, 4), 30_000);
       await step.sleep(`${name} (host away, wait #${attempt})`, pause);
@@ -108,7 +110,19 @@ async function runOnce<O extends Op>(
       // `unavailable` to the next dispatch, and the return window starts counting.
     }
   }
-  return fail("unavailable", `host ${call.hostId} took ${call.op} ${MAX_SENDS} times and never answered`);
+  // the workflow's own wait ran out every time: say which server, what and how long, as its owner knows it
+  const server = await step.do(`${name} (name the server that never answered)`, async () => {
+    const host = await findHost(createDb(env.DB), call.hostId);
+    return host?.name ?? call.hostId;
+  });
+  const each = durationText(call.timeoutMs + ANSWER_GRACE_MS);
+  return {
+    ...fail(
+      "unavailable",
+      `server ${server}'s agent never answered ${call.op}, sent ${MAX_SENDS} times with ${each} each (host)`,
+    ),
+    component: "host",
+  };
 }
 
 /** Event types are short and plain: the step's name reduced to letters, digits and dashes. */

@@ -1,4 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
+import { reasonOf } from "../../shared/errors";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
 import {
@@ -82,7 +83,7 @@ export class PodBackupWorkflow extends WorkflowEntrypoint<Bindings, PodBackupPar
         );
       return { status: "completed" };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = reasonOf(error, "the backup's workflow stopped without a reason (control plane)");
       await step.do("record the error", async () => failBackup(this.env, db(), backupId, message));
       return { status: "failed", reason: message };
     }

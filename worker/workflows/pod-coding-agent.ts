@@ -1,5 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
-import { fail, ok, type Result } from "../../shared/errors";
+import { fail, ok, type Result, reasonOf } from "../../shared/errors";
 import type { OpResult } from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
@@ -33,7 +33,10 @@ export class PodCodingAgentWorkflow extends WorkflowEntrypoint<Bindings, PodCodi
     try {
       outcome = await this.install(step, ref, rowId);
     } catch (error) {
-      outcome = fail("internal", error instanceof Error ? error.message : String(error));
+      outcome = fail(
+        "internal",
+        reasonOf(error, "the coding agent's install's workflow stopped without a reason (control plane)"),
+      );
     }
     if (outcome.ok) return { status: "done" as const };
     const reason = outcome.message;

@@ -1,5 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
-import { fail, type Result } from "../../shared/errors";
+import { fail, type Result, reasonOf } from "../../shared/errors";
 import type { PodSpec } from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
@@ -54,7 +54,10 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
     try {
       outcome = await this.create(p, ref, step);
     } catch (error) {
-      outcome = fail("internal", error instanceof Error ? error.message : String(error));
+      outcome = fail(
+        "internal",
+        reasonOf(error, "the creation's workflow stopped without a reason (control plane)"),
+      );
     }
     if (outcome.ok) return { status: "running" as const };
     const reason = outcome.message;

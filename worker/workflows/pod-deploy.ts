@@ -1,5 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
-import type { Result } from "../../shared/errors";
+import { type Result, reasonOf } from "../../shared/errors";
 import type { DeployOutcome } from "../../shared/protocol/git";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
@@ -58,7 +58,7 @@ export class PodDeployWorkflow extends WorkflowEntrypoint<Bindings, PodDeployPar
         result = await this.deploy(step, ref, deploymentId);
       }
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = reasonOf(error, "the deployment's workflow stopped without a reason (control plane)");
       await step.do("record the failure", async () => {
         await finishDeployment(createDb(this.env.DB), deploymentId, { ok: false, class: "unknown", message });
         return true;

@@ -1,5 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
-import { fail } from "../../shared/errors";
+import { fail, reasonOf } from "../../shared/errors";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
 import { loadRestoreJob, recordRestoreOutcome, recordRestoreStarted } from "../services/backups/restore-job";
@@ -56,7 +56,7 @@ export class PodRestoreWorkflow extends WorkflowEntrypoint<Bindings, PodRestoreP
       });
       return outcome.ok && outcome.value.ok ? { status: "completed" } : { status: "failed" };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = reasonOf(error, "the restore's workflow stopped without a reason (control plane)");
       await step.do("record the error", async () => {
         await recordRestoreOutcome(db(), restoreId, job, fail("internal", message));
         return true;

@@ -1,5 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
-import { fail, ok, type Result } from "../../shared/errors";
+import { fail, ok, type Result, reasonOf } from "../../shared/errors";
 import type { OpResult } from "../../shared/protocol";
 import { createDb } from "../db/client";
 import type { Bindings } from "../env";
@@ -36,7 +36,10 @@ export class PodServiceWorkflow extends WorkflowEntrypoint<Bindings, PodServiceP
     try {
       outcome = await this.install(step, ref, serviceId);
     } catch (error) {
-      outcome = fail("internal", error instanceof Error ? error.message : String(error));
+      outcome = fail(
+        "internal",
+        reasonOf(error, "the service's install's workflow stopped without a reason (control plane)"),
+      );
     }
     if (!outcome.ok) {
       const reason = outcome.message;

@@ -1,5 +1,5 @@
-import { fail, ok, type Result } from "../../../shared/errors";
-import { AgentMessage, type Op, PodState, PROTOCOL_VERSION } from "../../../shared/protocol";
+import { type Component, type Failure, fail, ok, type Result } from "../../../shared/errors";
+import { AgentMessage, type Op, PodState, PROTOCOL_VERSION, type WireError } from "../../../shared/protocol";
 import { createDb } from "../../db/client";
 import type { Bindings } from "../../env";
 import { alertOnService } from "../../services/alerts/hooks";
@@ -145,15 +145,10 @@ async function result(
   attachment: Attachment,
   message: Extract<AgentMessage, { type: "agent:result" }>,
 ) {
-  const outcome: Result<unknown> = message.ok
-    ? ok(message.data)
-    : {
-        ...fail(message.error.code, message.error.message),
-        ...(message.error.component ? { component: message.error.component } : {}),
-      };
+  const op = host.commands.opOf(message.id);
+  const outcome: Result<unknown> = message.ok ? ok(message.data) : await failureOf(host, message.error, op);
   // The host's answer about a container is the truth about the pod: D1 first, then the waiter,
   // so the caller reads the new state.
-  const op = host.commands.opOf(message.id);
   const state = outcome.ok && op && POD_STATE_OPS.has(op) ? PodState.safeParse(outcome.value) : undefined;
   if (state?.success) {
     const settlesCreation = op === "pod.create" || op === "pod.clone";
@@ -166,3 +161,24 @@ async function result(
   }
   await host.commands.settle(message.id, outcome);
 }
+
+/**
+ * A host's failure as its caller reads it: one of the host's own (its agent timed out, shut down)
+ * names the server, which the agent does not know; a blank one (an older agent's) says whose it is.
+ */
+async function failureOf(host: AgentMessageContext, error: WireError, op: Op | undefined): Promise<Failure> {
+  if (!error.message.trim())
+    return {
+      ...fail(error.code, await host.agent.hostReason(`failed ${op ?? "a command"} without a reason`)),
+      component: "host",
+    };
+  if (error.component !== "host") return { ...fail(error.code, error.message), ...componentOf(error) };
+  const server = await host.agent.serverName();
+  return {
+    ...fail(error.code, `${server ? `server ${server}` : "the server"}: ${error.message}`),
+    component: "host",
+  };
+}
+
+const componentOf = (error: WireError): { component?: Component } =>
+  error.component ? { component: error.component } : {};

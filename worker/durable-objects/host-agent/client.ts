@@ -42,10 +42,13 @@ export async function callHost<O extends Op>(
     // command's outcome is unknown. The caller gets a 503 like any other interrupted command; a retry
     // with the same idempotency key is answered from the journal, never run again.
     console.warn(JSON.stringify({ hostId, op, msg: "host agent call interrupted", error: String(error) }));
-    return fail(
-      "unavailable",
-      "the connection to the pod's host was interrupted; the command's outcome is unknown",
-    );
+    return {
+      ...fail(
+        "unavailable",
+        `the control plane's link to the pod's host was interrupted during ${op}; the command's outcome is unknown (control plane)`,
+      ),
+      component: "control_plane",
+    };
   }
   return typedOutcome(op, outcome);
 }

@@ -1,4 +1,4 @@
-import { fail, type Result, rateLimited } from "../../../shared/errors";
+import { durationText, type Failure, fail, type Result, rateLimited } from "../../../shared/errors";
 import { isUnjournaledOp, type Op, podOfParams } from "../../../shared/protocol";
 import type { Bindings } from "../../env";
 import { InFlight } from "./in-flight";
@@ -72,14 +72,17 @@ export class Commands {
     if (isUnjournaledOp(op)) return this.callUnjournaled(op, params, options);
     const previous = this.journal.byKey(options.idempotencyKey);
     if (previous?.outcome) return previous.outcome;
-    if (previous && this.pending.has(previous.id)) return this.wait(previous.id, options.timeoutMs);
+    if (previous && this.pending.has(previous.id)) return this.wait(previous.id, op, options.timeoutMs);
     if (previous) {
       // Its waiter died with an earlier instance (a reset): it must not run again, and every retry
       // must hear the same answer, even if the agent's result for the first attempt arrives later.
-      const interrupted = fail(
-        "unavailable",
-        "the command's earlier attempt was interrupted; its outcome is unknown",
-      );
+      const interrupted: Failure = {
+        ...fail(
+          "unavailable",
+          `the control plane restarted during ${op}'s earlier attempt; its outcome is unknown (control plane)`,
+        ),
+        component: "control_plane",
+      };
       void this.settle(previous.id, interrupted);
       return interrupted;
     }
@@ -89,7 +92,7 @@ export class Commands {
 
     const id = crypto.randomUUID();
     this.journal.recordCall(id, options.idempotencyKey, op);
-    const waiting = this.wait(id, options.timeoutMs);
+    const waiting = this.wait(id, op, options.timeoutMs);
     this.agent.sendCall(socket, id, op, params, options);
     await this.scheduleCleanup();
     return waiting;
@@ -140,7 +143,7 @@ export class Commands {
     if (!socket) return fail("unavailable", await this.agent.notConnected());
     const id = crypto.randomUUID();
     this.unjournaled.set(id, op);
-    const waiting = this.wait(id, options.timeoutMs);
+    const waiting = this.wait(id, op, options.timeoutMs);
     this.agent.sendCall(socket, id, op, params, options);
     try {
       return await waiting;
@@ -156,15 +159,11 @@ export class Commands {
     return this.journal.opOf(id);
   }
 
-  private wait(id: string, timeoutMs: number): Promise<Result<unknown>> {
+  private wait(id: string, op: Op, timeoutMs: number): Promise<Result<unknown>> {
     return new Promise((resolve) => {
       const existing = this.pending.get(id);
       const timer = setTimeout(
-        () =>
-          void this.settle(
-            id,
-            fail("unavailable", `the host did not answer within ${Math.round(timeoutMs / 1000)} s`),
-          ),
+        () => void this.hostFailed(id, `did not answer ${op} within ${durationText(timeoutMs)}`),
         timeoutMs + 1_000, // the agent times out first and reports why
       );
       this.pending.set(id, {
@@ -195,15 +194,25 @@ export class Commands {
     for (const d of this.journal.pendingDispatches()) this.agent.sendCall(ws, d.id, d.op, d.params, d);
   }
 
-  /** Fails every caller still waiting (the connection their command went out on is gone). */
-  failAll(message: string) {
-    for (const id of [...this.pending.keys()]) void this.settle(id, fail("unavailable", message));
+  /**
+   * Fails every caller still waiting (the connection their command went out on is gone), saying what
+   * became of the server's agent: "server fra-1's agent `what` (host)".
+   */
+  failAll(what: string) {
+    for (const id of [...this.pending.keys()]) void this.hostFailed(id, what);
+  }
+
+  /** Settles `id` as the host's own failure (component `host`), naming the server and the op. */
+  private async hostFailed(id: string, what: string) {
+    const reason = await this.agent.hostReason(what);
+    await this.settle(id, { ...fail("unavailable", reason), component: "host" });
   }
 
   /** The alarm's part: old journal rows go, and the next command schedules the next cleanup. */
-  prune() {
+  async prune() {
     this.cleanupScheduled = false;
-    this.journal.prune();
+    const server = await this.agent.serverName();
+    this.journal.prune(server ? `server ${server}'s` : "the server's");
   }
 
   private async scheduleCleanup() {

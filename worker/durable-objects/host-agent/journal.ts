@@ -152,14 +152,27 @@ export class Journal {
       }));
   }
 
-  /** Settled rows past retention go; `sent` rows that old are failed (their callers are long gone). */
-  prune(now = Date.now()): void {
-    this.sql.exec("DELETE FROM journal WHERE state != 'sent' AND created_at < ?", now - JOURNAL_RETENTION_MS);
-    this.sql.exec(
-      "UPDATE journal SET state = 'failed', outcome = ? WHERE state = 'sent' AND created_at < ?",
-      JSON.stringify(fail("unavailable", "the command timed out")),
-      now - JOURNAL_RETENTION_MS,
-    );
+  /**
+   * Settled rows past retention go; `sent` rows that old are failed (their callers are long gone),
+   * each naming its op and `whose` agent never answered it ("server fra-1's").
+   */
+  prune(whose: string, now = Date.now()): void {
+    const cutoff = now - JOURNAL_RETENTION_MS;
+    this.sql.exec("DELETE FROM journal WHERE state != 'sent' AND created_at < ?", cutoff);
+    const stale = this.sql
+      .exec<{ id: string; op: Op }>(
+        "SELECT id, op FROM journal WHERE state = 'sent' AND created_at < ?",
+        cutoff,
+      )
+      .toArray();
+    for (const { id, op } of stale) {
+      const never = fail("unavailable", `${whose} agent never answered ${op} (host)`);
+      this.sql.exec(
+        "UPDATE journal SET state = 'failed', outcome = ?, params = NULL WHERE id = ?",
+        JSON.stringify({ ...never, component: "host" }),
+        id,
+      );
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { fail, type Result } from "../../../shared/errors";
+import { fail, type Result, reasonOf } from "../../../shared/errors";
 import type { Op } from "../../../shared/protocol";
 import { createDb } from "../../db/client";
 import type { Bindings } from "../../env";
@@ -56,7 +56,7 @@ export class HostAgent extends DurableObject<Bindings> {
   /** The agent's WebSocket upgrade, already authenticated by the Worker (which names the host). */
   override async fetch(request: Request): Promise<Response> {
     return this.agent.accept(request, () =>
-      this.commands.failAll("host agent reconnected; the command's outcome is unknown"),
+      this.commands.failAll("reconnected; the command's outcome is unknown"),
     );
   }
 
@@ -143,7 +143,7 @@ export class HostAgent extends DurableObject<Bindings> {
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
-    await this.disconnected(ws, `agent disconnected (${code})`);
+    await this.disconnected(ws, `disconnected (code ${code})`);
     // 1005/1006 are not valid close codes to send back.
     try {
       ws.close(1000, "closing");
@@ -153,11 +153,11 @@ export class HostAgent extends DurableObject<Bindings> {
   }
 
   override async webSocketError(ws: WebSocket, error: unknown): Promise<void> {
-    await this.disconnected(ws, `agent connection failed: ${String(error)}`);
+    await this.disconnected(ws, `lost its connection (${reasonOf(error, "no reason given")})`);
   }
 
   override async alarm(): Promise<void> {
-    this.commands.prune();
+    await this.commands.prune();
     await this.schedule.runDue(await this.agent.hostId(), {
       connected: () => this.agent.open() !== undefined,
       reconcile: (trigger) => this.reconcileQuietly(trigger),
@@ -169,7 +169,7 @@ export class HostAgent extends DurableObject<Bindings> {
     // A replaced socket's close can come long after its successor was accepted (which failed the
     // calls sent on it): what is pending now went out on the open successor and stays its own.
     if (this.agent.replaced(ws)) return;
-    this.commands.failAll(`the pod's host agent disconnected: ${reason}`);
+    this.commands.failAll(`${reason}; the command's outcome is unknown`);
     await markHostOffline(createDb(this.env.DB), hostId);
     await this.schedule.hostGone();
   }

@@ -60,10 +60,20 @@ export class AgentSocket {
     return this.ctx.storage.get<string>("hostId");
   }
 
-  /** Why nothing can be sent, naming the server (as its operator and the pod's owner know it). */
+  /** The server as its operator and the pod's owner know it: its name, else its id, once connected. */
+  async serverName(): Promise<string | undefined> {
+    return (await this.ctx.storage.get<string>("hostName")) ?? (await this.ctx.storage.get<string>("hostId"));
+  }
+
+  /** A reason of the host's own (component `host`), naming the server: "server fra-1's agent …". */
+  async hostReason(what: string): Promise<string> {
+    const name = await this.serverName();
+    return `${name ? `server ${name}'s` : "the server's"} agent ${what} (host)`;
+  }
+
+  /** Why nothing can be sent, naming the server. */
   async notConnected(): Promise<string> {
-    const name =
-      (await this.ctx.storage.get<string>("hostName")) ?? (await this.ctx.storage.get<string>("hostId"));
+    const name = await this.serverName();
     return name
       ? `server ${name} is unavailable: its agent is not connected; try again shortly`
       : "the server's agent has not connected yet; try again shortly";

@@ -1,5 +1,5 @@
 import type { PresetSlug } from "../../../shared/catalog";
-import { ok, type Result } from "../../../shared/errors";
+import { ok, type Result, reasonOf } from "../../../shared/errors";
 import type { HostRow, PodRow } from "../../db/schema";
 import type { PodCreateParams, PodSeed } from "../../workflows/pod-create";
 import type { Caller } from "../auth/caller";
@@ -95,7 +95,12 @@ export async function startCreation(
   try {
     await ctx.env.POD_CREATE.create({ id: pod.id, params });
   } catch (error) {
-    await markCreateFailed(ctx.env, ctx.db, pod.id, `the creation could not be started: ${String(error)}`);
+    await markCreateFailed(
+      ctx.env,
+      ctx.db,
+      pod.id,
+      `the control plane could not start the creation's workflow (${reasonOf(error, "no reason given")})`,
+    );
     throw error;
   }
   return ok(toPodView(pod, host.name, ctx.env.POD_DOMAIN));

@@ -1,5 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
-import { fail, ok, type Result } from "../../../shared/errors";
+import { fail, ok, type Result, reasonOf } from "../../../shared/errors";
 import { createDb } from "../../db/client";
 import type { Bindings } from "../../env";
 import { forgetCachedReads } from "../../lib/isolate-cache";
@@ -96,7 +96,10 @@ export class PodMoveWorkflow extends WorkflowEntrypoint<Bindings, PodMoveParams>
       try {
         outcome = await this.move(job, ref, step, progress);
       } catch (error) {
-        outcome = fail("internal", error instanceof Error ? error.message : String(error));
+        outcome = fail(
+          "internal",
+          reasonOf(error, "the move's workflow stopped without a reason (control plane)"),
+        );
       }
       if (outcome.ok) {
         const { downtimeMs, to, phases, precopy } = outcome.value;
