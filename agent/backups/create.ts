@@ -12,7 +12,7 @@ import { HOME } from "../docker/naming";
 import { BASH, TIMEOUT } from "../docker/pod-bin";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
-import { runScript, tail } from "./pod-run";
+import { runScript, tail, whyItFailed } from "./pod-run";
 import { findSelfRunServers } from "./self-run";
 import { type SelfRunDeps, selfRunEntry, selfRunLogin, withSelfRunBox } from "./self-run-db";
 import { dumpServices, pipeDump } from "./services";
@@ -118,7 +118,7 @@ export async function createBackup(
     const prep = await runScript(docker, container, PREPARE, [spool, ...excluded], short);
     const state = prep.stdout.trim();
     if (prep.exitCode !== 0 || !["missing", "empty", "ready"].includes(state))
-      return failed(`preparing the backup failed (exit ${prep.exitCode}): ${tail(prep.stderr)}`);
+      return failed(`preparing the backup failed (exit ${prep.exitCode}): ${whyItFailed(prep)}`);
     if (state === "missing") return failed("expected directory missing: ~/app");
 
     // 1. databases, before any file is read
@@ -163,7 +163,7 @@ export async function createBackup(
     );
     if (lite.exitCode !== 0)
       return failed(
-        `copying the app's sqlite databases failed (exit ${lite.exitCode}): ${tail(lite.stderr)}`,
+        `copying the app's sqlite databases failed (exit ${lite.exitCode}): ${whyItFailed(lite)}`,
       );
     for (const copy of parseSqliteCopies(lite.stdout)) {
       if (copy.bytes === 0) return failed(`the sqlite database ${copy.source} gave an empty copy`);
@@ -197,7 +197,8 @@ export async function createBackup(
         stdin: json,
       },
     );
-    if (wrote.exitCode !== 0) return failed(`writing the manifest failed: ${tail(wrote.stderr)}`);
+    if (wrote.exitCode !== 0)
+      return failed(`writing the manifest failed (exit ${wrote.exitCode}): ${whyItFailed(wrote)}`);
 
     // 3. the archive, streamed as it is made
     log.info("backup: archiving and sending", { pod: name, backupId });

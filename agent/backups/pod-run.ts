@@ -44,6 +44,13 @@ export const tail = (text: string, max = 300) => {
   return t.length > max ? `…${t.slice(-max)}` : t;
 };
 
+/**
+ * A failed script's words for its reason, never empty: its stderr's tail, else how it ended (a
+ * process killed by a signal prints nothing).
+ */
+export const whyItFailed = (run: { exitCode: number; stderr: string }) =>
+  tail(run.stderr) || (run.exitCode > 128 ? `killed by signal ${run.exitCode - 128}` : "it printed nothing");
+
 /** The pod's container name when it runs; null when it is stopped; not_found when it has none here. */
 export async function runningContainer(
   docker: DockerClient,

@@ -15,7 +15,7 @@ import { RELOAD_SERVICES } from "../inside/reload";
 import type { Logger } from "../logger";
 import { EarlyLoads } from "./early-load";
 import { type Expected, mismatch, streamChecked } from "./fetch";
-import { runScript, tail } from "./pod-run";
+import { runScript, whyItFailed } from "./pod-run";
 import { findSelfRunServers, type SelfRunServer } from "./self-run";
 import { type SelfRunDeps, selfRunLabel, selfRunLogin, withSelfRunBox } from "./self-run-db";
 import { loadService, pipeLoad } from "./services";
@@ -234,7 +234,7 @@ export async function restoreBackup(
     if (read.run.exitCode !== 0 || !read.run.stdout.includes("staged"))
       return failed(
         namingFullDisk(
-          `the archive could not be unpacked (exit ${read.run.exitCode}): ${tail(read.run.stderr)}`,
+          `the archive could not be unpacked (exit ${read.run.exitCode}): ${whyItFailed(read.run)}`,
         ),
       );
 
@@ -266,7 +266,7 @@ export async function restoreBackup(
       [staging, ...manifest.databases.map((d) => d.file)],
       short,
     );
-    if (look.stdout.split("\n")[0] !== "ok") return failed(look.stdout.split("\n")[0] || tail(look.stderr));
+    if (look.stdout.split("\n")[0] !== "ok") return failed(look.stdout.split("\n")[0] || whyItFailed(look));
     for (const db of manifest.databases) {
       if (db.kind !== "sqlite" && db.port === undefined && !ws.services.includes(db.kind))
         return failed(`the backup holds a ${db.kind} dump but the pod has no ${db.kind} service`);
@@ -280,14 +280,17 @@ export async function restoreBackup(
     }
     const swap = await runScript(docker, container, SWAP, [staging, ...EXCLUDED_DIRS[preset]], short);
     if (swap.exitCode !== 0 || !swap.stdout.includes("swapped"))
-      return failed(`replacing ~/app failed (exit ${swap.exitCode}): ${tail(swap.stderr)}`);
+      return failed(`replacing ~/app failed (exit ${swap.exitCode}): ${whyItFailed(swap)}`);
     const dropped = [...swap.stdout.matchAll(/^had (.+)$/gm)].map((m) => m[1] ?? "");
     const selfRun = manifest.databases.filter((d) => d.port !== undefined);
     const datadirs = selfRun.flatMap((d) => (d.source ? [d.source] : []));
     if (datadirs.length > 0) {
       const kept = await runScript(docker, container, KEEP_DATADIRS, [staging, ...datadirs], short);
       if (kept.exitCode !== 0)
-        return failed(`keeping the databases' data directories failed: ${tail(kept.stderr)}`, true);
+        return failed(
+          `keeping the databases' data directories failed (exit ${kept.exitCode}): ${whyItFailed(kept)}`,
+          true,
+        );
     }
 
     // 4. databases back, each into its place; the first failure leaves its dump in the pod. A
@@ -397,7 +400,7 @@ async function reimport(
     });
     return r.exitCode === 0
       ? null
-      : `putting back the sqlite database ${db.source} failed: ${tail(r.stderr)}`;
+      : `putting back the sqlite database ${db.source} failed (exit ${r.exitCode}): ${whyItFailed(r)}`;
   }
   const service = await ws.serverOf(db.kind);
   if (!service.ok) return service.reason;

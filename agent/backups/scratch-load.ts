@@ -5,7 +5,7 @@ import type { StreamExecutor } from "../docker/exec-stream";
 import type { Logger } from "../logger";
 import { BOX_LIMITS, boxName, boxOptions, startBox } from "./box";
 import { type Expected, mismatch, streamChecked } from "./fetch";
-import { tail } from "./pod-run";
+import { whyItFailed } from "./pod-run";
 import { SVC_VERIFY } from "./services";
 import type { BackupStore } from "./store";
 
@@ -77,7 +77,7 @@ export async function loadDumpsInScratch(
       if (read.run.exitCode !== 0)
         return {
           ok: false,
-          reason: `the ${dump.kind} dump ${dump.file} does not load into a scratch server: ${tail(read.run.stderr)}`,
+          reason: `the ${dump.kind} dump ${dump.file} does not load into a scratch server (exit ${read.run.exitCode}): ${whyItFailed(read.run)}`,
         };
       deps.log.info("backup verify: dump loaded", { id, answer: read.run.stdout.trim().slice(0, 200) });
     } finally {

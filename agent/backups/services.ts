@@ -4,7 +4,7 @@ import type { DockerClient } from "../docker/client";
 import type { StreamExecutor } from "../docker/exec-stream";
 import { HOME } from "../docker/naming";
 import { BASH, TIMEOUT } from "../docker/pod-bin";
-import { tail } from "./pod-run";
+import { whyItFailed } from "./pod-run";
 import { Tally } from "./tally";
 
 /**
@@ -119,12 +119,12 @@ export async function pipeDump(
   if (dumped.exitCode !== 0)
     return {
       ok: false,
-      reason: `dumping ${source.label} failed (exit ${dumped.exitCode}): ${tail(dumped.stderr)}`,
+      reason: `dumping ${source.label} failed (exit ${dumped.exitCode}): ${whyItFailed(dumped)}`,
     };
   if (written.exitCode !== 0)
     return {
       ok: false,
-      reason: `writing the ${source.label} dump into the pod failed (exit ${written.exitCode}): ${tail(written.stderr)}`,
+      reason: `writing the ${source.label} dump into the pod failed (exit ${written.exitCode}): ${whyItFailed(written)}`,
     };
   if (tally.bytes === 0) return { ok: false, reason: `the dump of ${source.label} is empty` };
   return { ok: true, bytes: tally.bytes };
@@ -178,8 +178,8 @@ export async function pipeLoad(
   load.stdout.on("error", () => undefined).resume();
   const [r, l] = await Promise.all([read.done, load.done]);
   if (r.exitCode !== 0)
-    return `reading the ${target.label} dump failed (exit ${r.exitCode}): ${tail(r.stderr)}`;
+    return `reading the ${target.label} dump failed (exit ${r.exitCode}): ${whyItFailed(r)}`;
   if (l.exitCode !== 0)
-    return `loading the ${target.label} dump failed (exit ${l.exitCode}): ${tail(l.stderr)}`;
+    return `loading the ${target.label} dump failed (exit ${l.exitCode}): ${whyItFailed(l)}`;
   return null;
 }

@@ -7,7 +7,7 @@ import type { Logger } from "../logger";
 import { BOX_LIMITS, boxName, boxOptions, startBox } from "./box";
 import { type Expected, mismatch, streamChecked } from "./fetch";
 import { checkListing, Listing, listingArgv } from "./listing";
-import { tail } from "./pod-run";
+import { whyItFailed } from "./pod-run";
 import { loadDumpsInScratch } from "./scratch-load";
 import type { BackupStore } from "./store";
 
@@ -56,7 +56,7 @@ export async function verifyBackup(
     } catch {
       return {
         ok: false,
-        reason: `the test-restore box ended without a listing (exit ${read.run.exitCode}): ${tail(read.run.stderr)}`,
+        reason: `the test-restore box ended without a listing (exit ${read.run.exitCode}): ${whyItFailed(read.run)}`,
       };
     }
     if (!listing.ok) return { ok: false, reason: listing.reason };
