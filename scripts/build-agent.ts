@@ -61,8 +61,15 @@ setTimeout(() => {
  * agent's CPU with 1 MB) is gone with that client: an upload is piped from curl, and neither a pipe of
  * 256 MB nor an SSH channel taking 64 MB through ssh2 costs measurably more CPU with this flag
  * (medians of 5–7 runs each, within the runs' spread; docs/decisions/compiled-agent.md).
+ *
+ * The collector on the main thread only (`--single-threaded-gc`): every socket read is a new 64 KiB
+ * buffer and ssh2 copies most packets once more, so a bulk SSH copy makes ~200 MB of short-lived
+ * buffers per 100 MB, and V8 answers that external memory with full collections whose marking runs
+ * on helper threads beside the main one. On a busy 2-core host those threads cost more than they
+ * save: the gateway's CPU per 100 MB `scp` 790–1580 → 480–770 ms, per 100 MB into `cat` 550–760 →
+ * 240–510 ms (interleaved runs, load ~11; bench/README.md, bench/ssh).
  */
-export const AGENT_NODE_FLAGS = ["--optimize-for-size"];
+export const AGENT_NODE_FLAGS = ["--optimize-for-size", "--single-threaded-gc"];
 
 /**
  * Environment the agent runs with: one glibc malloc arena. By default every thread that allocates
