@@ -26,6 +26,8 @@
  *
  * The pod is created through the agent's own handlers with the gateway in this process (as the agent
  * test does), on a unique name prefix, and everything is removed at the end, also on failure or Ctrl-C.
+ * The bench runs itself again on the agent's Node with the agent's flags (./support/agent-node.ts):
+ * the gateway's CPU depends on them (its garbage collector above all), so it is measured as it ships.
  */
 import { randomBytes } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
@@ -36,6 +38,7 @@ import { podNames } from "../agent/docker/naming";
 import { type Agent, freePort, podSpec, startAgent } from "../test/agent/helpers";
 import { clientOptions, makeKey, type Run, run, tempDir } from "../test/agent/ssh-support";
 import { fmt, formatTable, median, summarize } from "./stats";
+import { onAgentNode } from "./support/agent-node";
 import { positiveInt } from "./support/args";
 import { CpuMeter, pidsNamed } from "./support/cpu";
 import { interleaved, machineLoad } from "./support/sampling";
@@ -63,7 +66,11 @@ const must = (what: string, r: Run) => {
 };
 
 async function main() {
+  await onAgentNode();
   console.log(`at start: ${machineLoad()}`);
+  console.log(
+    `gateway on Node ${process.version} ${process.execArgv.filter((a) => a !== "--import" && a !== "tsx").join(" ")}`,
+  );
   let agent: Agent | undefined;
   const dir = await tempDir();
   const stop = async () => {
