@@ -1,7 +1,10 @@
-import { mkdtemp } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGENT_NODE_FLAGS } from "../../scripts/build-agent";
 import { signUp } from "./support/api";
 import { createRunningPods, waitForHostOnline } from "./support/pods";
 import { type ClientKey, hostKeyOf, makeKey, sshRun } from "./support/ssh";
@@ -112,6 +115,42 @@ describe("SSH through the public API and the host's gateway, with OpenSSH's clie
     expect(code).toBe(0);
     const read = await sshRun(accountKey, port, "cat app/synced/hello.txt", knownHosts);
     expect(read.stdout).toBe("synced by rsync\n");
+  });
+
+  it("copies 8 MB both ways with scp (SFTP) over AES-GCM, byte for byte, through the agent as it ships", async () => {
+    // the agent's process runs with the shipped Node flags (its garbage collector's among them: a
+    // bulk copy is what they were chosen for)
+    const argv = (await readFile(`/proc/${stack.agent.child.pid}/cmdline`, "utf8")).split("\0");
+    for (const flag of AGENT_NODE_FLAGS) expect(argv).toContain(flag);
+    const dir = await mkdtemp(path.join(tmpdir(), "podhost-scp-"));
+    const data = randomBytes(8 * 1024 * 1024);
+    const hex = createHash("sha256").update(data).digest("hex");
+    await writeFile(path.join(dir, "big.bin"), data);
+    const port = ports[names.after] ?? 0;
+    const scp = (from: string, to: string) =>
+      new Promise<string>((resolve, reject) => {
+        const args = ["-P", String(port), "-i", accountKey.privatePath, "-o", "IdentitiesOnly=yes"];
+        args.push("-o", "BatchMode=yes", "-o", `UserKnownHostsFile=${knownHosts}`);
+        args.push("-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=DEBUG1", from, to);
+        execFile("scp", args, { timeout: 120_000 }, (error, _stdout, stderr) =>
+          error ? reject(new Error(`scp: ${stderr.slice(-2000)}\n${agentTail()}`)) : resolve(stderr),
+        );
+      });
+    const ciphers = (stderr: string) =>
+      [...stderr.matchAll(/kex: (?:client->server|server->client) cipher: (\S+)/g)].map((m) => m[1]);
+    expect(ciphers(await scp(path.join(dir, "big.bin"), "pod_user@127.0.0.1:big.bin"))).toEqual([
+      "aes128-gcm@openssh.com",
+      "aes128-gcm@openssh.com",
+    ]);
+    const inPod = await sshRun(accountKey, port, "sha256sum big.bin", knownHosts);
+    expect(inPod.stdout.split(" ")[0]).toBe(hex);
+    await scp("pod_user@127.0.0.1:big.bin", path.join(dir, "back.bin"));
+    expect(
+      createHash("sha256")
+        .update(await readFile(path.join(dir, "back.bin")))
+        .digest("hex"),
+    ).toBe(hex);
+    await sshRun(accountKey, port, "rm -f big.bin", knownHosts);
   });
 
   it("refuses a key deleted through the API on the next connection", async () => {
