@@ -45,7 +45,6 @@ import { interleaved, machineLoad } from "./support/sampling";
 import { verdicts } from "./support/verdict";
 
 const TARGET = { connectRatio: 3, copyShare: 0.75 };
-const v = verdicts("ssh");
 
 const { values: args } = parseArgs({
   options: {
@@ -67,6 +66,8 @@ const must = (what: string, r: Run) => {
 
 async function main() {
   await onAgentNode();
+  // made in the re-run only: the first process has no verdicts of its own to finish
+  const v = verdicts("ssh");
   console.log(`at start: ${machineLoad()}`);
   console.log(
     `gateway on Node ${process.version} ${process.execArgv.filter((a) => a !== "--import" && a !== "tsx").join(" ")}`,
