@@ -1,6 +1,9 @@
 import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { AGENT_ENV, AGENT_NODE_FLAGS, agentNode } from "../../scripts/build-agent";
-import { REPO_ROOT } from "./worker";
+
+// not ./worker.ts's: importing wrangler adds a SIGINT listener that exits before the bench cleans up
+const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** set in the bench's own re-run on the agent's Node */
 const MARK = "PODHOST_BENCH_ON_AGENT_NODE";
@@ -25,8 +28,10 @@ export async function onAgentNode(): Promise<true> {
       stdio: "inherit",
     },
   );
-  // Ctrl-C reaches the re-run through the terminal's process group; it cleans up and exits
+  // Ctrl-C reaches the re-run through the terminal's process group; it cleans up and exits. A
+  // SIGTERM to this process alone (a timeout) is passed on as the Ctrl-C the re-run cleans up after.
   process.on("SIGINT", () => undefined);
+  process.on("SIGTERM", () => child.kill("SIGINT"));
   const code = await new Promise<number>((resolve) =>
     child.once("close", (c, sig) => resolve(c ?? (sig === "SIGINT" ? 130 : 1))),
   );
