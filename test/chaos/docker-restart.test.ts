@@ -82,7 +82,7 @@ describe("chaos: the Docker engine restarted under running pods", () => {
       await waitFor(
         `${name} served`,
         async () =>
-          (await httpGet(stack.ingressPort, `${name}.pods.localhost`)).status === 200 ? true : undefined,
+          (await httpGet(stack.edgePort, `${name}.pods.localhost`)).status === 200 ? true : undefined,
         BACK_WITHIN_MS,
       );
       const ssh = await waitFor(
