@@ -243,7 +243,17 @@ describe("git deployments end to end", () => {
   }, 150_000);
 
   it("a pushed commit and its signed webhook deploy it: success, served, event, statuses, build log", async () => {
-    v2Sha = await server.commit(repoPath, { "server.js": serverJs("site v2") }, { message: "v2" });
+    // a build that takes 2 s: the live log's first lines must come while it runs (a deploy of a
+    // second or less could end before the log's 500 ms poll first finds them, however it streams)
+    const building = JSON.stringify({
+      ...JSON.parse(PACKAGE_JSON),
+      scripts: { start: "node server.js", build: "echo building v2; sleep 2" },
+    });
+    v2Sha = await server.commit(
+      repoPath,
+      { "server.js": serverJs("site v2"), "package.json": building },
+      { message: "v2" },
+    );
     v2Delivery = randomUUID();
     // The switch is health-gated through a candidate container: no request may fail during it.
     const poll = pollIngress(pod);
