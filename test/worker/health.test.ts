@@ -62,6 +62,24 @@ describe("app health diagnosis", () => {
     });
   });
 
+  it("applies reports sent back to back in their order: the last one stands, with one event per change", async () => {
+    const { agent, pod } = await onlineWithPod();
+    const d = diagnosis();
+    // a problem found, repeated, gone, found again, gone: what an agent reports over a few passes
+    const sequence = [d, d, null, d, d, null, d, null];
+    for (const next of sequence) agent.send({ type: "agent:health", pods: [{ name: pod.name, diagnosis: next }] });
+    await until(async () => (await podEventRecords(pod.id)).length >= 6 || undefined, "six events");
+    expect(await storedDiagnosis(pod.id)).toBeNull();
+    expect((await podEventRecords(pod.id)).map((e) => e.type)).toEqual([
+      "health_diagnosis",
+      "health_recovered",
+      "health_diagnosis",
+      "health_recovered",
+      "health_diagnosis",
+      "health_recovered",
+    ]);
+  });
+
   it("lets a host set diagnoses of its own pods only", async () => {
     const { agent, pod } = await onlineWithPod();
     const otherHost: TestHost = await insertHost();

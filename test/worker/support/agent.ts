@@ -96,7 +96,7 @@ export const podRecord = async (id: string) =>
 export const podEventRecords = async (podId: string) =>
   (
     await env.DB.prepare(
-      "SELECT type, message, metadata FROM pod_events WHERE pod_id = ? ORDER BY created_at",
+      "SELECT type, message, metadata FROM pod_events WHERE pod_id = ? ORDER BY created_at, rowid",
     )
       .bind(podId)
       .all<{ type: string; message: string; metadata: string | null }>()

@@ -12,6 +12,7 @@ import { applyPodState, reconcileInventory } from "../../services/pods/host-sync
 import type { ReconcileTrigger } from "../../services/reconcile/host";
 import { applySidecarReports } from "../../services/services/sidecars";
 import type { Commands } from "./commands";
+import type { Lanes } from "./lanes";
 import type { Schedule } from "./schedule";
 import { type AgentSocket, type Attachment, attachmentOf } from "./socket";
 
@@ -23,6 +24,8 @@ export interface AgentMessageContext {
   schedule: Schedule;
   /** a reconciler pass nobody waits for, kept alive past the message */
   reconcileInBackground: (trigger: ReconcileTrigger) => void;
+  /** the agent's reports of one kind, applied one at a time in the order they came (./lanes.ts) */
+  lanes: Lanes;
 }
 
 type Db = ReturnType<typeof createDb>;
@@ -39,6 +42,16 @@ const POD_STATE_OPS = new Set<Op>([
 ]);
 
 const LAST_SEEN_EVERY_MS = 30_000;
+
+/** Reports whose later one must win: each kind is applied in arrival order (commands' results are each one's own). */
+const ORDERED = new Set<AgentMessage["type"]>([
+  "agent:pod-status",
+  "agent:metrics",
+  "agent:health",
+  "agent:services",
+  "agent:host-health",
+  "agent:deploy-log",
+]);
 
 /**
  * One message from the agent, parsed at the boundary (an unparseable one is logged and dropped):
@@ -63,6 +76,17 @@ export async function onAgentMessage(
     );
     return;
   }
+  if (ORDERED.has(message.type))
+    return host.lanes.run(message.type, () => apply(host, ws, attachment, message));
+  return apply(host, ws, attachment, message);
+}
+
+async function apply(
+  host: AgentMessageContext,
+  ws: WebSocket,
+  attachment: Attachment,
+  message: AgentMessage,
+) {
   const { env } = host;
   const db = createDb(env.DB);
   switch (message.type) {

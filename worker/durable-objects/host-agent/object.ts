@@ -9,6 +9,7 @@ import { onAgentMessage } from "./agent-messages";
 import { typedOutcome } from "./client";
 import { Commands, type Dispatched } from "./commands";
 import type { Notify } from "./journal";
+import { Lanes } from "./lanes";
 import { Schedule } from "./schedule";
 import { AgentSocket, attachmentOf } from "./socket";
 
@@ -45,6 +46,7 @@ export class HostAgent extends DurableObject<Bindings> {
   private readonly commands: Commands;
   /** alert timers and the reconciler's next pass, on the object's alarm */
   private readonly schedule: Schedule;
+  private readonly lanes = new Lanes();
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
@@ -136,6 +138,7 @@ export class HostAgent extends DurableObject<Bindings> {
         commands: this.commands,
         schedule: this.schedule,
         reconcileInBackground: (trigger) => this.ctx.waitUntil(this.reconcileQuietly(trigger)),
+        lanes: this.lanes,
       },
       ws,
       raw,
