@@ -1,10 +1,12 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type DnsDouble, startDnsDouble } from "../support/dns";
 import { httpGet } from "../support/http";
 import { signUp } from "./support/api";
 import { waitForHostOnline, waitForHostsPlaceable, waitForPodStatus } from "./support/pods";
-import { type Stack, startStack, type TestHost, waitFor } from "./support/stack";
+import { type Stack, sleep, startStack, type TestHost, waitFor } from "./support/stack";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -116,6 +118,40 @@ describe("the edge router", () => {
     const unknown = await visit(pod(`nope-${tag}`));
     expect(unknown.status).toBe(404);
     expect(unknown.headers["x-podhost-edge"]).toBe("unknown");
+  });
+
+  it("serves every visit while the host's ingress reloads (a pod created or deployed there reloads it)", {
+    timeout: 120_000,
+  }, async () => {
+    const name = `reload-${tag}`;
+    await createRunning(name, "static", one);
+    // A reload closes the ingress's idle connections: the edge's pooled ones to it are lost under
+    // whatever request takes them at that instant (a push deploy showed a visitor the edge's 503).
+    // SIGHUP to the ingress's master is the reload the agent asks for, here forty times in six seconds.
+    const pid = Number((await readFile(path.join(one.stateDir, "nginx", "nginx.pid"), "utf8")).trim());
+    let stop = false;
+    let visits = 0;
+    const failures: string[] = [];
+    const poll = async () => {
+      while (!stop) {
+        const r = await visit(pod(name)).catch((e: unknown) => ({ status: 0, body: String(e), headers: {} }));
+        visits++;
+        if (r.status !== 200)
+          failures.push(
+            `${r.status} ${String((r.headers as Record<string, unknown>)["x-podhost-edge"] ?? r.body)}`,
+          );
+        await sleep(5);
+      }
+    };
+    const polls = [poll(), poll(), poll()];
+    for (let i = 0; i < 40; i++) {
+      process.kill(pid, "SIGHUP");
+      await sleep(150);
+    }
+    stop = true;
+    await Promise.all(polls);
+    expect(visits).toBeGreaterThan(200);
+    expect(failures).toEqual([]);
   });
 
   it("attacker: straight to a host's ingress, around the edge, is 403", async () => {

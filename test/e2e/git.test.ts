@@ -83,6 +83,7 @@ describe("git deployments end to end", () => {
     httpGet(stack.edgePort, `${name}.pods.localhost`).catch((e) => ({
       status: 0,
       body: String(e),
+      headers: {} as Record<string, string | string[] | undefined>,
     }));
   const pageShows = (name: string, text: string, timeoutMs = 30_000) =>
     waitFor(
@@ -171,7 +172,9 @@ describe("git deployments end to end", () => {
       while (!stop) {
         const r = await page(name);
         count++;
-        if (r.status !== 200) failures.push(`${r.status} ${r.body.slice(0, 60)}`);
+        // the edge's own pages name themselves (x-podhost-edge): which one says why the pod was not served
+        if (r.status !== 200)
+          failures.push(`${r.status} ${String(r.headers["x-podhost-edge"] ?? "")} ${r.body.slice(0, 60)}`);
         else seen.add(r.body);
         await sleep(50);
       }

@@ -70,6 +70,30 @@ export async function routeToPod(
   return forward(request, url, route.host, hostname);
 }
 
+/** methods a retry cannot make do anything twice (RFC 9110 §9.2.2) */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+const replayable = (request: Request) => request.body === null && IDEMPOTENT.has(request.method);
+
+/**
+ * An ingress reload (a pod created or deployed on that host) closes its idle connections, and those
+ * the edge's pool picks at that instant are lost ("Network connection lost"), several at once when
+ * the pool held several. A visit without a body that cannot change anything twice goes again, as a
+ * browser does, until a live connection (each lost one leaves the pool) or a new one takes it.
+ */
+async function sendAgain(send: () => Promise<Response>, replayable: boolean): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (error) {
+      // only a connection lost once made: a host that refuses or never answers is not asked again
+      if (!replayable || attempt >= SEND_ATTEMPTS || !String(error).includes(LOST)) throw error;
+    }
+  }
+}
+const SEND_ATTEMPTS = 4;
+/** workerd's (and Cloudflare's) words for a connection closed under a request */
+const LOST = "Network connection lost";
+
 async function forward(
   request: Request,
   url: URL,
@@ -89,14 +113,16 @@ async function forward(
   ))
     headers.set(name, value);
   headers.set("x-forwarded-proto", proto);
-  let res: Response;
-  try {
-    res = await fetch(`${host.origin}${uri}`, {
+  const send = () =>
+    fetch(`${host.origin}${uri}`, {
       method: request.method,
       headers,
       body: request.body,
       redirect: "manual",
     });
+  let res: Response;
+  try {
+    res = await sendAgain(send, replayable(request));
   } catch (error) {
     console.warn("edge: host unreachable", { host: host.name, error: String(error) });
     return edgePage("away", hostname);
