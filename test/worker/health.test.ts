@@ -67,7 +67,8 @@ describe("app health diagnosis", () => {
     const d = diagnosis();
     // a problem found, repeated, gone, found again, gone: what an agent reports over a few passes
     const sequence = [d, d, null, d, d, null, d, null];
-    for (const next of sequence) agent.send({ type: "agent:health", pods: [{ name: pod.name, diagnosis: next }] });
+    for (const next of sequence)
+      agent.send({ type: "agent:health", pods: [{ name: pod.name, diagnosis: next }] });
     await until(async () => (await podEventRecords(pod.id)).length >= 6 || undefined, "six events");
     expect(await storedDiagnosis(pod.id)).toBeNull();
     expect((await podEventRecords(pod.id)).map((e) => e.type)).toEqual([
