@@ -7,12 +7,11 @@
  * --limit       how many messages (default 20)
  * --persist-to  another local state dir (default .wrangler/state, the one `npm run dev:worker` uses)
  */
-import { execFile } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs, promisify } from "node:util";
+import { parseArgs } from "node:util";
+import { d1Execute } from "./lib/d1";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const DEFAULT_PERSIST = ".wrangler/state";
@@ -61,31 +60,13 @@ function hasLocalDatabase(persistTo: string): boolean {
 }
 
 async function query(persistTo: string, limit: number): Promise<MailRow[]> {
-  const wrangler = path.join(
-    path.dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
-    "bin",
-    "wrangler.js",
-  );
   const sql = `SELECT id, "to", subject, body, created_at FROM mail_outbox ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
-  const args = ["d1", "execute", "DB", "--local", "--json", "--persist-to", persistTo, "--command", sql];
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, [wrangler, ...args], {
-      cwd: ROOT,
-      maxBuffer: 64 * 1024 * 1024,
-      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
-    });
-    const [result] = JSON.parse(stdout) as { results: MailRow[] }[];
-    return result?.results ?? [];
+    return await d1Execute<MailRow>(sql, { persistTo });
   } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    const output = `${e.stdout ?? ""}\n${e.stderr ?? ""}\n${e.message}`;
-    if (/no such table: mail_outbox/.test(output)) {
-      console.log("The local database has no mail_outbox table yet: run `npm run db:migrate` first.");
-      process.exit(0);
-    }
-    // wrangler --json reports errors as {"error": {"text": ...}} on stdout
-    const text = /"text":\s*"((?:[^"\\]|\\.)*)"/.exec(e.stdout ?? "")?.[1];
-    throw new Error(`wrangler d1 execute failed: ${text ? JSON.parse(`"${text}"`) : output.trim()}`);
+    if (!/no such table: mail_outbox/.test(String(err))) throw err;
+    console.log("The local database has no mail_outbox table yet: run `npm run db:migrate` first.");
+    process.exit(0);
   }
 }
 
