@@ -35,7 +35,7 @@ export async function importBackup({
 }>): Promise<Result<BackupView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod } = found.value;
   if (!pod.hostId || pod.status === "creating")

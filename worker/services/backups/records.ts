@@ -2,11 +2,11 @@ import { and, count, eq, inArray } from "drizzle-orm";
 import { findPlan, PLANS } from "../../../shared/catalog";
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Db } from "../../db/client";
-import { type BackupRow, backupRestores, backups, type HostRow, type PodRow } from "../../db/schema";
+import { type BackupRow, backupRestores, backups, type PodRow } from "../../db/schema";
 import type { Bindings } from "../../env";
 import { nowIso } from "../../lib/time";
 import { alertOnBackupFailed } from "../alerts/hooks";
-import { findTeamPod } from "../pods/lookup";
+import { findTeamPod, type PodWithHost } from "../pods/lookup";
 
 /** Backups' rows and objects (docs/backups.md): the one place that knows where bytes live. */
 
@@ -68,7 +68,7 @@ export async function findTeamBackup(
   teamId: string,
   name: string,
   id: string,
-): Promise<Result<{ pod: PodRow; host: HostRow | null; backup: BackupRow }>> {
+): Promise<Result<PodWithHost & { backup: BackupRow }>> {
   const found = await findTeamPod(db, teamId, name);
   if (!found.ok) return found;
   const [backup] = await db

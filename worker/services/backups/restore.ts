@@ -24,7 +24,7 @@ export async function restoreBackup({
 }: TeamCall<{ name: string; id: string }>): Promise<Result<{ status: "restoring"; backup_id: string }>> {
   const found = await findTeamBackup(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod, backup } = found.value;
   if (backup.status !== "completed")

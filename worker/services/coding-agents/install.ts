@@ -29,7 +29,7 @@ export async function installCodingAgent({
 > {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod } = found.value;
   if (pod.status !== "running") return fail("bad_request", NOT_RUNNING);

@@ -25,7 +25,7 @@ export async function removeCodingAgent({
 }: TeamCall<{ name: string; slug: CodingAgentSlug }>): Promise<Result<{ status: "removed" }>> {
   const found = await findTeamCodingAgent(ctx.db, teamId, input.name, input.slug);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod, agent } = found.value;
   if (agent.status === "installing")

@@ -31,7 +31,7 @@ export async function addDomain({
 }: TeamCall<{ name: string; domain: string }>): Promise<Result<DomainView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod } = found.value;
   const domain = normaliseDomain(input.domain, ctx.env.POD_DOMAIN);

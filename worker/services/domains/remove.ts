@@ -21,7 +21,7 @@ export async function removeDomain({
 }: TeamCall<{ name: string; id: string }>): Promise<Result<{ status: "deleted" }>> {
   const found = await findTeamDomain(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod, domain } = found.value;
   if (domain.status === "verified") {

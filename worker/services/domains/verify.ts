@@ -35,7 +35,7 @@ export async function verifyDomain({
 }: TeamCall<{ name: string; id: string }>): Promise<Result<DomainView>> {
   const found = await findTeamDomain(ctx.db, teamId, input.name, input.id);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod, domain } = found.value;
   // verified already: its certificate's state is looked at again (until it is active), and a

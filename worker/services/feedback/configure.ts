@@ -52,7 +52,7 @@ export async function configureFeedback({
 }: TeamCall<FeedbackSettingsInput>): Promise<Result<FeedbackSettingsView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod } = found.value;
   const target = targetOf(found.value);

@@ -26,7 +26,7 @@ export async function deployPod({
 }: TeamCall<{ name: string }>): Promise<Result<StartedView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod } = found.value;
   if (pod.status !== "running") return fail("bad_request", NOT_RUNNING);
@@ -158,7 +158,7 @@ export async function rollbackPod({
 }: TeamCall<{ name: string; deployment_id?: string }>): Promise<Result<StartedView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod } = found.value;
   if (pod.status !== "running") return fail("bad_request", NOT_RUNNING);

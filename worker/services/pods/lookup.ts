@@ -1,4 +1,4 @@
-import { and, eq, ne } from "drizzle-orm";
+import { and, eq, ne, sql } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Db } from "../../db/client";
 import { type HostRow, hosts, type PodRow, pods } from "../../db/schema";
@@ -6,7 +6,18 @@ import { type HostRow, hosts, type PodRow, pods } from "../../db/schema";
 export interface PodWithHost {
   pod: PodRow;
   host: HostRow | null;
+  /** its move to another server has begun and not ended (./moving.ts): read in the same statement */
+  moving: boolean;
 }
+
+const columns = {
+  pod: pods,
+  host: hosts,
+  moving:
+    sql<boolean>`EXISTS (SELECT 1 FROM pod_moves m WHERE m.pod_id = ${pods.id} AND m.status = 'moving')`.mapWith(
+      Boolean,
+    ),
+};
 
 /**
  * The team's live pod by name. Another team's pod, a deleted pod and a missing pod are all the same
@@ -14,7 +25,7 @@ export interface PodWithHost {
  */
 export async function findTeamPod(db: Db, teamId: string, name: string): Promise<Result<PodWithHost>> {
   const [row] = await db
-    .select({ pod: pods, host: hosts })
+    .select(columns)
     .from(pods)
     .leftJoin(hosts, eq(hosts.id, pods.hostId))
     .where(and(eq(pods.name, name), eq(pods.teamId, teamId), ne(pods.status, "deleted")))
@@ -26,7 +37,7 @@ export async function findTeamPod(db: Db, teamId: string, name: string): Promise
 export const readPodRow = async (db: Db, podId: string) =>
   (
     await db
-      .select({ pod: pods, host: hosts })
+      .select(columns)
       .from(pods)
       .leftJoin(hosts, eq(hosts.id, pods.hostId))
       .where(eq(pods.id, podId))

@@ -21,9 +21,9 @@ export async function podMoving(db: Db, podId: string): Promise<boolean> {
   return Boolean(row);
 }
 
-export async function refuseWhileMoving(db: Db, pod: { id: string; name: string }): Promise<Result<null>> {
-  return (await podMoving(db, pod.id)) ? fail("conflict", MOVING(pod.name)) : ok(null);
-}
+/** 409 for a pod whose move has begun (`moving` is read with the pod: ./lookup.ts). */
+export const refuseWhileMoving = (found: { pod: { name: string }; moving: boolean }): Result<null> =>
+  found.moving ? fail("conflict", MOVING(found.pod.name)) : ok(null);
 
 /**
  * What the pod is still doing on its host that a move must not cut in half: a deploy, a restore, a

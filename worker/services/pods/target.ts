@@ -57,7 +57,7 @@ export async function podTarget(
   if (!found.ok) return found;
   if (opts.running && found.value.pod.status !== "running") return fail("bad_request", NOT_RUNNING);
   if (opts.changes) {
-    const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+    const settled = refuseWhileMoving(found.value);
     if (!settled.ok) return settled;
   }
   return targetOf(found.value);

@@ -33,7 +33,7 @@ export async function installService({
 }: TeamCall<{ name: string; service_type: ServiceType }>): Promise<Result<ServiceView>> {
   const found = await findTeamPod(ctx.db, teamId, input.name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod } = found.value;
   const type = input.service_type;

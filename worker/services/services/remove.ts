@@ -26,7 +26,7 @@ export async function removeService({
 }: TeamCall<{ name: string; serviceType: ServiceType }>): Promise<Result<{ status: "deleted" }>> {
   const found = await findTeamService(ctx.db, teamId, input.name, input.serviceType);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const { pod, service } = found.value;
   if (service.status === "installing")

@@ -67,7 +67,7 @@ export async function addPodKey({
 }): Promise<Result<AddedPodKey>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const parsed = await parsePublicKey(keyLine, "key");
   if (!parsed.ok) return parsed;
@@ -127,7 +127,7 @@ export async function removePodKey({
 }): Promise<Result<void>> {
   const found = await findTeamPod(ctx.db, teamId, name);
   if (!found.ok) return found;
-  const settled = await refuseWhileMoving(ctx.db, found.value.pod);
+  const settled = refuseWhileMoving(found.value);
   if (!settled.ok) return settled;
   const trimmed = keyLine.trim();
   if (/[\r\n]/.test(trimmed)) return fail("bad_request", "key: must be one key on one line");
