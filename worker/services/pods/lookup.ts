@@ -10,13 +10,12 @@ export interface PodWithHost {
   moving: boolean;
 }
 
+// The IN repeats pod_moves_one_open_idx's own condition, so SQLite uses that partial index.
 const columns = {
   pod: pods,
   host: hosts,
-  moving:
-    sql<boolean>`EXISTS (SELECT 1 FROM pod_moves m WHERE m.pod_id = ${pods.id} AND m.status = 'moving')`.mapWith(
-      Boolean,
-    ),
+  moving: sql<boolean>`EXISTS (SELECT 1 FROM pod_moves m WHERE m.pod_id = ${pods.id}
+    AND m.status IN ('queued', 'moving') AND m.status = 'moving')`.mapWith(Boolean),
 };
 
 /**

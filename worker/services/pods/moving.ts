@@ -16,7 +16,8 @@ export const MOVING = (name: string) =>
 /** Whether the pod's move has begun and not ended. */
 export async function podMoving(db: Db, podId: string): Promise<boolean> {
   const row = await db.get<{ n: number } | undefined>(
-    sql`SELECT 1 AS n FROM pod_moves WHERE pod_id = ${podId} AND status = 'moving' LIMIT 1`,
+    // the IN repeats pod_moves_one_open_idx's condition, so SQLite uses that partial index
+    sql`SELECT 1 AS n FROM pod_moves WHERE pod_id = ${podId} AND status IN ('queued', 'moving') AND status = 'moving' LIMIT 1`,
   );
   return Boolean(row);
 }
