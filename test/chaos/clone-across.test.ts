@@ -5,7 +5,6 @@ import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
 import { waitForHostOnline, waitForHostsPlaceable } from "../e2e/support/pods";
 import { type Stack, sleep, startStack, type TestHost, waitFor } from "../e2e/support/stack";
-import { httpGet } from "../support/http";
 import {
   agentLines,
   agentReaches,
@@ -16,6 +15,7 @@ import {
   podWithFiles,
   printOnFailure,
   r2Keys,
+  servedThroughEdge,
   within,
 } from "./support";
 
@@ -133,14 +133,7 @@ describe("chaos: clone across hosts", () => {
     );
     const open = await openUploads();
     if (open.length > 0) console.info(`multipart uploads left open by the fault: ${open.join(", ")}`);
-    await waitFor(
-      `${name} served`,
-      async () =>
-        (await httpGet(stack.edgePort, `${name}.pods.localhost`).catch(() => ({ status: 0 }))).status === 200
-          ? true
-          : undefined,
-      60_000,
-    );
+    await servedThroughEdge(stack, name);
   };
 
   /** host two's agent SIGKILLed (a crash) and started again on the same state */

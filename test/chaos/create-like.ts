@@ -4,7 +4,6 @@ import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
 import { waitForHostOnline } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { httpGet } from "../support/http";
 import {
   agentGoneBeforeDispatch,
   agentReaches,
@@ -16,6 +15,7 @@ import {
   podSh,
   printOnFailure,
   r2Keys,
+  servedThroughEdge,
   within,
 } from "./support";
 
@@ -113,16 +113,7 @@ export function describeCreateLikeUnderFaults(like: CreateLike) {
         async () => (JSON.stringify(await r2Keys(stack)) === JSON.stringify(staged) ? true : undefined),
         60_000,
       );
-      await waitFor(
-        `${name} served`,
-        async () =>
-          (
-            await httpGet(stack.edgePort, `${name}.pods.localhost`).catch(() => ({ status: 0, body: "" }))
-          ).body.includes(like.served)
-            ? true
-            : undefined,
-        60_000,
-      );
+      await servedThroughEdge(stack, name, { shows: like.served });
     };
 
     /** until the new pod's container exists: the host is mid-work, the files going into it */

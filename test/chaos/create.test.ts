@@ -3,7 +3,6 @@ import { signUp } from "../e2e/support/api";
 import { dockerInspect } from "../e2e/support/docker";
 import { waitForHostOnline } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { httpGet } from "../support/http";
 import {
   agentGoneBeforeDispatch,
   agentReaches,
@@ -14,6 +13,7 @@ import {
   mentioning,
   podWithFiles,
   printOnFailure,
+  servedThroughEdge,
 } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
@@ -74,14 +74,7 @@ describe("chaos: create and clone", () => {
     await start();
     await fault(since);
     await endsRunningOnce(alice.api, stack.prefix, name, objects, ENDS_WITHIN_MS);
-    await waitFor(
-      `${name} served`,
-      async () =>
-        (await httpGet(stack.edgePort, `${name}.pods.localhost`).catch(() => ({ status: 0 }))).status === 200
-          ? true
-          : undefined,
-      60_000,
-    );
+    await servedThroughEdge(stack, name);
   };
 
   const create = (name: string) => async () => {

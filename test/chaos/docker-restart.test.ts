@@ -8,7 +8,7 @@ import { signUp } from "../e2e/support/api";
 import { createRunningPods, waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type ClientKey, makeKey, sshRun } from "../e2e/support/ssh";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { httpGet } from "../support/http";
+import { servedThroughEdge } from "./support";
 
 const run = promisify(execFile);
 
@@ -79,12 +79,7 @@ describe("chaos: the Docker engine restarted under running pods", () => {
     for (const name of names()) {
       const pod = await waitForPodStatus(alice.api, name, "running", BACK_WITHIN_MS);
       expect(pod.status).toBe("running");
-      await waitFor(
-        `${name} served`,
-        async () =>
-          (await httpGet(stack.edgePort, `${name}.pods.localhost`)).status === 200 ? true : undefined,
-        BACK_WITHIN_MS,
-      );
+      await servedThroughEdge(stack, name, { withinMs: BACK_WITHIN_MS });
       const ssh = await waitFor(
         `${name} over SSH`,
         async () => {

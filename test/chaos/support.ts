@@ -8,6 +8,7 @@ import type { ApiClient } from "../e2e/support/api";
 import { waitForPodStatus } from "../e2e/support/pods";
 import type { AgentProcess, Stack } from "../e2e/support/stack";
 import { sleep, waitFor } from "../e2e/support/stack";
+import { httpGet } from "../support/http";
 
 /**
  * What the fault-injection suite (docs/reliability.md) shares: kill points found by observation (a
@@ -196,6 +197,24 @@ export async function endsRunningOnce(
   expect(more("networks")).toEqual([`${prefix}-${name}`]);
   expect(after.containers.length).toBe(objects.containers.length + 1);
 }
+
+/** Until the pod answers 200 through the edge (and its page shows `shows`, when given). */
+export const servedThroughEdge = (
+  stack: Pick<Stack, "edgePort">,
+  name: string,
+  opts: { shows?: string; withinMs?: number } = {},
+) =>
+  waitFor(
+    `${name} served`,
+    async () => {
+      const r = await httpGet(stack.edgePort, `${name}.pods.localhost`).catch(() => ({
+        status: 0,
+        body: "",
+      }));
+      return r.status === 200 && (opts.shows === undefined || r.body.includes(opts.shows)) ? true : undefined;
+    },
+    opts.withinMs ?? 60_000,
+  );
 
 /** The agent SIGKILLed (a crash: no goodbye, nothing flushed) and started again on the same state. */
 export async function crashAgent(stack: Stack): Promise<void> {
