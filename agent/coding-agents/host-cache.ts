@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { isExactAgentVersion } from "../../shared/coding-agents";
 import type { CodingAgentsConfig } from "../config";
@@ -24,6 +25,11 @@ import { KeyedLock } from "../handlers/keyed-lock";
  * refused, and past `maxCacheBytes` the least recently used trees go (never one being fetched or
  * copied); a fetch that finds the host cache full makes room there and tries once more. npm argv only: the package name comes from the catalog, the version passed the
  * protocol's exact-or-dist-tag check.
+ *
+ * A fetch works in a scratch directory of its own and renames the checked tree into place, so a
+ * tree is there whole or not at all. An agent killed mid-fetch leaves its scratch directory (the
+ * partial download) behind: any scratch directory this process did not make is removed as a fetch
+ * starts and after it (the killed install's re-sent command fetches again at once).
  */
 
 export interface PreparedTree {
@@ -54,6 +60,8 @@ export class CodingAgentCache {
   private readonly inUse = new Map<string, number>();
   /** registry fetches at once on this host (each is an npm process unpacking up to hundreds of MB) */
   private readonly fetches = new Limiter(MAX_FETCHES);
+  /** this process's fetches' scratch directories; any other is a killed agent's partial fetch */
+  private readonly scratches = new Set<string>();
 
   constructor(
     stateDir: string,
@@ -118,8 +126,12 @@ export class CodingAgentCache {
     signal: AbortSignal,
   ): Promise<Marker> {
     await mkdir(this.root, { recursive: true });
-    const scratch = await mkdtemp(path.join(this.root, SCRATCH_PREFIX));
+    await this.removeLeftovers();
+    // named and claimed before it exists, so no removal of leftovers running meanwhile can take it
+    const scratch = path.join(this.root, `${SCRATCH_PREFIX}${randomBytes(6).toString("hex")}`);
+    this.scratches.add(scratch);
     try {
+      await mkdir(scratch);
       await this.npm(
         [
           "install",
@@ -150,6 +162,16 @@ export class CodingAgentCache {
       return marker;
     } finally {
       await rm(scratch, { recursive: true, force: true });
+      this.scratches.delete(scratch);
+    }
+  }
+
+  /** The scratch directories of fetches an earlier run of the agent did not finish (it was killed). */
+  private async removeLeftovers(): Promise<void> {
+    for (const name of await readdir(this.root).catch(() => [] as string[])) {
+      const dir = path.join(this.root, name);
+      if (name.startsWith(SCRATCH_PREFIX) && !this.scratches.has(dir))
+        await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
     }
   }
 
@@ -235,20 +257,16 @@ export class CodingAgentCache {
    * killed agent left behind go too.
    */
   private async evict(): Promise<void> {
+    await this.removeLeftovers();
     const entries: { dir: string; bytes: number; used: number }[] = [];
-    const staleBefore = Date.now() - 2 * this.config.fetchTimeoutMs;
     for (const name of await readdir(this.root).catch(() => [] as string[])) {
+      if (name.startsWith(".")) continue;
       const dir = path.join(this.root, name);
-      const mtime = await stat(name.startsWith(".") ? dir : path.join(dir, MARKER)).then(
+      const used = await stat(path.join(dir, MARKER)).then(
         (st) => st.mtimeMs,
         () => 0,
       );
-      if (name.startsWith(SCRATCH_PREFIX)) {
-        if (mtime < staleBefore) await rm(dir, { recursive: true, force: true });
-        continue;
-      }
-      if (name.startsWith(".")) continue;
-      entries.push({ dir, bytes: (await readMarker(dir))?.bytes ?? 0, used: mtime });
+      entries.push({ dir, bytes: (await readMarker(dir))?.bytes ?? 0, used });
     }
     let total = entries.reduce((sum, e) => sum + e.bytes, 0);
     for (const e of entries.sort((a, b) => a.used - b.used)) {

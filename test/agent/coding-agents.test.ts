@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { mkdir, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CodingAgentCache, npmEnv } from "../../agent/coding-agents/host-cache";
@@ -102,9 +102,14 @@ describe("the host's cache", () => {
         );
       });
     });
-    // the next fetch, with neither in use: the older-used ones go, the new one stays
+    // what an agent killed mid-fetch leaves behind: its scratch directory with a partial download
+    const killed = path.join(dir, "coding-agents", ".fetch-0123456789ab");
+    await mkdir(path.join(killed, "cache"), { recursive: true });
+    await writeFile(path.join(killed, "cache", "partial.tgz"), "part of a tarball");
+    // the next fetch, with neither in use: the older-used ones go, the new one stays; the killed
+    // fetch's leftover goes too
     await cache.withTree("@augmentcode/auggie", "0.23.0", signal, async () => undefined);
-    expect((await trees()).filter((n) => !n.startsWith("."))).toEqual(["@augmentcode+auggie@0.23.0"]);
+    expect(await trees()).toEqual(["@augmentcode+auggie@0.23.0"]);
 
     // a tree over the per-agent limit is refused and nothing of it is kept
     const small = new CodingAgentCache(path.join(agent.stateDir, "small-test"), {
