@@ -20,6 +20,17 @@ export function fullDiskReason(kind: FullDisk): string {
 }
 
 /**
+ * What a full disk means for a write by the Docker engine, told by the path in its words. A local
+ * volume's data is `<engine root>/volumes/<name>/_data`, where a pod's home is bound (the pods'
+ * disk); any other path is under the engine's own root (image and container layers, its records of
+ * containers, volumes and networks), often a disk of its own, which no tenant can free.
+ */
+export function engineFullDiskReason(kind: FullDisk, engineWords: string): string {
+  if (kind === "quota" || engineWords.includes("/_data")) return fullDiskReason(kind);
+  return "the engine's disk is full (no space left where the host keeps images and containers)";
+}
+
+/**
  * `reason` led by the full disk it tells of, if it tells of one: "the pod's disk is full …: <reason>".
  * Other reasons are returned as they are.
  */

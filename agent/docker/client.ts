@@ -1,5 +1,5 @@
 import Docker from "dockerode";
-import { fullDisk, fullDiskReason } from "../disk/full";
+import { engineFullDiskReason, fullDisk } from "../disk/full";
 import { AgentError, controlPlaneUnreachable, isFromControlPlane } from "../errors";
 import { engineFailure, withoutHostDetails } from "./engine-errors";
 
@@ -78,15 +78,11 @@ export function toAgentError(err: unknown, what: string): AgentError {
       "storage",
     );
   // the engine's, e.g. "failed to copy files: userspace copy failed: write
-  // /var/lib/docker/volumes/…: no space left on device" while a new pod's home is filled: named,
-  // without the host's paths
-  const full = fullDisk(dockerMessage(err));
-  if (full)
-    return new AgentError(
-      "conflict",
-      `${what}: ${full === "quota" ? fullDiskReason(full) : "the host's disk is full (the engine could not write: no space left on device)"}`,
-      "storage",
-    );
+  // /var/lib/docker/volumes/…/_data/…: no space left on device" while a new pod's home is filled, or
+  // "mkdir /var/lib/docker/overlay2/…: no space left on device" on a full engine root: named, without
+  // the host's paths
+  const full = engineFullDisk(err);
+  if (full) return new AgentError("conflict", `${what}: ${full}`, "storage");
   const status = dockerStatus(err);
   if (status !== undefined) {
     const failure = engineFailure(status, dockerMessage(err));
@@ -95,9 +91,18 @@ export function toAgentError(err: unknown, what: string): AgentError {
   return new AgentError("internal", `${what}: ${withoutHostDetails(dockerMessage(err))}`);
 }
 
+/** The full disk an engine's answer tells of, named for the tenant (../disk/full.ts); else null. */
+function engineFullDisk(err: unknown): string | null {
+  const words = dockerMessage(err);
+  const full = fullDisk(words);
+  return full ? engineFullDiskReason(full, words) : null;
+}
+
 /** A failed engine call as a tenant may read it: ours in our words, the engine's without host details. */
 export const engineReason = (err: unknown): string => {
   if (err instanceof AgentError) return err.message;
+  const full = engineFullDisk(err);
+  if (full) return full;
   const status = dockerStatus(err);
   return status === undefined
     ? withoutHostDetails(dockerMessage(err))

@@ -60,8 +60,27 @@ describe("a full disk is named", () => {
     );
     expect(engine.code).toBe("conflict");
     expect(engine.component).toBe("storage");
-    expect(engine.message).toMatch(/^pod\.create: the host's disk is full/);
-    expect(engine.message).not.toContain("/var/lib/docker");
+    expect(engine.message).toBe(
+      "pod.create: the host's disk is full (no space left on the device the pod's files are on)",
+    );
+    // the engine's own root full (test/chaos/engine-full.test.ts): its layers, its volume records
+    for (const words of [
+      "mkdir /var/lib/docker/overlay2/6713cb8a68e3be2e-init: no space left on device",
+      "create p-a-home: error while creating volume root path '/var/lib/docker/volumes/p-a-home': mkdir /var/lib/docker/volumes/p-a-home: no space left on device",
+    ]) {
+      const root = toAgentError(
+        Object.assign(new Error("(HTTP code 500) server error"), {
+          statusCode: 500,
+          json: { message: words },
+        }),
+        "pod.create",
+      );
+      expect(root.code).toBe("conflict");
+      expect(root.component).toBe("storage");
+      expect(root.message).toBe(
+        "pod.create: the engine's disk is full (no space left where the host keeps images and containers)",
+      );
+    }
     const own = toAgentError(
       Object.assign(new Error("ENOSPC: no space left on device, write"), {
         code: "ENOSPC",
