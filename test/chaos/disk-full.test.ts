@@ -24,7 +24,8 @@ const run = promisify(execFile);
  * this test makes (a loop-mounted btrfs image, a tmpfs), never one of the machine's own. For each:
  * what needs the space fails with a clear 4xx or operation error naming the full disk, the file a
  * write would replace is intact, a pod that does not write keeps serving, and once the space is
- * freed everything works again. The engine's root is not filled (docs/reliability.md says why).
+ * freed everything works again. The engine's root is filled by ./engine-full.test.ts, on an engine
+ * of its own.
  */
 describe("chaos: disk full", () => {
   let dir: string;
