@@ -5,7 +5,7 @@ import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { httpGet } from "../support/http";
 import { type OwnEngine, startOwnEngine } from "../support/own-engine";
-import { printOnFailure } from "./support";
+import { backupSettled, printOnFailure } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -97,6 +97,12 @@ describe("chaos: the engine's disk full", () => {
     return { status: settled.status as string, messages };
   };
 
+  const backUp = async (name: string) => {
+    const res = await alice.api.post(`/api/pods/${name}/backups`, {});
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    return backupSettled(alice.api, name, res.body.id as string, 240_000);
+  };
+
   /** what the engine holds of a pod (`<prefix>-<pod>…`): containers, volumes, networks */
   const objectsOf = async (name: string) => {
     const own = engine as OwnEngine;
@@ -109,11 +115,14 @@ describe("chaos: the engine's disk full", () => {
     return lists.join("").split("\n").filter(Boolean);
   };
 
-  it("a create fails naming the engine's disk, leaving nothing; the pod serves and takes writes; freed, a create works", {
+  it("a create and a backup fail naming the engine's disk, leaving nothing; the pod serves and takes writes; freed, both work", {
     timeout: 600_000,
   }, async () => {
     const own = engine as OwnEngine;
     const failedName = `eng2-${stack?.prefix.slice(-4)}`;
+    const containers = await own.docker(["ps", "-aq"]);
+    const volumes = await own.docker(["volume", "ls", "-q"]);
+    const networks = await own.docker(["network", "ls", "-q"]);
     try {
       expect(await own.fill()).toBe(0);
       const failed = await createSettled(failedName);
@@ -132,6 +141,18 @@ describe("chaos: the engine's disk full", () => {
       await write(pod, "notes.txt", "during\n");
       expect(await read(pod, "notes.txt")).toBe("during\n");
       await serves(pod);
+      // a backup's test-restore runs in a container of its own, which needs a layer on the engine's disk
+      const failedBackup = await backUp(pod);
+      expect(failedBackup.status, JSON.stringify(failedBackup)).toBe("failed");
+      expect(failedBackup.error).toMatch(
+        /^the test-restore failed: the test-restore did not run: backup\.verify: the engine's disk is full/,
+      );
+      expect(failedBackup.error).not.toContain(own.dataRoot);
+      // neither left a container, volume or network behind
+      expect(await own.docker(["ps", "-aq"])).toBe(containers);
+      expect(await own.docker(["volume", "ls", "-q"])).toBe(volumes);
+      expect(await own.docker(["network", "ls", "-q"])).toBe(networks);
+      await serves(pod);
     } finally {
       await own.free();
     }
@@ -140,6 +161,8 @@ describe("chaos: the engine's disk full", () => {
     await waitForPodStatus(alice.api, again, "running", 120_000);
     await write(again, "index.html", PAGE);
     await serves(again);
+    const backup = await backUp(pod);
+    expect(backup.status, JSON.stringify(backup)).toBe("completed");
     await serves(pod);
   });
 });
