@@ -322,7 +322,9 @@ describe("chaos: disk full", () => {
       await serves(pod);
       const other = await createSettled(`full2-${stack.prefix.slice(-4)}`);
       expect(other.status, other.messages).toBe("error");
-      expect(other.messages).toMatch(/the host's disk is full/);
+      expect(other.messages).toMatch(
+        /the host's disk is full \(no space left on the device the pod's files are on\)/,
+      );
       expect(other.messages).not.toContain("/var/lib/docker");
       await serves(pod);
     } finally {
