@@ -120,6 +120,10 @@ export async function startOwnEngine(sizeMb: number): Promise<OwnEngine> {
   };
 
   try {
+    // routes into the pool are another engine's networks (one of a run killed outright): the same
+    // subnets again would send the host's packets to either
+    const taken = (await run("ip", ["-4", "route", "show", "root", ADDRESS_POOL.base])).stdout.trim();
+    if (taken) throw new Error(`${ADDRESS_POOL.base} is routed already (remove what holds it):\n${taken}`);
     // the engine's disk: an ext4 without blocks reserved for root (the engine runs as root and would
     // use them), in a sparse file; the loop device goes with the unmount
     const image = path.join(dir, "engine.img");
