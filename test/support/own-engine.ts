@@ -15,12 +15,22 @@ const run = promisify(execFile);
 const ADDRESS_POOL = { base: "10.214.0.0/16", size: 26 };
 
 /**
+ * The engine's default bridge, made by the test: an engine started without one (`--bridge=none`)
+ * deletes the host's `docker0` as it starts, the machine's engine's default bridge (found here: its
+ * containers on it then failed to start until `docker0` was made again). With `--bridge=<ours>` the
+ * engine uses this one and leaves `docker0` alone. Its subnet is outside the pool above, its name
+ * outside the pod bridges' pattern (`phb…`).
+ */
+const DEFAULT_BRIDGE = { name: "podhost-eng0", address: "10.215.0.1/24", subnet: "10.215.0.0/24" };
+
+/**
  * A Docker engine of a test's own, beside the machine's (which every other test shares and which is
  * never touched): its data root on a small loop-mounted ext4 the test makes, so the test can fill
  * the engine's disk; its own socket, exec root (runc's state, its own containerd under it) and pid
- * file. It makes no default bridge and no iptables rules (`--bridge=none --iptables=false
- * --ip6tables=false`): the host's pod egress rules match pod bridges by name (`phb…`, which the
- * agent names its networks' bridges), whichever engine made them, and the host reaches a container's
+ * file. Its default bridge is one the test makes (`DEFAULT_BRIDGE`) and it makes no iptables rules
+ * (`--iptables=false --ip6tables=false`): the host's pod egress rules match pod bridges by name
+ * (`phb…`, which the agent names its networks' bridges), whichever engine made them, and the host
+ * reaches a container's
  * address on its network's bridge without the engine's NAT. Its pods have no way out to the
  * internet (no masquerade): enough for a pod that serves.
  */
@@ -54,6 +64,7 @@ export async function startOwnEngine(sizeMb: number): Promise<OwnEngine> {
   const fillers = [path.join(dataRoot, "filler"), path.join(dataRoot, "filler-rest")];
   let child: ChildProcess | undefined;
   const bridges = new Set<string>();
+  let ownBridge = false;
 
   const docker = async (args: string[]) =>
     (await run("docker", ["-H", `unix://${socket}`, ...args], { maxBuffer: 16 * 1024 * 1024 })).stdout;
@@ -106,7 +117,8 @@ export async function startOwnEngine(sizeMb: number): Promise<OwnEngine> {
         // gone with the engine
       }
     }
-    for (const bridge of bridges) await run("ip", ["link", "delete", bridge]).catch(() => undefined);
+    for (const bridge of [...bridges, ...(ownBridge ? [DEFAULT_BRIDGE.name] : [])])
+      await run("ip", ["link", "delete", bridge]).catch(() => undefined);
     // whatever is still mounted under the test's directory (network namespaces, layers), deepest first
     const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
     const under = mountinfo
@@ -122,8 +134,15 @@ export async function startOwnEngine(sizeMb: number): Promise<OwnEngine> {
   try {
     // routes into the pool are another engine's networks (one of a run killed outright): the same
     // subnets again would send the host's packets to either
-    const taken = (await run("ip", ["-4", "route", "show", "root", ADDRESS_POOL.base])).stdout.trim();
-    if (taken) throw new Error(`${ADDRESS_POOL.base} is routed already (remove what holds it):\n${taken}`);
+    for (const range of [ADDRESS_POOL.base, DEFAULT_BRIDGE.subnet]) {
+      const taken = (await run("ip", ["-4", "route", "show", "root", range])).stdout.trim();
+      if (taken) throw new Error(`${range} is routed already (remove what holds it):\n${taken}`);
+    }
+    const docker0 = await docker0Index();
+    await run("ip", ["link", "add", DEFAULT_BRIDGE.name, "type", "bridge"]);
+    ownBridge = true;
+    await run("ip", ["addr", "add", DEFAULT_BRIDGE.address, "dev", DEFAULT_BRIDGE.name]);
+    await run("ip", ["link", "set", DEFAULT_BRIDGE.name, "up"]);
     // the engine's disk: an ext4 without blocks reserved for root (the engine runs as root and would
     // use them), in a sparse file; the loop device goes with the unmount
     const image = path.join(dir, "engine.img");
@@ -148,7 +167,7 @@ export async function startOwnEngine(sizeMb: number): Promise<OwnEngine> {
         path.join(dir, "docker.pid"),
         "-H",
         `unix://${socket}`,
-        "--bridge=none",
+        `--bridge=${DEFAULT_BRIDGE.name}`,
         "--iptables=false",
         "--ip6tables=false",
       ],
@@ -162,6 +181,9 @@ export async function startOwnEngine(sizeMb: number): Promise<OwnEngine> {
       if (Date.now() > deadline) throw new Error("dockerd did not answer in 60 s");
       await new Promise((r) => setTimeout(r, 200));
     }
+    // the machine's engine's default bridge is as it was (see DEFAULT_BRIDGE)
+    if ((await docker0Index()) !== docker0)
+      throw new Error("the host's docker0 changed as this engine started");
   } catch (err) {
     const tail = await readFile(logFile, "utf8").catch(() => "");
     await stop().catch(() => undefined);
@@ -204,3 +226,7 @@ export async function startOwnEngine(sizeMb: number): Promise<OwnEngine> {
     stop,
   };
 }
+
+/** the host's `docker0`'s interface index, "" without one */
+const docker0Index = async () =>
+  (await readFile("/sys/class/net/docker0/ifindex", "utf8").catch(() => "")).trim();
