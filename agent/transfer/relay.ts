@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import type { Readable } from "node:stream";
+import { PassThrough, type Readable } from "node:stream";
 import { CappedBytes } from "../docker/capped";
 import { AgentError } from "../errors";
 import { type BlobStore, httpByteStore } from "./blobs";
@@ -17,13 +17,14 @@ export interface RelayClient extends BlobStore {
    */
   live(id: string, body: Readable, signal?: AbortSignal): Promise<void>;
   /**
-   * What a caller is uploading (`GET /agent/relay/{id}`), as the stdout of the host's `curl`, to pipe
-   * into a process's stdin (Node's HTTP client cost ~5× curl's CPU per byte: ~160 of a 32 MB
-   * upload's ~670 ms). Read it in this process (`stdin`), never hand it on as a descriptor: Node
-   * starts reading a child's pipe at once, so the first bytes would stay here.
+   * What a caller is uploading (`GET /agent/relay/{id}`), fetched by the host's `curl` (Node's HTTP
+   * client cost ~5× curl's CPU per byte: ~160 of a 32 MB upload's ~670 ms), to pipe into a process's
+   * stdin. Read it in this process (`stdin`), never hand it on as a descriptor: Node starts reading
+   * a child's pipe at once, so the first bytes would stay here. `body` keeps every byte for a reader
+   * that comes late, even after curl exited.
    * `done` resolves with the body's size once curl got all of it (the chunked body's end or its
-   * Content-Length) and wrote it into the pipe; anything less (a 404 or 5xx, the connection cut, the
-   * reader gone, `signal`, `timeoutS`) rejects as `unavailable`.
+   * Content-Length) and wrote it out; anything less (a 404 or 5xx, the connection cut, the reader
+   * gone, `signal`, `timeoutS`) rejects as `unavailable`.
    */
   pipe(id: string, opts: { signal: AbortSignal; timeoutS: number }): RelayPipe;
 }
@@ -93,7 +94,14 @@ function curlPipe(
   child.stdin.end(`authorization: Bearer ${token}\n`);
   const stderr = new CappedBytes(4096);
   child.stderr.on("data", stderr.push);
-  const body = child.stdout;
+  // Piped at once into a stream of this agent's: when curl exits, Node resumes any stdout of it that
+  // nothing reads yet, dropping the bytes. A small body is often fetched whole before the process
+  // that reads it has started (an engine exec is a few round trips); its bytes were then lost, the
+  // process read an empty stdin, and the commit found a short file (issue #28). The bytes wait here
+  // instead, bounded: past the stream's buffer curl's stdout is paused, so curl waits on its pipe.
+  const body = new PassThrough();
+  child.stdout.on("error", (err) => body.destroy(err)); // a failure is not an end; `done` says why
+  child.stdout.pipe(body);
   body.on("error", () => undefined); // what broke is told by `done`
   const done = new Promise<{ size: number }>((resolve, reject) => {
     // as ./blobs.ts says it: a 5xx or no answer is the control plane failing, a 4xx an answer

@@ -64,6 +64,21 @@ describe("relay pipe (the host's curl fetching an upload)", () => {
     expect(done.size).toBe(payload.length);
   });
 
+  it("keeps a small body whole for a reader that comes after curl exited (issue #28)", async () => {
+    // The pod's process takes tens of ms to start (more through the engine, or on a busy host),
+    // and a few KiB are fetched sooner: Node drops an exited child's stdout that nothing reads.
+    const payload = Buffer.from(`0:1:${"ab".repeat(2048)}`);
+    next = (_req, res) => {
+      res.writeHead(200, { "content-length": String(payload.length) });
+      res.end(payload);
+    };
+    const pipe = createRelayClient(base, TOKEN).pipe(ID, opts());
+    expect((await pipe.done).size).toBe(payload.length); // curl exited
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(pipe.body.readableEnded).toBe(false); // no byte was taken before the reader came
+    expect((await read(pipe.body)).equals(payload)).toBe(true);
+  });
+
   it("refuses a 404 and a wrong token as unavailable, not as a body", async () => {
     const missing = createRelayClient(base, TOKEN).pipe("host-1/other", opts());
     await read(missing.body);
