@@ -1,6 +1,6 @@
 import { constants } from "node:os";
 import type { Duplex, Readable, Writable } from "node:stream";
-import { Transform, type TransformCallback } from "node:stream";
+import { PassThrough, Transform, type TransformCallback } from "node:stream";
 import { CappedBytes } from "./capped";
 import type { DockerClient } from "./client";
 import { FrameParser, STDERR, STDOUT } from "./frames";
@@ -170,7 +170,14 @@ function runcExecStream(
   opts.stdinPipe?.destroy();
   const fd3 = opts.fd3 ? (child.stdio[3] as Writable) : undefined;
   fd3?.on("error", () => undefined); // the process may exit without reading it
-  const stdout = quietErrors(child.stdout as Readable);
+  // Piped at once into a stream of this agent's: once runc exits, Node resumes its stdout if nothing
+  // reads it yet, dropping the bytes, and a caller may start reading later (a service backup's dump
+  // is piped into a second process, started once the first one runs). Bounded: past the stream's
+  // buffer runc's stdout is paused, so the process waits on its pipe.
+  const out = child.stdout as Readable;
+  const stdout = quietErrors(new PassThrough());
+  out.on("error", (err) => stdout.destroy(err));
+  out.pipe(stdout);
   const stderr = new CappedBytes(opts.maxStderrBytes ?? 64 * 1024);
   child.stderr?.on("data", stderr.push);
   // runc forwards the signals it gets to the process (under `timeout`, to its whole group); its
@@ -179,6 +186,7 @@ function runcExecStream(
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     child.stdin?.destroy();
     fd3?.destroy();
+    out.destroy();
     stdout.destroy(reason);
   };
   child.stdin?.on("error", () => undefined); // the process may exit without reading everything
