@@ -139,10 +139,14 @@ describe("disk_full", () => {
     await sleep(500);
     expect(await alertsAt(team.path)).toEqual([]);
     agent.send(sample(pod.name, 4.6 * GIB)); // 92 %
-    agent.send(sample(pod.name, 4.9 * GIB));
     const [fired] = await expectAlerts(team.path, 1);
     expect(fired).toMatchObject({ type: "alert.firing", event: "disk_full", pod: { id: pod.id } });
     expect(fired?.summary).toContain("92 %");
+    // Still over the mark: the open incident is not alerted again. (Sent once the first had its effect:
+    // the local runtime delivered two messages sent in one tick in reverse under load.)
+    agent.send(sample(pod.name, 4.9 * GIB));
+    await sleep(500);
+    expect(await alertsAt(team.path)).toHaveLength(1);
     agent.send(sample(pod.name, 4.4 * GIB)); // 88 %: between the two marks, still open
     await sleep(500);
     expect(await alertsAt(team.path)).toHaveLength(1);
