@@ -51,6 +51,11 @@ export interface StartLocalWorkerOptions {
   logLevel?: "debug" | "info" | "log" | "warn" | "error" | "none";
   /** Listen on this port (default: a free one). A restart test reuses the port of the Worker it replaces. */
   port?: number;
+  /**
+   * Open the Worker's DevTools inspector on a free port of 127.0.0.1 (`wrangler dev --inspector-port`):
+   * bench/soak reads the isolate's JS heap through it. Default off.
+   */
+  inspector?: boolean;
 }
 
 export interface LocalWorker {
@@ -71,6 +76,14 @@ export interface LocalWorker {
   configPath: string;
   /** The vars given in `options.vars` (over `[vars]` and `.dev.vars`). */
   vars: Record<string, string>;
+  /** The inspector's base URL (`http://127.0.0.1:<port>`, its `/json` lists the Worker) when asked for. */
+  inspectorUrl?: string;
+  /**
+   * With `inspector`, workerd's own inspector (`http://127.0.0.1:<port>`), which wrangler's sits in front
+   * of: its `/json` lists every isolate of the process — the Worker's (its one session is wrangler's),
+   * and the local runtime's own (D1, R2, KV, cache, Workflows engines).
+   */
+  runtimeInspectorUrl?: string;
   /** Milliseconds spent on the source snapshot + database, and on starting workerd until it serves. */
   timings: { prepareMs: number; startMs: number };
   /** Disposes the Worker and removes the temporary directories. Safe to call twice. */
@@ -311,7 +324,7 @@ export async function startLocalWorker(options: StartLocalWorkerOptions = {}): P
       : undefined,
     dev: {
       server: { hostname: "127.0.0.1", port: options.port ?? 0 },
-      inspector: false,
+      inspector: options.inspector ? { hostname: "127.0.0.1", port: 0 } : false,
       persist: persistDir,
       watch: false,
       logLevel: options.logLevel ?? "none",
@@ -320,19 +333,24 @@ export async function startLocalWorker(options: StartLocalWorkerOptions = {}): P
   // The proxy learns the Worker's own address from the runtime's `reloadComplete` on the dev env's bus,
   // which comes after startWorker returned (bundling is still under way then); listen in on it.
   let direct: string | undefined;
+  let runtimeInspector: string | undefined;
   const devEnv = worker.raw;
   const dispatch = devEnv.dispatch.bind(devEnv);
   devEnv.dispatch = (event) => {
     if (event.type === "reloadComplete") {
       const { protocol, hostname, port } = event.proxyData.userWorkerUrl;
       direct = `${protocol}//${hostname}:${port}`;
+      const inspector = event.proxyData.userWorkerInspectorUrl;
+      if (inspector) runtimeInspector = `http://${inspector.hostname}:${inspector.port}`;
     }
     dispatch(event);
   };
   let url: URL;
+  let inspectorUrl: URL | undefined;
   try {
     await worker.ready;
     url = await worker.url;
+    if (options.inspector) inspectorUrl = await worker.inspectorUrl;
     // `ready` means the proxy in front listens; requests would queue until workerd has loaded the Worker.
     // Wait for that too (what wrangler itself awaits), so `startMs` is the real cost of a start.
     await new Promise<void>((resolve, reject) => {
@@ -357,6 +375,8 @@ export async function startLocalWorker(options: StartLocalWorkerOptions = {}): P
     sourceDir: inRepo ? sourceDir : path.dirname(configPath),
     configPath,
     vars: { ...options.vars },
+    inspectorUrl: inspectorUrl ? `http://${inspectorUrl.host}` : undefined,
+    runtimeInspectorUrl: options.inspector ? runtimeInspector : undefined,
     timings: { prepareMs: t1 - t0, startMs: t2 - t1 },
     stop() {
       stopped ??= (async () => {

@@ -146,6 +146,8 @@ export interface StackOptions {
    * warnings and errors and workerd's own, for a file that needs to say why its Worker failed.
    */
   logLevel?: "warn" | "error" | "none";
+  /** the Worker's DevTools inspector on a free port (LocalWorker.inspectorUrl): bench/soak reads its heap */
+  inspector?: boolean;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<Stack> {
@@ -177,6 +179,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     },
     // PODHOST_E2E_LOG=1 shows the Worker's own log lines when a run needs explaining.
     logLevel: process.env.PODHOST_E2E_LOG ? ("log" as const) : (options.logLevel ?? ("none" as const)),
+    inspector: options.inspector,
   };
   // Each host its own prefix, SSH port block and state, as separate machines would have.
   const hostPrefixOf = (n: number) => (n === 0 ? prefix : `${prefix}h${n + 1}`);
