@@ -3,7 +3,7 @@
  * public API of the real stack (Worker in workerd, a registered host, the agent, Docker, nginx), with the
  * git deploys against the smart-HTTP git server on 127.0.0.1 (test/support/git-server.ts).
  *
- *   tsx bench/soak.ts [--minutes 30] [--tenants 10] [--sample-s 60] [--think-ms 2000]
+ *   tsx bench/soak.ts [--minutes 30] [--tenants 10] [--sample-s 60] [--think-ms 2000] [--heap-dir <dir>]
  *   npm run bench:soak -- --minutes 10
  *
  * Each tenant is its own account and team with one long-lived `nodejs` pod on the Build plan (its git
@@ -28,8 +28,12 @@
  * Printed: per kind the count (ok, ended in error, not ended, refused), p50/p99 of the time until the
  * operation ended (for a synchronous call, its answer); every 5xx (and every request that got no
  * answer) with its method, path and body; every operation that ended in error with its reason; and
- * every `--sample-s` (60) the agent's RSS, workerd's RSS and the size of the HostAgent Durable
- * Object's storage (its SQLite files in the local persist directory), with their slope.
+ * every `--sample-s` (60) the agent's RSS, workerd's RSS, the JS heap after a garbage collection of the
+ * Worker's isolate and the sum of the local runtime's own isolates (D1, R2, Workflows engines…: both
+ * through workerd's inspector, bench/soak/heap.ts), the size of the HostAgent Durable Object's storage
+ * (its SQLite files in the local persist directory) and of the whole persist directory, with their
+ * slope. `--heap-dir <dir>` keeps each sample's heap snapshot of the Worker's isolate there, for
+ * bench/soak/heap-diff.ts (what grew between two, by constructor and retainer).
  *
  * Goals (verdicts through bench/support/verdict.ts; non-zero exit when one is missed):
  * - 5xx and unanswered requests: 0, apart from the documented 503s while a host is away
@@ -40,19 +44,24 @@
  *   `deploying`, a service `installing`): 0;
  * - operations that ended in error or were refused with a 4xx other than 429: 0;
  * - flat: the least-squares slope over the samples of the last two thirds of the run (the first
- *   third is warm-up: caches, JIT, SQLite pages) at most 1 MB/min for the agent's RSS and 2 MB/min
- *   for workerd's RSS. With fewer than 4 samples in that window (a run shorter than ~5 minutes at
- *   the default sampling) the slopes are shown, not judged. The HostAgent's storage keeps settled
+ *   third is warm-up: caches, JIT, SQLite pages) at most 1 MB/min for the agent's RSS and 0.5 MB/min
+ *   for the Worker isolate's JS heap, what of workerd is ours. workerd's RSS (≤ 2 MB/min) is shown
+ *   beside it, not judged: it adds the local runtime's native memory, which keeps every finished
+ *   Workflow instance open (~0.4 MB each) and ~40 KB per Durable Object instance ever made
+ *   (bench/soak/do-churn.ts), and says nothing about production. With fewer than 4 samples in that
+ *   window (a run shorter than ~5 minutes at the default sampling) the slopes are shown, not judged. The HostAgent's storage keeps settled
  *   commands for JOURNAL_RETENTION_MS (an hour) and grows by design until then: its slope (at most
  *   0.25 MB/min) is judged over the samples of that window taken after the first 61 minutes, so
  *   only in a run of ~95 minutes or more; shown otherwise.
  *
  * Everything made here is removed at the end, also on failure or Ctrl-C.
  */
+import { mkdir } from "node:fs/promises";
 import { apiClient, signUp } from "../test/e2e/support/api";
 import { waitForHostOnline } from "../test/e2e/support/pods";
 import { type Stack, sleep, startStack } from "../test/e2e/support/stack";
 import { type GitServer, startGitServer } from "../test/support/git-server";
+import { type HeapSession, openWorkerHeap } from "./soak/heap";
 import {
   expectStatus,
   type Kind,
@@ -64,13 +73,14 @@ import {
 } from "./soak/records";
 import { report } from "./soak/report";
 import { type Sample, sample, workerdPid } from "./soak/samples";
-import { LIMIT_MS, MINUTES, now, SAMPLE_S, TENANTS } from "./soak/settings";
+import { HEAP_DIR, LIMIT_MS, MINUTES, now, SAMPLE_S, TENANTS } from "./soak/settings";
 import { nodeApp, podList, type Tenant, tenantLoop } from "./soak/tenants";
 import { fmt } from "./stats";
 import { machineLoad } from "./support/sampling";
 
 let git: GitServer | undefined;
 let stack: Stack | undefined;
+let heap: HeapSession | undefined;
 
 // ------------------------------------------------------------------------------------------- the run
 
@@ -156,17 +166,24 @@ async function setUp(git: GitServer, stack: Stack): Promise<Tenant[]> {
 async function main() {
   console.log(`soak: ${MINUTES} min, ${TENANTS} tenants; ${machineLoad()}`);
   git = await startGitServer();
-  const running = await startStack("soak", { direct: true });
+  const running = await startStack("soak", { direct: true, inspector: true });
   stack = running;
   const tenants = await setUp(git, running);
   const workerd = await workerdPid(running);
   if (workerd === undefined) console.warn("could not find the Worker's workerd process: no workerd figures");
+  heap = running.worker.inspectorUrl
+    ? await openWorkerHeap(running.worker.inspectorUrl).catch((e) => {
+        console.warn(`the Worker's inspector: ${e}: no JS heap figures`);
+        return undefined;
+      })
+    : undefined;
+  if (HEAP_DIR) await mkdir(HEAP_DIR, { recursive: true });
   progress.t0 = now();
   const endAt = progress.t0 + MINUTES * 60_000;
-  const samples: Sample[] = [await sample(running, workerd)];
+  const samples: Sample[] = [await sample(running, workerd, heap)];
   const printSample = (s: Sample) =>
     console.log(
-      `  ${fmt(s.atMin, 1)} min: agent ${fmt(s.agentMb, 1)} MB, workerd ${fmt(s.workerdMb, 1)} MB, HostAgent storage ${fmt(s.hostAgentMb, 2)} MB; ${progress.requests} requests, ${serverErrors.length} 5xx; ${machineLoad()}`,
+      `  ${fmt(s.atMin, 1)} min: agent ${fmt(s.agentMb, 1)} MB, workerd ${fmt(s.workerdMb, 1)} MB (JS heaps: the Worker's ${fmt(s.heapMb, 1)} MB, the local runtime's ${fmt(s.runtimeHeapMb, 1)} MB), HostAgent storage ${fmt(s.hostAgentMb, 2)} MB; ${progress.requests} requests, ${serverErrors.length} 5xx; ${machineLoad()}`,
     );
   printSample(samples[0] as Sample);
   let sampling = true;
@@ -175,7 +192,7 @@ async function main() {
       const next = progress.t0 + samples.length * SAMPLE_S * 1000;
       while (sampling && now() < next) await sleep(Math.min(1000, next - now()));
       if (!sampling) break;
-      const s = await sample(running, workerd);
+      const s = await sample(running, workerd, heap);
       samples.push(s);
       printSample(s);
     }
@@ -184,7 +201,7 @@ async function main() {
   sampling = false;
   await sampler;
   // the end state, once every tenant stopped: a last sample, then what is still in flight
-  samples.push(await sample(running, workerd));
+  samples.push(await sample(running, workerd, heap));
   printSample(samples[samples.length - 1] as Sample);
   notEnded.push(...(await inFlight(tenants)));
   report(samples);
@@ -193,6 +210,7 @@ async function main() {
 let cleaning: Promise<void> | undefined;
 const cleanUp = () => {
   cleaning ??= (async () => {
+    heap?.close();
     await stack?.stop().catch((e) => console.error(`stack stop: ${e}`));
     await git?.close().catch(() => undefined);
   })();

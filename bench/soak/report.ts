@@ -49,10 +49,33 @@ export function report(samples: Sample[]) {
   );
   console.log(
     formatTable(
-      ["min", "agent RSS MB", "workerd RSS MB", "HostAgent storage MB"],
-      samples.map((s) => [fmt(s.atMin, 1), fmt(s.agentMb, 1), fmt(s.workerdMb, 1), fmt(s.hostAgentMb, 2)]),
+      [
+        "min",
+        "agent RSS MB",
+        "workerd RSS MB",
+        "Worker JS heap MB",
+        "runtime's JS heaps MB",
+        "HostAgent storage MB",
+        "local storage MB",
+      ],
+      samples.map((s) => [
+        fmt(s.atMin, 1),
+        fmt(s.agentMb, 1),
+        fmt(s.workerdMb, 1),
+        fmt(s.heapMb, 1),
+        fmt(s.runtimeHeapMb, 1),
+        fmt(s.hostAgentMb, 2),
+        fmt(s.persistMb, 1),
+      ]),
     ),
   );
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  if (first && last?.runtimeHeaps.size) {
+    console.log("\nthe local runtime's isolates, JS heap after GC, first → last sample:");
+    for (const [id, end] of last.runtimeHeaps)
+      console.log(`  ${id}: ${fmt(first.runtimeHeaps.get(id) ?? Number.NaN, 1)} → ${fmt(end, 1)} MB`);
+  }
   const slopeOf = (pick: (s: Sample) => number) => slope(window.map((s) => ({ x: s.atMin, y: pick(s) })));
   const flat = (figure: string, value: number, limit: number) =>
     judged
@@ -84,11 +107,32 @@ export function report(samples: Sample[]) {
     slopeOf((s) => s.agentMb),
     FLAT.agentRssMbPerMin,
   );
+  // What of workerd is ours is the Worker isolate's heap (module state, Durable Objects' in-memory
+  // state, caches): judged. workerd's RSS adds the local runtime's native memory (the local storage's
+  // SQLite page caches, its allocator), which says nothing about production: shown beside it.
   flat(
-    "workerd RSS slope",
-    slopeOf((s) => s.workerdMb),
-    FLAT.workerdRssMbPerMin,
+    "Worker JS heap slope (after GC)",
+    slopeOf((s) => s.heapMb),
+    FLAT.workerHeapMbPerMin,
   );
+  v.shown({
+    figure: "workerd RSS slope (the local runtime's memory with it)",
+    value: slopeOf((s) => s.workerdMb),
+    limit: FLAT.workerdRssMbPerMin,
+    unit: "MB/min",
+  });
+  v.shown({
+    figure: "the local runtime's JS heaps slope (D1, R2, Workflows engines…)",
+    value: slopeOf((s) => s.runtimeHeapMb),
+    limit: FLAT.workerHeapMbPerMin,
+    unit: "MB/min",
+  });
+  v.shown({
+    figure: "local storage slope (every SQLite file of the persist directory)",
+    value: slopeOf((s) => s.persistMb),
+    limit: 0,
+    unit: "MB/min",
+  });
   // The journal keeps settled commands JOURNAL_RETENTION_MS (an hour) before its alarm prunes them:
   // the storage grows by design until then, so its slope is judged only over samples taken after it.
   const afterRetention = window.filter((s) => s.atMin >= JOURNAL_RETENTION_MS / 60_000 + 1);

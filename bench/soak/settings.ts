@@ -14,6 +14,7 @@ const { values: args } = parseArgs({
     tenants: { type: "string", default: "10" },
     "sample-s": { type: "string", default: "60" },
     "think-ms": { type: "string", default: "2000" },
+    "heap-dir": { type: "string" },
   },
 });
 export const MINUTES = Number(args.minutes);
@@ -22,9 +23,16 @@ if (!Number.isFinite(MINUTES) || MINUTES <= 0)
 export const TENANTS = positiveInt("tenants", args.tenants);
 export const SAMPLE_S = positiveInt("sample-s", args["sample-s"]);
 export const THINK_MS = positiveInt("think-ms", args["think-ms"]);
+/** keep every sample's heap snapshot of the Worker's isolate in this directory (made if missing) */
+export const HEAP_DIR = args["heap-dir"];
 
 /** MB per minute over the last two thirds of the run, at most */
-export const FLAT = { agentRssMbPerMin: 1, workerdRssMbPerMin: 2, hostAgentStorageMbPerMin: 0.25 };
+export const FLAT = {
+  agentRssMbPerMin: 1,
+  workerHeapMbPerMin: 0.5,
+  workerdRssMbPerMin: 2,
+  hostAgentStorageMbPerMin: 0.25,
+};
 export const MIN_SAMPLES_TO_JUDGE = 4;
 /**
  * How long the HostAgent's journal keeps settled commands (JOURNAL_RETENTION_MS of
