@@ -47,12 +47,13 @@
  *   third is warm-up: caches, JIT, SQLite pages) at most 1 MB/min for the agent's RSS and 0.5 MB/min
  *   for the Worker isolate's JS heap, what of workerd is ours. workerd's RSS (≤ 2 MB/min) is shown
  *   beside it, not judged: it adds the local runtime's native memory, which keeps every finished
- *   Workflow instance open (~0.4 MB each) and ~40 KB per Durable Object instance ever made
- *   (bench/soak/do-churn.ts), and says nothing about production. With fewer than 4 samples in that
- *   window (a run shorter than ~5 minutes at the default sampling) the slopes are shown, not judged. The HostAgent's storage keeps settled
- *   commands for JOURNAL_RETENTION_MS (an hour) and grows by design until then: its slope (at most
- *   0.25 MB/min) is judged over the samples of that window taken after the first 61 minutes, so
- *   only in a run of ~95 minutes or more; shown otherwise.
+ *   Workflow instance open (~0.4 MB each) and stays at the peak of live Durable Object instances
+ *   (~0.2 MB each; bench/soak/do-churn.ts), and says nothing about production. With fewer than 4
+ *   samples in that window (a run shorter than ~5 minutes at the default sampling) the slopes are
+ *   shown, not judged. The HostAgent's storage keeps settled commands for JOURNAL_RETENTION_MS
+ *   (an hour) and grows by design until then: its slope (at most 0.25 MB/min) is judged over the
+ *   samples of that window taken after the first 61 minutes, so only in a run of ~95 minutes or
+ *   more; shown otherwise.
  *
  * Everything made here is removed at the end, also on failure or Ctrl-C.
  */

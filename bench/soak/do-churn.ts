@@ -9,7 +9,8 @@
  * does the same with a bare one-step Workflow's instances, each run to its end (as the pod-create,
  * pod-deploy, pod-backup… Workflows of worker/workflows/ each make one per operation).
  *
- *   tsx bench/soak/do-churn.ts [--kind object|workflow] [--instances 3000] [--step 500] [--idle-s 30]
+ *   tsx bench/soak/do-churn.ts [--kind object|workflow] [--instances 3000] [--rounds 1] [--step 500]
+ *     [--idle-s 30]
  */
 import { mkdtemp, readdir, readlink, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -27,11 +28,13 @@ const { values: args } = parseArgs({
     step: { type: "string", default: "500" },
     "idle-s": { type: "string", default: "30" },
     kind: { type: "string", default: "object" },
+    rounds: { type: "string", default: "1" },
   },
 });
 if (args.kind !== "object" && args.kind !== "workflow")
   throw new Error(`--kind: object or workflow, got ${args.kind}`);
 const KIND = args.kind;
+const ROUNDS = positiveInt("rounds", args.rounds);
 const INSTANCES = positiveInt("instances", args.instances);
 const STEP = positiveInt("step", args.step);
 const IDLE_S = positiveInt("idle-s", args["idle-s"]);
@@ -105,16 +108,18 @@ async function main() {
       console.log(rows[rows.length - 1]?.join("  "));
     };
     await reading("start", 0);
-    for (let i = 0; i < INSTANCES; i++) {
-      const res = await fetch(
-        `${url}${KIND === "workflow" ? "workflow" : ""}?name=i${i}-${crypto.randomUUID()}`,
-      );
-      if (!res.ok) throw new Error(`instance ${i}: ${res.status} ${await res.text()}`);
-      await res.text();
-      if ((i + 1) % STEP === 0) await reading("made", i + 1);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = round * INSTANCES; i < (round + 1) * INSTANCES; i++) {
+        const path = KIND === "workflow" ? "workflow" : "";
+        const res = await fetch(`${url}${path}?name=i${i}-${crypto.randomUUID()}`);
+        if (!res.ok) throw new Error(`instance ${i}: ${res.status} ${await res.text()}`);
+        await res.text();
+        if ((i + 1) % STEP === 0) await reading("made", i + 1);
+      }
+      // what stays once every instance is evicted; more rounds show whether it keeps growing
+      await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+      await reading(`idle ${IDLE_S} s`, (round + 1) * INSTANCES);
     }
-    await new Promise((r) => setTimeout(r, IDLE_S * 1000));
-    await reading(`idle ${IDLE_S} s`, INSTANCES);
     heap.close();
     console.log(
       `\n${formatTable(["when", "instances", "workerd RSS MB", "JS heap MB", "SQLite files", "held open"], rows)}`,
@@ -122,7 +127,7 @@ async function main() {
     const first = Number(rows[0]?.[2]);
     const last = Number(rows[rows.length - 1]?.[2]);
     console.log(
-      `\nworkerd RSS per instance: ${fmt(((last - first) * 1024) / INSTANCES, 1)} KB; ${machineLoad()}`,
+      `\nworkerd RSS per instance: ${fmt(((last - first) * 1024) / (INSTANCES * ROUNDS), 1)} KB; ${machineLoad()}`,
     );
   } finally {
     await mf.dispose();
