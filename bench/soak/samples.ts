@@ -64,7 +64,7 @@ export async function sample(
       : ((await readProcess(pid).catch(() => undefined))?.rssKb ?? Number.NaN) / 1024;
   const atMin = atS() / 60;
   // with --heap-dir, each sample's heap snapshot is kept there for bench/soak/heap-diff.ts
-  const file = HEAP_DIR ? path.join(HEAP_DIR, `${Math.round(atMin)}min.heapsnapshot`) : undefined;
+  const file = HEAP_DIR ? path.join(HEAP_DIR, `${atMin.toFixed(1)}min.heapsnapshot`) : undefined;
   const heapBytes = heap ? await heap.usedAfterGc(file).catch(() => Number.NaN) : Number.NaN;
   const runtimeUrl = stack.worker.runtimeInspectorUrl;
   const runtime = runtimeUrl
