@@ -128,6 +128,12 @@ function curlPipe(
     done,
     stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      // Nothing reads `body` any more: what curl printed is dropped, so its stdout can end and curl's
+      // `close` (which `done` waits for) comes. Held in the full `body`, it never did: a write into a
+      // full disk, whose process stopped reading, waited out the transfer's whole timeout.
+      child.stdout.unpipe(body);
+      child.stdout.resume();
+      body.destroy();
     },
   };
 }

@@ -51,6 +51,26 @@ const read = (body: NodeJS.ReadableStream) =>
 const opts = () => ({ signal: new AbortController().signal, timeoutS: 30 });
 
 describe("relay pipe (the host's curl fetching an upload)", () => {
+  it("settles once stopped, when its reader stopped reading a body larger than the pipes hold", async () => {
+    // a pod's process that failed early (a full disk) reads no more: stop() must end curl and `done`
+    const payload = Buffer.alloc(8 * 1024 * 1024, 5);
+    next = (_req, res) => {
+      res.writeHead(200, { "content-length": String(payload.length) });
+      res.end(payload);
+    };
+    const pipe = createRelayClient(base, TOKEN).pipe(ID, opts());
+    await new Promise((resolve) => setTimeout(resolve, 500)); // curl fills the pipes; nobody reads
+    pipe.stop();
+    const settled = await Promise.race([
+      pipe.done.then(
+        () => "resolved",
+        () => "rejected",
+      ),
+      new Promise((resolve) => setTimeout(() => resolve("hung"), 5_000)),
+    ]);
+    expect(settled).not.toBe("hung");
+  });
+
   it("hands on a chunked body whole, with its size", async () => {
     const payload = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
     next = (_req, res) => {
