@@ -6,13 +6,13 @@ import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PodDisk } from "../../agent/disk/pod-disk";
 import { REPO_ROOT } from "../../bench/support/worker";
-import { type ApiClient, signUp } from "../e2e/support/api";
+import { signUp } from "../e2e/support/api";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
 import { type DnsDouble, startDnsDouble } from "../support/dns";
 import { type GitServer, startGitServer } from "../support/git-server";
 import { httpGet } from "../support/http";
-import { backupSettled, eventCount, fingerprint, podSh, printOnFailure } from "./support";
+import { backupSettled, eventCount, fingerprint, podSh, printOnFailure, staticPodFiles } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -93,31 +93,10 @@ describe("chaos: disk full", () => {
 
   afterEach((ctx) => printOnFailure(ctx, stack, (l) => l.level === "error" || l.level === "warn"));
 
-  const create = async (api: ApiClient, name: string) => {
-    const res = await api.post("/api/pods", { name, preset: "static", plan_slug: "launch" });
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
-  };
-
-  const write = async (name: string, file: string, content: string) => {
-    const res = await alice.api.put(`/api/pods/${name}/files/content`, {
-      path: `/home/pod_user/app/${file}`,
-      content,
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-  };
-
-  const read = async (name: string, file: string) => {
-    const res = await alice.api.get(`/api/pods/${name}/files/content?path=/home/pod_user/app/${file}`);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.content as string;
-  };
-
-  /** the pod's page through the edge, as a visitor sees it */
-  const serves = async (name: string) => {
-    const page = await httpGet(stack.edgePort, `${name}.pods.localhost`, "/index.html");
-    expect(page.status).toBe(200);
-    expect(page.body).toContain("still here");
-  };
+  const { create, write, read, serves } = staticPodFiles(
+    () => stack.edgePort,
+    () => alice.api,
+  );
 
   /** a write that needs the space: refused with a 4xx naming the full disk, the old file intact */
   const writeRefused = async (name: string, disk: RegExp) => {

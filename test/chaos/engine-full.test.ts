@@ -1,11 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../agent/config";
-import { type ApiClient, signUp } from "../e2e/support/api";
+import { signUp } from "../e2e/support/api";
 import { waitForHostOnline, waitForPodStatus } from "../e2e/support/pods";
 import { type Stack, startStack, waitFor } from "../e2e/support/stack";
-import { httpGet } from "../support/http";
 import { type OwnEngine, startOwnEngine } from "../support/own-engine";
-import { backupSettled, printOnFailure } from "./support";
+import { backupSettled, printOnFailure, staticPodFiles } from "./support";
 
 type User = Awaited<ReturnType<typeof signUp>>;
 
@@ -55,31 +54,10 @@ describe("chaos: the engine's disk full", () => {
     if (ctx.task.result?.state === "fail" && engine) console.error(await engine.logTail());
   });
 
-  const create = async (api: ApiClient, name: string) => {
-    const res = await api.post("/api/pods", { name, preset: "static", plan_slug: "launch" });
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
-  };
-
-  const write = async (name: string, file: string, content: string) => {
-    const res = await alice.api.put(`/api/pods/${name}/files/content`, {
-      path: `/home/pod_user/app/${file}`,
-      content,
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-  };
-
-  const read = async (name: string, file: string) => {
-    const res = await alice.api.get(`/api/pods/${name}/files/content?path=/home/pod_user/app/${file}`);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.content as string;
-  };
-
-  /** the pod's page through the edge, as a visitor sees it */
-  const serves = async (name: string) => {
-    const page = await httpGet(stack?.edgePort ?? 0, `${name}.pods.localhost`, "/index.html");
-    expect(page.status).toBe(200);
-    expect(page.body).toContain("still here");
-  };
+  const { create, write, read, serves } = staticPodFiles(
+    () => stack?.edgePort ?? 0,
+    () => alice.api,
+  );
 
   /** a new pod, until it is `running` or `error`; its events' messages */
   const createSettled = async (name: string) => {

@@ -342,3 +342,34 @@ export const within = <T>(p: Promise<T>, ms = 20_000): Promise<T> =>
       setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref(),
     ),
   ]);
+
+/**
+ * A static pod's files through the API and its page through the edge, as the disk-full files check
+ * them: `create` asks for a Launch pod (202), `write`/`read` a file under ~/app (200), `serves` the
+ * page that still says "still here". Getters: the stack and the user exist only after `beforeAll`.
+ */
+export function staticPodFiles(edgePort: () => number, api: () => ApiClient) {
+  return {
+    async create(as: ApiClient, name: string) {
+      const res = await as.post("/api/pods", { name, preset: "static", plan_slug: "launch" });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+    },
+    async write(name: string, file: string, content: string) {
+      const res = await api().put(`/api/pods/${name}/files/content`, {
+        path: `/home/pod_user/app/${file}`,
+        content,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    },
+    async read(name: string, file: string) {
+      const res = await api().get(`/api/pods/${name}/files/content?path=/home/pod_user/app/${file}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.content as string;
+    },
+    async serves(name: string) {
+      const page = await httpGet(edgePort(), `${name}.pods.localhost`, "/index.html");
+      expect(page.status).toBe(200);
+      expect(page.body).toContain("still here");
+    },
+  };
+}
