@@ -1,7 +1,8 @@
-import { and, eq, ne, sql } from "drizzle-orm";
+import { and, eq, ne } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Db } from "../../db/client";
 import { type HostRow, hosts, type PodRow, pods } from "../../db/schema";
+import { moveBegun } from "./moving";
 
 export interface PodWithHost {
   pod: PodRow;
@@ -10,13 +11,7 @@ export interface PodWithHost {
   moving: boolean;
 }
 
-// The IN repeats pod_moves_one_open_idx's own condition, so SQLite uses that partial index.
-const columns = {
-  pod: pods,
-  host: hosts,
-  moving: sql<boolean>`EXISTS (SELECT 1 FROM pod_moves m WHERE m.pod_id = ${pods.id}
-    AND m.status IN ('queued', 'moving') AND m.status = 'moving')`.mapWith(Boolean),
-};
+const columns = { pod: pods, host: hosts, moving: moveBegun(pods.id).mapWith(Boolean) };
 
 /**
  * The team's live pod by name. Another team's pod, a deleted pod and a missing pod are all the same

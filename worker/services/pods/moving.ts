@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQLWrapper, sql } from "drizzle-orm";
 import { fail, ok, type Result } from "../../../shared/errors";
 import type { Db } from "../../db/client";
 
@@ -13,13 +13,19 @@ import type { Db } from "../../db/client";
 export const MOVING = (name: string) =>
   `pod ${name} is being moved to another server; try again once the move has ended (its events say when)`;
 
+/**
+ * Whether the pod's move has begun and not ended, as an SQL expression on its id (read with the pod
+ * by ./lookup.ts, alone by `podMoving`). The IN repeats pod_moves_one_open_idx's own condition, so
+ * SQLite searches that partial index instead of scanning the table.
+ */
+export const moveBegun = (podId: SQLWrapper | string) =>
+  sql<boolean>`EXISTS (SELECT 1 FROM pod_moves m WHERE m.pod_id = ${podId}
+    AND m.status IN ('queued', 'moving') AND m.status = 'moving')`;
+
 /** Whether the pod's move has begun and not ended. */
 export async function podMoving(db: Db, podId: string): Promise<boolean> {
-  const row = await db.get<{ n: number } | undefined>(
-    // the IN repeats pod_moves_one_open_idx's condition, so SQLite uses that partial index
-    sql`SELECT 1 AS n FROM pod_moves WHERE pod_id = ${podId} AND status IN ('queued', 'moving') AND status = 'moving' LIMIT 1`,
-  );
-  return Boolean(row);
+  const row = await db.get<{ n: number } | undefined>(sql`SELECT ${moveBegun(podId)} AS n`);
+  return Boolean(row?.n);
 }
 
 /** 409 for a pod whose move has begun (`moving` is read with the pod: ./lookup.ts). */
