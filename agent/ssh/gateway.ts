@@ -293,12 +293,19 @@ export class SshGateway implements PodSshListeners {
         return;
       }
       let server: SshServer;
-      if (gcm) {
-        l.sshGcm ??= this.sshServer(pod, l, GCM_CIPHERS);
-        server = l.sshGcm;
-      } else {
-        l.ssh ??= this.sshServer(pod, l, CIPHERS);
-        server = l.ssh;
+      try {
+        if (gcm) {
+          l.sshGcm ??= this.sshServer(pod, l, GCM_CIPHERS);
+          server = l.sshGcm;
+        } else {
+          l.ssh ??= this.sshServer(pod, l, CIPHERS);
+          server = l.ssh;
+        }
+      } catch (err) {
+        // ssh2 refusing the host key: this client is turned away, the agent and its pods stay up
+        this.log.error("ssh: cannot serve SSH", { pod, error: (err as Error).message });
+        socket.destroy();
+        return;
       }
       skipIdentWrite(socket, IDENT_LINE);
       server.injectSocket(socket);

@@ -35,7 +35,7 @@ export async function loadOrCreateHostKey(stateDir: string): Promise<HostKey> {
     if (((await stat(path)).mode & 0o077) !== 0) await chmod(path, 0o600);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-    const pair = ssh2().utils.generateKeyPairSync("ed25519", { comment: "podhost-gateway" });
+    const pair = newKeyPair();
     privateKey = pair.private;
     const tmp = `${path}.${process.pid}.tmp`;
     await writeFile(tmp, privateKey, { mode: 0o600 });
@@ -44,21 +44,46 @@ export async function loadOrCreateHostKey(stateDir: string): Promise<HostKey> {
   }
   const pub = await readFile(`${path}.pub`, "utf8").catch(() => "");
   const [pubType, pubBase64] = pub.trim().split(/\s+/);
-  if (privateKey.trimStart().startsWith(OPENSSH_PRIVATE_KEY) && pubType?.startsWith("ssh-") && pubBase64) {
-    const blob = Buffer.from(pubBase64, "base64");
+  const blob = pubBase64 ? Buffer.from(pubBase64, "base64") : undefined;
+  if (privateKey.trimStart().startsWith(OPENSSH_PRIVATE_KEY) && blob && wholeEd25519(pubType, blob)) {
     return { privateKey, publicKey: `${pubType} ${pubBase64}`, fingerprint: fingerprintOf(blob), path };
   }
   const parsed = ssh2().utils.parseKey(privateKey);
   if (parsed instanceof Error || Array.isArray(parsed) || !parsed.isPrivateKey()) {
     throw new Error(`SSH host key ${path} is unreadable; move it away to have a new one made`);
   }
-  const blob = parsed.getPublicSSH();
+  const parsedBlob = parsed.getPublicSSH();
   return {
     privateKey,
-    publicKey: `${parsed.type} ${blob.toString("base64")}`,
-    fingerprint: fingerprintOf(blob),
+    publicKey: `${parsed.type} ${parsedBlob.toString("base64")}`,
+    fingerprint: fingerprintOf(parsedBlob),
     path,
   };
+}
+
+/**
+ * A new ed25519 pair in OpenSSH form. ssh2's keygen strips leading zero bytes from the public key
+ * it copies out of the DER, so about one key in 256 to 512 comes out with a 31-byte public key that
+ * ssh2 itself then refuses ("Malformed OpenSSH private key"); the gateway would crash on its first
+ * client. Such a pair is drawn again.
+ */
+export function newKeyPair(): { private: string; public: string } {
+  for (;;) {
+    const pair = ssh2().utils.generateKeyPairSync("ed25519", { comment: "podhost-gateway" });
+    if (!(ssh2().utils.parseKey(pair.private) instanceof Error)) return pair;
+  }
+}
+
+/**
+ * The `.pub` holds a whole key: for ed25519, the type's name and 32 bytes (string, string in the
+ * SSH wire form). A key written by an agent before newKeyPair (31 bytes) fails here, so the start
+ * parses it with ssh2 and says the key is unreadable, rather than the first client crashing the agent.
+ */
+function wholeEd25519(type: string | undefined, blob: Buffer): boolean {
+  if (type !== "ssh-ed25519" || blob.length < 4) return false;
+  const nameLength = blob.readUInt32BE(0);
+  const at = 4 + nameLength;
+  return blob.length === at + 4 + 32 && blob.readUInt32BE(at) === 32;
 }
 
 const fingerprintOf = (blob: Buffer) =>
