@@ -68,8 +68,16 @@ setTimeout(() => {
  * on helper threads beside the main one. On a busy 2-core host those threads cost more than they
  * save: the gateway's CPU per 100 MB `scp` 790–1580 → 480–770 ms, per 100 MB into `cat` 550–760 →
  * 240–510 ms (interleaved runs, load ~11; bench/README.md, bench/ssh).
+ *
+ * No optimizing compiler above the baseline (`--max-opt=2`; Node 22 leaves Maglev off, so that is
+ * Sparkplug): TurboFan's own code in the node binary, ~5.5 MB of resident pages, is paged in the
+ * first time any function gets hot, and in the agent something always does (Node's task queues and
+ * event emitters within seconds, zod's constructors while the protocol loads). Without it the agent
+ * with 50 pods holds 66–67 MB instead of 72–73 MB (the binary's code pages 25.1 → 19.6 MB). The agent
+ * is glue around the engine, nginx and child processes, whose hot paths (hashing, ciphers, JSON)
+ * are native: its CPU per 100 MB through the SSH gateway was measured alike (bench/README.md).
  */
-export const AGENT_NODE_FLAGS = ["--optimize-for-size", "--single-threaded-gc"];
+export const AGENT_NODE_FLAGS = ["--optimize-for-size", "--single-threaded-gc", "--max-opt=2"];
 
 /**
  * Environment the agent runs with: one glibc malloc arena. By default every thread that allocates

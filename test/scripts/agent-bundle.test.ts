@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { AGENT_BUNDLE, agentNode, buildAgent, REPO_ROOT } from "../../scripts/build-agent";
+import { AGENT_BUNDLE, AGENT_NODE_FLAGS, agentNode, buildAgent, REPO_ROOT } from "../../scripts/build-agent";
 
 /**
  * What loading the compiled agent evaluates (scripts/build-agent.ts, docs/decisions/compiled-agent.md):
@@ -65,5 +65,30 @@ describe("the agent bundle's load", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it("on the agent's flags nothing is TurboFan-compiled: the bundle loaded, then a function run hot", () => {
+    // V8's optimization status, bit 6: the function runs TurboFan's code (V8 12's runtime-test.h)
+    const TURBOFANNED = 1 << 6;
+    const script = `await import(${JSON.stringify(pathToFileURL(path.join(path.dirname(AGENT_BUNDLE), "agent.js")).href)});
+      function hot(n) { let s = 0; for (let i = 0; i < n; i++) s += i * 2; return s; }
+      const until = Date.now() + 300;
+      while (Date.now() < until) hot(1000);
+      console.log(%GetOptimizationStatus(hot));`;
+    const status = (flags: string[]) => {
+      const out = execFileSync(
+        agentNode(),
+        [...flags, "--allow-natives-syntax", "--input-type=module", "-e", script],
+        {
+          cwd: REPO_ROOT,
+          encoding: "utf8",
+          env: { ...process.env, PODHOST_API_URL: "", PODHOST_AGENT_TOKEN: "" },
+        },
+      );
+      return Number(out.trim().split("\n").at(-1));
+    };
+    // the check sees TurboFan where it runs: without the agent's flags the same function gets there
+    expect(status([]) & TURBOFANNED).toBe(TURBOFANNED);
+    expect(status(AGENT_NODE_FLAGS) & TURBOFANNED).toBe(0);
   });
 });
