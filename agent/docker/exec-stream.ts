@@ -1,3 +1,4 @@
+import type { Socket } from "node:net";
 import { constants } from "node:os";
 import type { Duplex, Readable, Writable } from "node:stream";
 import { PassThrough, Transform, type TransformCallback } from "node:stream";
@@ -5,7 +6,7 @@ import { CappedBytes } from "./capped";
 import type { DockerClient } from "./client";
 import { FrameParser, STDERR, STDOUT } from "./frames";
 import { HOME } from "./naming";
-import { AGENT_PATH_ENV } from "./pod-bin";
+import { AGENT_PATH_ENV, SH } from "./pod-bin";
 import type { RuncContainers } from "./runc";
 
 /**
@@ -25,12 +26,15 @@ export interface StreamExecOptions {
   /** piped to the process's stdin, which is closed when it ends (destroyed if it fails) */
   stdin?: Readable;
   /**
-   * Instead of `stdin`: the read end of a pipe (another child's stdout, not read by this agent)
-   * that becomes the process's stdin. Through `runc exec` the process reads that pipe itself and no
-   * byte passes through this agent (this agent's copy of it is closed once the process has it);
-   * through the engine it is piped as `stdin` is.
+   * Instead of `stdin`: the process's stdin is a pipe whose other end comes back as
+   * `StreamedExec.inlet`, for another child of this agent to write into (a `spawn` stdio entry;
+   * then destroy this agent's copy, or the process never sees the end). Through `runc exec` the
+   * pipe is a passed descriptor (`--preserve-fds`, after fd 3), made the process's stdin by a `sh`
+   * in front of it: neither runc (which copies what comes on its own stdin) nor this agent reads a
+   * byte. The engine's exec has no such pipe: `inlet` is then undefined and `stdin` is handed back
+   * as with `openStdin`.
    */
-  stdinPipe?: Readable;
+  inlet?: boolean;
   /**
    * Hand the process's stdin back as `StreamedExec.stdin` for the caller to write and end (instead
    * of `stdin`): a source that is only known once the process runs is piped in without a stream in
@@ -54,6 +58,8 @@ export interface StreamedExec {
   stdin?: Writable;
   /** with `fd3`, where this host has it: the process's fd 3 */
   fd3?: Writable;
+  /** with `inlet`, where this host has it: the write end of the process's stdin (see `inlet`) */
+  inlet?: Socket;
   /** the exit code and the head of stderr, once the engine's stream ended */
   done: Promise<{ exitCode: number; stderr: string }>;
   /** tear the connection down (the process sees EOF and broken pipes, then exits) */
@@ -87,8 +93,8 @@ async function engineExecStream(
   argv: string[],
   opts: StreamExecOptions = {},
 ): Promise<StreamedExec> {
-  if (opts.stdinPipe) opts = { ...opts, stdin: opts.stdinPipe };
-  const withStdin = opts.stdin !== undefined || opts.openStdin === true;
+  const openStdin = opts.openStdin === true || opts.inlet === true;
+  const withStdin = opts.stdin !== undefined || openStdin;
   const exec = await docker.getContainer(containerName).exec({
     Cmd: argv,
     Env: [AGENT_PATH_ENV],
@@ -144,7 +150,7 @@ async function engineExecStream(
   quietErrors(demux);
   return {
     stdout: demux,
-    ...(opts.openStdin ? { stdin: socket } : {}),
+    ...(openStdin ? { stdin: socket } : {}),
     done,
     abort: (reason) => socket.destroy(reason),
   };
@@ -157,17 +163,19 @@ function runcExecStream(
   argv: string[],
   opts: StreamExecOptions,
 ): StreamedExec {
+  const extraFds = (opts.fd3 ? 1 : 0) + (opts.inlet ? 1 : 0);
+  // the inlet is the last passed descriptor: fd 3, or fd 4 after the verdict pipe
+  const inletFd = 2 + extraFds;
+  const command = opts.inlet ? [SH, "-c", `exec "$@" <&${inletFd} ${inletFd}<&-`, "sh", ...argv] : argv;
   // runc adds --env to the container's own environment, later entries winning: PATH is replaced.
-  const child = runc.spawn(id, argv, {
+  const child = runc.spawn(id, command, {
     user: opts.user ?? "1000:1000",
     cwd: opts.workingDir ?? HOME,
     env: [AGENT_PATH_ENV],
-    extraFds: opts.fd3 ? 1 : 0,
-    ...(opts.stdinPipe ? { stdin: opts.stdinPipe } : {}),
+    extraFds,
   });
-  // the process has its own copy of the pipe: this agent's would keep the writer from ever seeing
-  // that the reader is gone
-  opts.stdinPipe?.destroy();
+  const inlet = opts.inlet ? (child.stdio[inletFd] as Socket) : undefined;
+  inlet?.on("error", () => undefined); // the process may exit before every byte was written
   const fd3 = opts.fd3 ? (child.stdio[3] as Writable) : undefined;
   fd3?.on("error", () => undefined); // the process may exit without reading it
   // Piped at once into a stream of this agent's: once runc exits, Node resumes its stdout if nothing
@@ -186,6 +194,7 @@ function runcExecStream(
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     child.stdin?.destroy();
     fd3?.destroy();
+    inlet?.destroy();
     out.destroy();
     stdout.destroy(reason);
   };
@@ -195,7 +204,7 @@ function runcExecStream(
     // A failed source must not look like an end (EOF): the process is stopped instead.
     stdin.once("error", (err) => abort(err));
     stdin.pipe(child.stdin as NodeJS.WritableStream);
-  } else if (!opts.openStdin && !opts.stdinPipe) {
+  } else if (!opts.openStdin) {
     child.stdin?.end();
   }
   const onAbort = () => {
@@ -220,6 +229,7 @@ function runcExecStream(
     stdout,
     ...(opts.openStdin ? { stdin: child.stdin as Writable } : {}),
     ...(fd3 ? { fd3 } : {}),
+    ...(inlet ? { inlet } : {}),
     done,
     abort,
   };

@@ -150,11 +150,11 @@ export class RuncContainers {
     });
   }
 
-  /** `runc exec` of `argv` in the container `id` as `user`, its stdio as pipes (stdin: `stdin`'s pipe when given). */
+  /** `runc exec` of `argv` in the container `id` as `user`, its stdio as pipes. */
   spawn(
     id: string,
     argv: string[],
-    opts: { user: string; cwd: string; env?: string[]; extraFds?: number; stdin?: Readable },
+    opts: { user: string; cwd: string; env?: string[]; extraFds?: number },
   ): ChildProcess {
     const env = (opts.env ?? []).flatMap((e) => ["--env", e]);
     const extra = opts.extraFds ?? 0;
@@ -163,7 +163,7 @@ export class RuncContainers {
     return spawn(
       this.runc,
       ["--root", this.root, "exec", "--user", opts.user, "--cwd", opts.cwd, ...preserve, ...env, id, ...argv],
-      { stdio: [opts.stdin ?? "pipe", "pipe", "pipe", ...Array<"pipe">(extra).fill("pipe")] },
+      { stdio: ["pipe", "pipe", "pipe", ...Array<"pipe">(extra).fill("pipe")] },
     );
   }
 }

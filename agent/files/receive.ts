@@ -1,4 +1,4 @@
-import { PassThrough, type Writable } from "node:stream";
+import { PassThrough, type Readable, type Writable } from "node:stream";
 import { CappedBytes } from "../docker/capped";
 import type { StreamExecutor, StreamedExec } from "../docker/exec-stream";
 import { AgentError } from "../errors";
@@ -203,25 +203,19 @@ export class FileReceiver {
     relay: string,
     signal: AbortSignal,
   ): Promise<{ temp: string; size: number; committer: Committer }> {
-    // The host's curl fetches the relay's bytes (Node's HTTP client cost ~5× its CPU per byte), and
-    // its stdout is piped into the process's stdin here. Not handed over as the process's own
-    // descriptor: Node reads a child's pipe from the moment it exists, and bytes curl had before the
-    // process started stayed in this agent (the soak saw short writes and a 500). curl connects
-    // while the process starts (each takes tens of ms).
-    const incoming = client.pipe(relay, { signal, timeoutS: TRANSFER_TIMEOUT_S });
-    let run: StreamedExec;
-    try {
-      run = await streamFileScript(this.exec, this.prefix, pod, RECEIVE, [dir], {
-        timeoutS: TRANSFER_TIMEOUT_S + VERDICT_WAIT_MS / 1000,
-        signal,
-        stdin: incoming.body,
-        fd3: true,
-      });
-    } catch (err) {
-      incoming.stop(); // nothing will read it: the caller's side learns of it
-      await incoming.done.catch(() => undefined);
-      throw err;
-    }
+    // The host's curl fetches the relay's bytes (Node's HTTP client cost ~5× its CPU per byte),
+    // started once the process is: through `runc exec` curl writes straight into the process's
+    // stdin (its `inlet`), so neither runc nor this agent copies a byte, and bytes curl has before
+    // the process reads wait in that pipe. Through the engine's exec curl's stdout is read here and
+    // piped into the process's stdin (see ../transfer/relay.ts for why never the other way round).
+    const run = await streamFileScript(this.exec, this.prefix, pod, RECEIVE, [dir], {
+      timeoutS: TRANSFER_TIMEOUT_S + VERDICT_WAIT_MS / 1000,
+      signal,
+      inlet: true,
+      fd3: true,
+    });
+    const incoming = client.pipe(relay, { signal, timeoutS: TRANSFER_TIMEOUT_S, into: run.inlet });
+    if (incoming.body && run.stdin) pipeInto(incoming.body, run.stdin, run);
     // Without a verdict pipe (the engine's exec) a committer of its own, started during the transfer.
     const separate = run.fd3 ? undefined : this.startCommitter(pod);
     run.done.catch(() => separate?.verdict.end()); // a broken process: the receive fails (below)
@@ -267,4 +261,14 @@ export class FileReceiver {
     const committer = separate ?? { verdict: run.fd3 as Writable, run: Promise.resolve(run), pod };
     return { temp, size: fetched.size, committer };
   }
+}
+
+/**
+ * `body` into the engine exec's stdin, ended with it; a failed `body` is not an end: the exec is
+ * torn down, so the process never takes part of a file for the whole of it.
+ */
+function pipeInto(body: Readable, stdin: Writable, run: StreamedExec): void {
+  stdin.on("error", () => undefined); // the process may exit without reading everything
+  body.once("error", (err) => run.abort(err));
+  body.pipe(stdin);
 }

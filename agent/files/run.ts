@@ -90,8 +90,8 @@ export async function streamFileScript(
     timeoutS: number;
     signal?: AbortSignal;
     stdin?: Readable;
-    stdinPipe?: Readable;
     openStdin?: boolean;
+    inlet?: boolean;
     fd3?: boolean;
   },
 ): Promise<StreamedExec> {
@@ -99,8 +99,8 @@ export async function streamFileScript(
     return await exec(podNames(prefix, pod).container, timeoutArgv(opts.timeoutS, script, args), {
       workingDir: HOME,
       stdin: opts.stdin,
-      stdinPipe: opts.stdinPipe,
       openStdin: opts.openStdin,
+      inlet: opts.inlet,
       fd3: opts.fd3,
       signal: opts.signal,
     });

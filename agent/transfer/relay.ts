@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import type { Socket } from "node:net";
 import { PassThrough, type Readable } from "node:stream";
 import { CappedBytes } from "../docker/capped";
 import { AgentError } from "../errors";
@@ -18,19 +19,23 @@ export interface RelayClient extends BlobStore {
   live(id: string, body: Readable, signal?: AbortSignal): Promise<void>;
   /**
    * What a caller is uploading (`GET /agent/relay/{id}`), fetched by the host's `curl` (Node's HTTP
-   * client cost ~5× curl's CPU per byte: ~160 of a 32 MB upload's ~670 ms), to pipe into a process's
-   * stdin. Read it in this process (`stdin`), never hand it on as a descriptor: Node starts reading
-   * a child's pipe at once, so the first bytes would stay here. `body` keeps every byte for a reader
-   * that comes late, even after curl exited.
+   * client cost ~5× curl's CPU per byte: ~160 of a 32 MB upload's ~670 ms) for a process's stdin.
+   * With `into` (the write end of a pipe another child reads: ../docker/exec-stream.ts `inlet`)
+   * that pipe is curl's stdout and no byte passes through this agent; this agent's copy of it is
+   * closed once curl has its own, so the reader sees the end when curl exits. Without it curl's
+   * stdout is read here (`body`), never handed on as a descriptor: Node starts reading a child's
+   * pipe at once, so the first bytes would stay here. `body` keeps every byte for a reader that
+   * comes late, even after curl exited.
    * `done` resolves with the body's size once curl got all of it (the chunked body's end or its
    * Content-Length) and wrote it out; anything less (a 404 or 5xx, the connection cut, the reader
    * gone, `signal`, `timeoutS`) rejects as `unavailable`.
    */
-  pipe(id: string, opts: { signal: AbortSignal; timeoutS: number }): RelayPipe;
+  pipe(id: string, opts: { signal: AbortSignal; timeoutS: number; into?: Socket }): RelayPipe;
 }
 
 export interface RelayPipe {
-  body: Readable;
+  /** curl's stdout, when no `into` was given */
+  body?: Readable;
   done: Promise<{ size: number }>;
   /** stop fetching (the reader failed): `done` rejects */
   stop(): void;
@@ -64,7 +69,7 @@ function curlPipe(
   url: URL,
   token: string,
   id: string,
-  opts: { signal: AbortSignal; timeoutS: number },
+  opts: { signal: AbortSignal; timeoutS: number; into?: Socket },
 ): RelayPipe {
   const child = spawn(
     CURL,
@@ -88,21 +93,26 @@ function curlPipe(
       "--url",
       url.href,
     ],
-    { stdio: ["pipe", "pipe", "pipe"], signal: opts.signal },
+    { stdio: ["pipe", opts.into ?? "pipe", "pipe"], signal: opts.signal },
   );
-  child.stdin.on("error", () => undefined);
-  child.stdin.end(`authorization: Bearer ${token}\n`);
+  // curl has its own copy: the reader's end comes only once every copy of the write end is closed
+  opts.into?.destroy();
+  child.stdin?.on("error", () => undefined);
+  child.stdin?.end(`authorization: Bearer ${token}\n`);
   const stderr = new CappedBytes(4096);
-  child.stderr.on("data", stderr.push);
+  child.stderr?.on("data", stderr.push);
   // Piped at once into a stream of this agent's: when curl exits, Node resumes any stdout of it that
   // nothing reads yet, dropping the bytes. A small body is often fetched whole before the process
   // that reads it has started (an engine exec is a few round trips); its bytes were then lost, the
   // process read an empty stdin, and the commit found a short file (issue #28). The bytes wait here
   // instead, bounded: past the stream's buffer curl's stdout is paused, so curl waits on its pipe.
-  const body = new PassThrough();
-  child.stdout.on("error", (err) => body.destroy(err)); // a failure is not an end; `done` says why
-  child.stdout.pipe(body);
-  body.on("error", () => undefined); // what broke is told by `done`
+  const stdout = child.stdout;
+  const body = stdout ? new PassThrough() : undefined;
+  if (stdout && body) {
+    stdout.on("error", (err) => body.destroy(err)); // a failure is not an end; `done` says why
+    stdout.pipe(body);
+    body.on("error", () => undefined); // what broke is told by `done`
+  }
   const done = new Promise<{ size: number }>((resolve, reject) => {
     // as ./blobs.ts says it: a 5xx or no answer is the control plane failing, a 4xx an answer
     const failed = (detail: string, status = 0) =>
@@ -124,15 +134,16 @@ function curlPipe(
   });
   done.catch(() => undefined);
   return {
-    body,
+    ...(body ? { body } : {}),
     done,
     stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      if (!stdout || !body) return;
       // Nothing reads `body` any more: what curl printed is dropped, so its stdout can end and curl's
       // `close` (which `done` waits for) comes. Held in the full `body`, it never did: a write into a
       // full disk, whose process stopped reading, waited out the transfer's whole timeout.
-      child.stdout.unpipe(body);
-      child.stdout.resume();
+      stdout.unpipe(body);
+      stdout.resume();
       body.destroy();
     },
   };
