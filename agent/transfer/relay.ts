@@ -71,6 +71,19 @@ function curlPipe(
   id: string,
   opts: { signal: AbortSignal; timeoutS: number; into?: Socket },
 ): RelayPipe {
+  // as ./blobs.ts says it: a 5xx or no answer is the control plane failing, a 4xx an answer
+  const failed = (detail: string, status = 0) =>
+    new AgentError(
+      "unavailable",
+      `transfer ${id}: ${detail}`,
+      status === 0 || status >= 500 ? "control_plane" : undefined,
+    );
+  if (opts.into?.destroyed) {
+    // the reader is gone already (its process stopped or aborted): nothing to fetch for
+    const gone = Promise.reject(failed("the reader went away before the transfer began"));
+    gone.catch(() => undefined);
+    return { done: gone, stop: () => undefined };
+  }
   const child = spawn(
     CURL,
     [
@@ -114,13 +127,6 @@ function curlPipe(
     body.on("error", () => undefined); // what broke is told by `done`
   }
   const done = new Promise<{ size: number }>((resolve, reject) => {
-    // as ./blobs.ts says it: a 5xx or no answer is the control plane failing, a 4xx an answer
-    const failed = (detail: string, status = 0) =>
-      new AgentError(
-        "unavailable",
-        `transfer ${id}: ${detail}`,
-        status === 0 || status >= 500 ? "control_plane" : undefined,
-      );
     child.once("error", (err) => reject(failed(`curl could not run: ${err.message}`)));
     child.once("close", (code, signal) => {
       const text = stderr.text();

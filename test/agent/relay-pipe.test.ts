@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentError } from "../../agent/errors";
 import { createRelayClient } from "../../agent/transfer/relay";
@@ -122,6 +122,20 @@ describe("relay pipe (the host's curl fetching an upload)", () => {
     const bytes = await read(pipe.body);
     expect(bytes.length).toBeLessThan(100000);
     await expect(pipe.done).rejects.toThrow(/the transfer broke off/);
+  });
+
+  it("fetches nothing for a reader gone before it began (its pipe already closed)", async () => {
+    let asked = false;
+    next = (_req, res) => {
+      asked = true;
+      res.writeHead(200).end("x");
+    };
+    const into = new Socket();
+    into.destroy();
+    const pipe = createRelayClient(base, TOKEN).pipe(ID, { ...opts(), into });
+    await expect(pipe.done).rejects.toThrow(/the reader went away/);
+    pipe.stop();
+    expect(asked).toBe(false);
   });
 
   it("a reader that stops it (the pod's process failed) fails it", async () => {
