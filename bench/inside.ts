@@ -30,7 +30,8 @@
  * file part to flow from curl through the Worker's form reader and the relay into `cat` in the pod,
  * ~25 ms after the relay's end for `cat` to finish, ~15-25 ms for the commit, ~30 ms to start;
  * through the dev proxy 0.1-0.15 s more. `docker cp` takes ~0.15-0.2 s. Its CPU, process by process,
- * is ~1.6x `docker cp`'s (docs/decisions/transfer-cpu.md).
+ * is ~1.2-1.4x `docker cp`'s since curl writes straight into the pod's process
+ * (docs/decisions/transfer-cpu.md).
  *
  * Variants take turns inside each repetition (in rotating order), so drift on a busy machine spreads
  * over all of them. Everything is removed at the end, also on failure or Ctrl-C.
