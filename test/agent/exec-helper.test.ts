@@ -3,14 +3,14 @@ import { access } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDockerClient } from "../../agent/docker/client";
 import { DEFAULT_MAX_OUTPUT_BYTES, execInContainer } from "../../agent/docker/exec";
-import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
+import { podNames } from "../../agent/docker/naming";
 import { SH } from "../../agent/docker/pod-bin";
 import { DOCKER_RUNC_ROOT, RuncContainers } from "../../agent/docker/runc";
 import { AgentError } from "../../agent/errors";
 import { runCommand } from "../../agent/inside/command";
 import { ExecHelpers } from "../../agent/inside/exec-helper";
 import { createLogger } from "../../agent/logger";
-import { DOCKER_SOCKET, removePrefix } from "./helpers";
+import { DOCKER_SOCKET, removePrefix, startBareContainer } from "./helpers";
 
 /**
  * The pod's command helper (agent/inside/exec-helper.ts): one `runc exec` per pod, a fork per
@@ -78,15 +78,7 @@ describe("the pod's command helper", () => {
       () => true,
       () => false,
     );
-    await docker.createVolume({ Name: names.volume, Labels: { [LABEL_PREFIX]: prefix } });
-    const container = await docker.createContainer({
-      name: names.container,
-      Image: IMAGE,
-      Entrypoint: ["/bin/sleep", "infinity"],
-      Labels: { [LABEL_PREFIX]: prefix },
-      HostConfig: { Mounts: [{ Type: "volume", Source: names.volume, Target: "/home/pod_user" }] },
-    });
-    await container.start();
+    await startBareContainer(docker, names, prefix, IMAGE);
     const planted = await execInContainer(docker, names.container, [SH, "-c", PLANT], { user: "1000:1000" });
     expect(planted.exitCode, planted.stderr).toBe(0);
     runc = new RuncContainers(docker, DOCKER_RUNC_ROOT);

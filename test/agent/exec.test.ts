@@ -5,11 +5,11 @@ import { CappedBytes } from "../../agent/docker/capped";
 import { createDockerClient } from "../../agent/docker/client";
 import { DEFAULT_MAX_OUTPUT_BYTES, execInContainer } from "../../agent/docker/exec";
 import { type StreamExecutor, streamExecutor } from "../../agent/docker/exec-stream";
-import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
+import { podNames } from "../../agent/docker/naming";
 import { AGENT_PATH, SH } from "../../agent/docker/pod-bin";
 import { runAsPodUser } from "../../agent/docker/pod-user";
 import { DOCKER_RUNC_ROOT, RuncContainers } from "../../agent/docker/runc";
-import { DOCKER_SOCKET, removePrefix } from "./helpers";
+import { DOCKER_SOCKET, removePrefix, startBareContainer } from "./helpers";
 
 /**
  * The agent's ways into a pod keep a bounded part of what the pod prints, and run the agent's own
@@ -41,15 +41,7 @@ describe("exec in a pod's container", () => {
   let runcKnown = false;
 
   beforeAll(async () => {
-    await docker.createVolume({ Name: names.volume, Labels: { [LABEL_PREFIX]: prefix } });
-    const container = await docker.createContainer({
-      name: names.container,
-      Image: IMAGE,
-      Entrypoint: ["/bin/sleep", "infinity"],
-      Labels: { [LABEL_PREFIX]: prefix },
-      HostConfig: { Mounts: [{ Type: "volume", Source: names.volume, Target: "/home/pod_user" }] },
-    });
-    await container.start();
+    await startBareContainer(docker, names, prefix, IMAGE);
     runcKnown = await access(DOCKER_RUNC_ROOT).then(
       () => true,
       () => false,

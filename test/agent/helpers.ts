@@ -6,7 +6,7 @@ import { type AgentConfig, loadConfig } from "../../agent/config";
 import { prepareHostCache } from "../../agent/disk/host-cache";
 import { createDockerClient, type DockerClient } from "../../agent/docker/client";
 import { execInContainer } from "../../agent/docker/exec";
-import { prefixFilter } from "../../agent/docker/naming";
+import { LABEL_PREFIX, prefixFilter } from "../../agent/docker/naming";
 import type { HandlerDeps } from "../../agent/handlers/deps";
 import { KeyedLock } from "../../agent/handlers/keyed-lock";
 import { createHandlers } from "../../agent/handlers/pods";
@@ -162,3 +162,35 @@ export const podShell =
   };
 
 export const ms = (t0: number) => Math.round(performance.now() - t0);
+
+/**
+ * A bare container of `image` under `prefix`, sleeping, its home a volume of its own (as a pod's):
+ * for tests of exec and transfers without the agent's create. `removePrefix` removes both.
+ */
+export async function startBareContainer(
+  docker: DockerClient,
+  names: { container: string; volume: string },
+  prefix: string,
+  image: string,
+): Promise<void> {
+  await docker.createVolume({ Name: names.volume, Labels: { [LABEL_PREFIX]: prefix } });
+  const container = await docker.createContainer({
+    name: names.container,
+    Image: image,
+    Entrypoint: ["/bin/sleep", "infinity"],
+    Labels: { [LABEL_PREFIX]: prefix },
+    HostConfig: { Mounts: [{ Type: "volume", Source: names.volume, Target: "/home/pod_user" }] },
+  });
+  await container.start();
+}
+
+/** How `p` settled within `ms`: "hung" when it had not. */
+export function settledWithin(p: Promise<unknown>, ms: number): Promise<"resolved" | "rejected" | "hung"> {
+  return Promise.race([
+    p.then(
+      () => "resolved" as const,
+      () => "rejected" as const,
+    ),
+    new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), ms)),
+  ]);
+}

@@ -4,6 +4,7 @@ import { type AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentError } from "../../agent/errors";
 import { createRelayClient } from "../../agent/transfer/relay";
+import { settledWithin } from "./helpers";
 
 /**
  * The agent's upload fetch (agent/transfer/relay.ts `pipe`): the host's curl GETs the relay and its
@@ -62,13 +63,7 @@ describe("relay pipe (the host's curl fetching an upload)", () => {
     const pipe = createRelayClient(base, TOKEN).pipe(ID, opts());
     await new Promise((resolve) => setTimeout(resolve, 500)); // curl fills the pipes; nobody reads
     pipe.stop();
-    const settled = await Promise.race([
-      pipe.done.then(
-        () => "resolved",
-        () => "rejected",
-      ),
-      new Promise((resolve) => setTimeout(() => resolve("hung"), 5_000)),
-    ]);
+    const settled = await settledWithin(pipe.done, 5_000);
     expect(settled).not.toBe("hung");
   });
 

@@ -8,12 +8,12 @@ import { CappedBytes } from "../../agent/docker/capped";
 import { createDockerClient } from "../../agent/docker/client";
 import { execInContainer } from "../../agent/docker/exec";
 import { type StreamExecutor, streamExecutor } from "../../agent/docker/exec-stream";
-import { LABEL_PREFIX, podNames } from "../../agent/docker/naming";
+import { podNames } from "../../agent/docker/naming";
 import { SH } from "../../agent/docker/pod-bin";
 import { DOCKER_RUNC_ROOT, RuncContainers } from "../../agent/docker/runc";
 import { FileReceiver } from "../../agent/files/receive";
 import { createRelayClient } from "../../agent/transfer/relay";
-import { DOCKER_SOCKET, removePrefix } from "./helpers";
+import { DOCKER_SOCKET, removePrefix, settledWithin, startBareContainer } from "./helpers";
 
 /**
  * An upload's bytes into a pod: through `runc exec` the host's curl writes straight into the
@@ -54,15 +54,7 @@ describe("an upload's bytes into a pod's process", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    await docker.createVolume({ Name: names.volume, Labels: { [LABEL_PREFIX]: prefix } });
-    const container = await docker.createContainer({
-      name: names.container,
-      Image: IMAGE,
-      Entrypoint: ["/bin/sleep", "infinity"],
-      Labels: { [LABEL_PREFIX]: prefix },
-      HostConfig: { Mounts: [{ Type: "volume", Source: names.volume, Target: "/home/pod_user" }] },
-    });
-    await container.start();
+    await startBareContainer(docker, names, prefix, IMAGE);
     const known = await access(DOCKER_RUNC_ROOT).then(
       () => true,
       () => false,
@@ -110,13 +102,7 @@ describe("an upload's bytes into a pod's process", () => {
     const pipe = relay().pipe(ID, { ...opts(), into: run.inlet });
     await new Promise((resolve) => setTimeout(resolve, 500)); // curl fills the pipe; nobody reads
     pipe.stop();
-    const settled = await Promise.race([
-      pipe.done.then(
-        () => "resolved",
-        () => "rejected",
-      ),
-      new Promise((resolve) => setTimeout(() => resolve("hung"), 5_000)),
-    ]);
+    const settled = await settledWithin(pipe.done, 5_000);
     expect(settled).toBe("rejected");
     abort.abort();
     await run.done;
