@@ -2,12 +2,16 @@
  * `npx tsx scripts/build-cli.ts` (proposed npm script: `build:cli`): the CLI (cli/) as plain
  * JavaScript in cli/dist/, the `podhost` bin of cli/package.json (and of the repository's root, for
  * `npx podhost` here). Like the agent's bundle (scripts/build-agent.ts) it has no loader at run time;
- * unlike it, it is split: `podhost.js` is the entry, and each command's module and the libraries only
+ * unlike it, it is split: `podhost.cjs` is the entry, and each command's module and the libraries only
  * it uses (the archive code of `deploy`, the prompts of `pods rm`) are chunks loaded when that
  * command runs, so `podhost --version` parses one small file and `podhost pods ls` a few.
  *
  * Rebuilt only when a source is newer than the entry (or with --force); written to a temporary
  * directory, then renamed over cli/dist, so a CLI starting meanwhile never reads a half-written file.
+ *
+ * The entry is CommonJS (`podhost.cjs`): Node starts a CommonJS file without its ES module loader, so
+ * `podhost --version` costs what `node -e 0` does; the command table (`program.js`) and its chunks are
+ * ES modules, since esbuild splits only those, and the entry reaches them with `import()`.
  */
 import { chmod, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
@@ -17,7 +21,7 @@ import { zodWithoutLocales } from "./build-agent-plugins";
 
 export const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
 const CLI_DIR = path.join(REPO_ROOT, "cli");
-export const CLI_BUNDLE = path.join(CLI_DIR, "dist", "podhost.js");
+export const CLI_BUNDLE = path.join(CLI_DIR, "dist", "podhost.cjs");
 
 /** what the bundle is made of: a change to any of these rebuilds it */
 const SOURCES = [
@@ -52,25 +56,36 @@ export async function buildCli(opts: { force?: boolean } = {}): Promise<string> 
     version: string;
   };
   const tmp = path.join(CLI_DIR, `.dist.${process.pid}.${Date.now()}`);
-  await build({
-    entryPoints: { podhost: path.join(CLI_DIR, "src", "main.ts") },
+  const common = {
     bundle: true,
-    splitting: true,
     platform: "node",
     target: "node20",
-    format: "esm",
-    outdir: tmp,
-    chunkNames: "chunks/[name]-[hash]",
     define: { PODHOST_CLI_VERSION: JSON.stringify(version) },
-    plugins: [zodWithoutLocales],
-    // CommonJS dependencies (commander) call `require` for Node's built-ins inside ES module chunks.
-    banner: {
-      js: '#!/usr/bin/env node\nimport { createRequire as __podhostCreateRequire } from "node:module";\nconst require = __podhostCreateRequire(import.meta.url);',
-    },
     legalComments: "none",
     minifyWhitespace: true,
     minifySyntax: true,
     logLevel: "warning",
+  } as const;
+  await build({
+    ...common,
+    entryPoints: { program: path.join(CLI_DIR, "src", "program.ts") },
+    splitting: true,
+    format: "esm",
+    outdir: tmp,
+    chunkNames: "chunks/[name]-[hash]",
+    plugins: [zodWithoutLocales],
+    // CommonJS dependencies (commander) call `require` for Node's built-ins inside ES module chunks.
+    banner: {
+      js: 'import { createRequire as __podhostCreateRequire } from "node:module";\nconst require = __podhostCreateRequire(import.meta.url);',
+    },
+  });
+  await build({
+    ...common,
+    entryPoints: [path.join(CLI_DIR, "src", "main.ts")],
+    format: "cjs",
+    outfile: path.join(tmp, path.basename(CLI_BUNDLE)),
+    external: ["./program.js"],
+    banner: { js: "#!/usr/bin/env node" },
   });
   // Swap the new directory in: the old one is renamed away first, then removed.
   const dist = path.dirname(CLI_BUNDLE);
