@@ -200,6 +200,19 @@ describe("edge router: the route cache", () => {
     expect(res.status).toBe(404);
   });
 
+  it("a name that is no custom domain stays kept as the API's: its requests cost no D1 read each", async () => {
+    const { pod } = await placedPod("stopped");
+    const name = `api-alias.${pod.name}.example.test`;
+    expect((await visit(name, "/health")).headers.get("x-podhost-edge")).toBeNull();
+    // verified behind this isolate's back: the kept answer holds until the feed is read
+    await env.DB.prepare(
+      "INSERT INTO domains (id, pod_id, domain, status, verification_token, created_at) VALUES (?, ?, ?, 'verified', 't', ?)",
+    )
+      .bind(`dom_${crypto.randomUUID()}`, pod.id, name, new Date().toISOString())
+      .run();
+    expect((await visit(name, "/health")).headers.get("x-podhost-edge")).toBeNull();
+  });
+
   it("a verified custom domain of a stopped pod is the edge's; a pending one is not", async () => {
     const { pod } = await placedPod("stopped");
     const verified = `www.${pod.name}.example.test`;

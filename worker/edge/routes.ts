@@ -5,9 +5,9 @@ import { createIsolateCache } from "../lib/isolate-cache";
 /**
  * Where a visitor's host name goes (docs/edge.md "The route cache and its invalidation"): the pod it
  * names and the host that runs it, read from D1 once and then kept in this isolate, so a visit
- * costs no D1 read while its route is cached. Only a settled route is kept (`settled`): no pod, or
- * a pod still being created, is read again at every visit, so a pod serves from the first visit
- * after it runs.
+ * costs no D1 read while its route is cached. Not every route is kept (`kept`): a pod's name with
+ * no pod yet, or a pod still being created, is read again at every visit, so a pod serves from the
+ * first visit after it runs.
  *
  * Invalidation reaches every isolate, whoever made the change (a request, a Workflow moving a pod,
  * the agent's reports, the cron): SQL triggers write each change of a route to the change feed
@@ -104,22 +104,25 @@ export async function findRoute(
       }
     : { kind: "none" };
   // read before changes the feed has already been seen past: the feed will not show them again
-  if (settled(route) && (row?.seq ?? 0) >= (feed.seen ?? 0)) routes.set(key, route);
+  if (kept(route, podName !== null) && (row?.seq ?? 0) >= (feed.seen ?? 0)) routes.set(key, route);
   return route;
 }
 
 /**
  * A route worth keeping: a pod that runs (the visits a cache is for), or one its owner stopped or
- * that was suspended (it stays so; a popular stopped site costs no read per visit). Not kept: no
- * pod, and a pod being created or in error. Those are what a visitor meets right before a pod
- * serves (a URL opened as the pod is made, a "starting" page reloaded), and a kept one would outlive
- * the change by up to a feed period plus a visit (CHECK_EVERY_MS): a page polled from the create on
- * answered ~0.5 s after the pod ran. Reading them again costs a D1 read per such visit, which made-up
- * names cost anyway (each new name is a read, whatever is kept).
+ * that was suspended (it stays so; a popular stopped site costs no read per visit). Not kept: a pod
+ * being created or in error, and no pod under a pod's own name. Those are what a visitor meets
+ * right before a pod serves (a URL opened as the pod is made, a "starting" page reloaded), and a
+ * kept one would outlive the change by up to a feed period plus a visit (CHECK_EVERY_MS): a page
+ * polled from the create on answered ~0.5 s after the pod ran. Reading them again costs a D1 read
+ * per such visit, which made-up pod names cost anyway (each new name is a read, whatever is kept).
+ * A name that is no verified custom domain is kept: every API request under a name other than
+ * PUBLIC_URL's (a workers.dev address) asks here first, and a domain is verified through the API.
  */
-const settled = (route: EdgeRoute) =>
-  route.kind === "pod" &&
-  (route.status === "running" || route.status === "stopped" || route.status === "suspended");
+function kept(route: EdgeRoute, byPodName: boolean): boolean {
+  if (route.kind === "none") return !byPodName;
+  return route.status === "running" || route.status === "stopped" || route.status === "suspended";
+}
 
 /** Reads the feed after `feed.seen` and drops the changed names' routes (all of them for a `*`). */
 async function readChanges(env: Bindings): Promise<void> {
