@@ -92,7 +92,7 @@ export async function deploy(deps: GitDeps, p: DeployParams, signal: AbortSignal
     const home = await gitHome(deps.config);
     const room = deps.makeRoom;
     // The build container starts while git fetches (it is most of a warm deploy's fixed cost).
-    boxStart = startBox(deps, p.name, image, main, signal, p.timeoutMs);
+    boxStart = startBox(deps, p.name, id, image, main, signal, p.timeoutMs);
     boxStart.catch(() => undefined);
     // The standby goes first in the vhost once the last deploy's box is gone (a candidate in it may
     // still be finishing requests); the reload runs beside the unpack and install.
@@ -256,7 +256,7 @@ export async function rollback(
   const log = new DeployLog(id, new Redactor(undefined), deps.send);
   const started = Date.now();
   const image = deps.config.images[rel.detected.preset];
-  const box = await startBox(deps, p.name, image, main, signal);
+  const box = await startBox(deps, p.name, id, image, main, signal);
   const route = standbyRoute(deps.ingress, p.name, rel.detected.preset, main, names.network);
   void route?.prefer(main);
   let outcome: DeployOutcome;
@@ -345,6 +345,7 @@ async function settle(
 const startBox = (
   deps: GitDeps,
   pod: string,
+  deployment: string,
   image: string,
   main: ContainerInspectInfo,
   signal: AbortSignal,
@@ -353,7 +354,14 @@ const startBox = (
   const limits = buildLimitsFor(deps.config.git.build, main.HostConfig.Memory, budgetMs);
   return startBuildBox(
     deps.docker,
-    buildContainerOptions(deps.config.namePrefix, pod, image, limits, main.State.Running ? main.Id : null),
+    buildContainerOptions(
+      deps.config.namePrefix,
+      pod,
+      deployment,
+      image,
+      limits,
+      main.State.Running ? main.Id : null,
+    ),
     limits.timeoutMs,
     signal,
   );

@@ -15,7 +15,7 @@ import {
   waitRunning,
 } from "../docker/resources";
 import { AgentError } from "../errors";
-import { buildName, candidateName, removeAndWait } from "../git/build";
+import { buildBoxesOf, candidateName, removeAndWait } from "../git/build";
 import { PodRecord } from "../git/record";
 import { LogHistory, policyOf } from "../inside/history";
 import { podCreation } from "../pods/create";
@@ -165,7 +165,7 @@ export function createHandlers(deps: HandlerDeps): HandlerTable {
         const n = names(name);
         await deps.ssh?.close(name);
         // a deploy's build and candidate containers mount the home volume too
-        await removeAndWait(docker, buildName(prefix, name));
+        for (const box of await buildBoxesOf(docker, prefix, name)) await removeAndWait(docker, box);
         await removeAndWait(docker, candidateName(prefix, name));
         // database sidecars and their data (subvolumes in the home's qgroup: before the home)
         await removeAllServices(deps, name);
