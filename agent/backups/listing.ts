@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { BackupManifest } from "../../shared/protocol/backups";
+import { type Built, lazy } from "../../shared/protocol/lazy";
 
 /**
  * What a test-restore learns from reading an archive through once, inside the throwaway box
@@ -88,18 +89,20 @@ except Exception as e:
     bad("the archive cannot be read: %s" % str(e)[:300])
 `;
 
-export const Listing = z.discriminatedUnion("ok", [
-  z.object({
-    ok: z.literal(true),
-    manifest: z.unknown(),
-    files: z.number().int().nonnegative(),
-    members: z.number().int().positive(),
-    sizes: z.record(z.string(), z.number().int().nonnegative()),
-    sqlite: z.record(z.string(), z.enum(["quick_check", "header"]).nullable()),
-  }),
-  z.object({ ok: z.literal(false), reason: z.string() }),
-]);
-export type Listing = z.infer<typeof Listing>;
+export const Listing = lazy(() =>
+  z.discriminatedUnion("ok", [
+    z.object({
+      ok: z.literal(true),
+      manifest: z.unknown(),
+      files: z.number().int().nonnegative(),
+      members: z.number().int().positive(),
+      sizes: z.record(z.string(), z.number().int().nonnegative()),
+      sqlite: z.record(z.string(), z.enum(["quick_check", "header"]).nullable()),
+    }),
+    z.object({ ok: z.literal(false), reason: z.string() }),
+  ]),
+);
+export type Listing = Built<typeof Listing>;
 
 /** argv: the archive on stdin, exactly `bytes` of it (head -c: the end is seen even where an exec's stdin never closes) */
 export const listingArgv = (bytes: number, scratch: string, scratchMax: number) => [
@@ -118,7 +121,7 @@ export const listingArgv = (bytes: number, scratch: string, scratchMax: number) 
 export function checkListing(
   listing: Extract<Listing, { ok: true }>,
 ): { ok: true; manifest: BackupManifest } | { ok: false; reason: string } {
-  const manifest = BackupManifest.safeParse(listing.manifest);
+  const manifest = BackupManifest().safeParse(listing.manifest);
   if (!manifest.success) return { ok: false, reason: "podhost-backup.json is not a backup manifest" };
   for (const db of manifest.data.databases) {
     const size = listing.sizes[db.file];

@@ -182,7 +182,7 @@ export async function restoreBackup(
       ...short,
       maxOutputBytes: 1024 * 1024 + 1,
     });
-    const parsed = BackupManifest.safeParse(JSON.parse(raw.stdout));
+    const parsed = BackupManifest().safeParse(JSON.parse(raw.stdout));
     if (parsed.success) await early?.start(parsed.data.databases.filter((d) => safeDumpMember(d.file)));
   };
   let earlyStarted: Promise<void> = Promise.resolve();
@@ -245,7 +245,7 @@ export async function restoreBackup(
     });
     let manifest: BackupManifest;
     try {
-      manifest = BackupManifest.parse(JSON.parse(raw.stdout));
+      manifest = BackupManifest().parse(JSON.parse(raw.stdout));
     } catch {
       return failed("the archive has no valid podhost-backup.json");
     }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type Built, lazy } from "../../shared/protocol/lazy";
 import { PYTHON3, TIMEOUT } from "../docker/pod-bin";
 
 /**
@@ -74,13 +75,15 @@ for i, r in enumerate(found, 1):
     print(json.dumps({"source": r, "file": name, "bytes": os.path.getsize(dst), "method": method}), flush=True)
 `;
 
-export const SqliteCopy = z.object({
-  source: z.string().min(1).max(1024),
-  file: z.string().regex(/^sqlite-\d{1,3}\.db$/),
-  bytes: z.number().int().nonnegative(),
-  method: z.enum(["backup", "copy"]),
-});
-export type SqliteCopy = z.infer<typeof SqliteCopy>;
+export const SqliteCopy = lazy(() =>
+  z.object({
+    source: z.string().min(1).max(1024),
+    file: z.string().regex(/^sqlite-\d{1,3}\.db$/),
+    bytes: z.number().int().nonnegative(),
+    method: z.enum(["backup", "copy"]),
+  }),
+);
+export type SqliteCopy = Built<typeof SqliteCopy>;
 
 /** argv of the finder: `app` the app root, `out` the spool's databases directory */
 export const sqliteArgv = (app: string, out: string, excluded: string[]) => [
@@ -105,5 +108,5 @@ export function parseSqliteCopies(stdout: string): SqliteCopy[] {
   return stdout
     .split("\n")
     .filter((l) => l.trim() !== "")
-    .map((l) => SqliteCopy.parse(JSON.parse(l)));
+    .map((l) => SqliteCopy().parse(JSON.parse(l)));
 }

@@ -1,5 +1,6 @@
 import type { Readable } from "node:stream";
 import { z } from "zod";
+import { type Built, lazy } from "../../shared/protocol/lazy";
 import { AgentError } from "../errors";
 import { httpByteStore } from "../transfer/blobs";
 
@@ -14,11 +15,13 @@ export interface BackupStore {
   write(backupId: string, body: Readable, signal?: AbortSignal): Promise<StoredFacts>;
 }
 
-const StoredFacts = z.object({
-  bytes: z.number().int().nonnegative(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-});
-export type StoredFacts = z.infer<typeof StoredFacts>;
+const StoredFacts = lazy(() =>
+  z.object({
+    bytes: z.number().int().nonnegative(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  }),
+);
+export type StoredFacts = Built<typeof StoredFacts>;
 
 export function createBackupStore(apiUrl: string, agentToken: string): BackupStore {
   const bytes = httpByteStore({
@@ -38,7 +41,7 @@ export function createBackupStore(apiUrl: string, agentToken: string): BackupSto
       } catch {
         parsed = undefined;
       }
-      const facts = StoredFacts.safeParse(parsed);
+      const facts = StoredFacts().safeParse(parsed);
       if (!facts.success)
         throw new AgentError(
           "unavailable",

@@ -52,7 +52,7 @@ export async function verifyBackup(
     if (!read.matches) return { ok: false, reason: mismatch(expected, read) };
     let listing: Listing;
     try {
-      listing = Listing.parse(JSON.parse(read.run.stdout.trim().split("\n").at(-1) ?? ""));
+      listing = Listing().parse(JSON.parse(read.run.stdout.trim().split("\n").at(-1) ?? ""));
     } catch {
       return {
         ok: false,

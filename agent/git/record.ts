@@ -2,6 +2,7 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { DeployOutcome, DetectedCommands } from "../../shared/protocol/git";
+import { type Built, lazy } from "../../shared/protocol/lazy";
 import { writeAtomic } from "../disk/write-atomic";
 
 /**
@@ -15,20 +16,22 @@ import { writeAtomic } from "../disk/write-atomic";
 
 export const KEEP_RELEASES = 5;
 
-const Release = z.object({
-  id: z.string(),
-  commit: z.object({ sha: z.string(), message: z.string() }),
-  detected: DetectedCommands,
-  /** sha256 of the install command and the dependency files: equal → reuse the dependency dir */
-  depsKey: z.string().nullable(),
-  /** the directory inside the release that ~/app points at (a static build's output), null: the release */
-  webRoot: z.string().nullable().default(null),
-  at: z.number(),
-});
-export type Release = z.infer<typeof Release>;
+const Release = lazy(() =>
+  z.object({
+    id: z.string(),
+    commit: z.object({ sha: z.string(), message: z.string() }),
+    detected: DetectedCommands(),
+    /** sha256 of the install command and the dependency files: equal → reuse the dependency dir */
+    depsKey: z.string().nullable(),
+    /** the directory inside the release that ~/app points at (a static build's output), null: the release */
+    webRoot: z.string().nullable().default(null),
+    at: z.number(),
+  }),
+);
+export type Release = Built<typeof Release>;
 
-const Releases = z.object({ current: z.string().nullable(), releases: z.array(Release) });
-export type Releases = z.infer<typeof Releases>;
+const Releases = lazy(() => z.object({ current: z.string().nullable(), releases: z.array(Release()) }));
+export type Releases = Built<typeof Releases>;
 
 /** an outcome's record: its message is at most 2000 characters, the rest a few small fields */
 const ROOM_FOR_OUTCOME = 4096;
@@ -46,7 +49,7 @@ export class PodRecord {
   async releases(): Promise<Releases> {
     const raw = await readFile(join(this.dir, "releases.json"), "utf8").catch(() => null);
     if (raw) {
-      const parsed = Releases.safeParse(JSON.parse(raw));
+      const parsed = Releases().safeParse(JSON.parse(raw));
       if (parsed.success) return parsed.data;
     }
     return { current: null, releases: [] };
@@ -59,7 +62,7 @@ export class PodRecord {
   async outcome(deploymentId: string): Promise<DeployOutcome | null> {
     const raw = await readFile(join(this.dir, "outcomes", `${deploymentId}.json`), "utf8").catch(() => null);
     if (!raw) return null;
-    const parsed = DeployOutcome.safeParse(JSON.parse(raw));
+    const parsed = DeployOutcome().safeParse(JSON.parse(raw));
     return parsed.success ? parsed.data : null;
   }
 
@@ -87,7 +90,7 @@ export class PodRecord {
     } catch {
       return false;
     }
-    const parsed = Releases.safeParse(raw);
+    const parsed = Releases().safeParse(raw);
     if (!parsed.success || (await this.releases()).releases.length > 0) return false;
     await this.saveReleases(parsed.data);
     return true;

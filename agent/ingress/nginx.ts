@@ -298,7 +298,7 @@ export class Ingress {
     const raw = await readFile(this.feedbackPath(pod), "utf8").catch(() => null);
     if (raw === null) return null;
     try {
-      const parsed = FeedbackVhost.safeParse(JSON.parse(raw));
+      const parsed = FeedbackVhost().safeParse(JSON.parse(raw));
       return parsed.success ? parsed.data : null;
     } catch {
       return null;
@@ -312,7 +312,7 @@ export class Ingress {
       await rm(path, { force: true });
       return;
     }
-    const parsed = FeedbackVhost.safeParse(feedback);
+    const parsed = FeedbackVhost().safeParse(feedback);
     if (!parsed.success) throw new AgentError("bad_request", "invalid feedback settings");
     await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
     await writeAtomic(path, JSON.stringify(parsed.data));

@@ -184,7 +184,7 @@ async function runSession(deps: TerminalDeps, req: TerminalRequest, proc: PodPro
     }
     let message: TerminalClientMessage;
     try {
-      const parsed = TerminalClientMessage.safeParse(JSON.parse(bytes.toString("utf8")));
+      const parsed = TerminalClientMessage().safeParse(JSON.parse(bytes.toString("utf8")));
       if (!parsed.success) throw new Error(parsed.error.message);
       message = parsed.data;
     } catch {

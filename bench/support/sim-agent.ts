@@ -69,7 +69,7 @@ export class SimAgent {
       ws.on("open", () => {
         (ws as unknown as { _socket?: { setNoDelay(v: boolean): void } })._socket?.setNoDelay(true);
         this.send(
-          AgentHello.parse({
+          AgentHello().parse({
             type: "agent:hello",
             protocol: PROTOCOL_VERSION,
             agentVersion: AGENT_VERSION,

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { AGENT_VERSION_MAX, CODING_AGENT_SLUGS, isAgentVersion, isExactAgentVersion } from "../coding-agents";
+import { lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * Coding agents in pods (docs/coding-agents.md). The Worker keeps the records; the host fetches the
@@ -10,16 +12,15 @@ import { AGENT_VERSION_MAX, CODING_AGENT_SLUGS, isAgentVersion, isExactAgentVers
  * Spread into `ops` in ./ops.ts.
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file.
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
-
-export const CodingAgentSlug = z.enum(CODING_AGENT_SLUGS);
+export const CodingAgentSlug = lazy(() => z.enum(CODING_AGENT_SLUGS));
 
 /** an exact version or a dist-tag (shared/coding-agents.ts) */
-export const AgentVersion = z
-  .string()
-  .max(AGENT_VERSION_MAX)
-  .refine(isAgentVersion, "must be an exact version (1.2.3) or a dist-tag (latest)");
+export const AgentVersion = lazy(() =>
+  z
+    .string()
+    .max(AGENT_VERSION_MAX)
+    .refine(isAgentVersion, "must be an exact version (1.2.3) or a dist-tag (latest)"),
+);
 
 export const codingAgentsOps = {
   /**
@@ -29,21 +30,21 @@ export const codingAgentsOps = {
    * the image carries beside its runtime (`pinned`: the command is a wrapper that puts it first on
    * PATH).
    */
-  "pod.coding-agents.install": {
-    params: z.object({ name: PodName, agent: CodingAgentSlug, version: AgentVersion }),
+  "pod.coding-agents.install": () => ({
+    params: z.object({ name: PodName, agent: CodingAgentSlug(), version: AgentVersion() }),
     result: z.object({
       version: z.string().refine(isExactAgentVersion),
       command: z.string().min(1).max(64),
       nodeMajor: z.number().int().positive(),
       pinned: z.boolean(),
     }),
-  },
+  }),
   /**
    * the agent's package and command removed from the pod's npm prefix (what the user's sign-in wrote
    * in its own config directory stays: it is theirs); an absent one is removed
    */
-  "pod.coding-agents.remove": {
-    params: z.object({ name: PodName, agent: CodingAgentSlug }),
+  "pod.coding-agents.remove": () => ({
+    params: z.object({ name: PodName, agent: CodingAgentSlug() }),
     result: z.object({ removed: z.literal(true) }),
-  },
-} as const;
+  }),
+};

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * Custom domains of pods (docs/domains.md). The Worker owns the records and their verification
@@ -7,9 +9,6 @@ import { z } from "zod";
  * its state dir, so a restart, stop/start or redeploy of the pod keeps serving them.
  * Spread into `ops` in ./ops.ts like ./services.ts.
  */
-
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file.
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
 
 const LABEL = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
 /**
@@ -23,7 +22,7 @@ export function isCustomDomain(domain: string): boolean {
   return CUSTOM_DOMAIN.test(domain);
 }
 
-export const CustomDomain = z.string().max(253).refine(isCustomDomain, "not a valid host name");
+export const CustomDomain = lazy(() => z.string().max(253).refine(isCustomDomain, "not a valid host name"));
 
 /** at most this many custom domains per pod */
 export const MAX_POD_DOMAINS = 20;
@@ -33,8 +32,8 @@ export const domainsOps = {
    * the pod's custom domains are exactly `domains`: the host remembers them and re-renders the
    * pod's vhost (when it has one) with them beside its own; `[]` removes them all. Idempotent.
    */
-  "pod.domains.set": {
-    params: z.object({ name: PodName, domains: z.array(CustomDomain).max(MAX_POD_DOMAINS) }),
+  "pod.domains.set": () => ({
+    params: z.object({ name: PodName, domains: z.array(CustomDomain()).max(MAX_POD_DOMAINS) }),
     result: z.object({ domains: z.array(z.string()) }),
-  },
-} as const;
+  }),
+};

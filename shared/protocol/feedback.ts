@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { type Built, lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * Visitor feedback (docs/feedback.md). The Worker owns the settings and the comments; a host only
@@ -7,9 +9,6 @@ import { z } from "zod";
  * its state dir, so a restart, stop/start or redeploy of the pod keeps the widget.
  * Spread into `ops` in ./ops.ts like ./domains.ts.
  */
-
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file.
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
 
 /** A feedback token: what `randomToken` makes (shared/ids.ts), lowercase base32. */
 const TOKEN = /^[0-9a-z]{16,64}$/;
@@ -23,15 +22,17 @@ export const isFeedbackToken = (token: string): boolean => TOKEN.test(token);
 const SCRIPT_URL = /^https?:\/\/[A-Za-z0-9.-]{1,253}(?::[0-9]{1,5})?\/[A-Za-z0-9._~/-]{0,200}$/;
 export const isWidgetScriptUrl = (url: string): boolean => url.length <= 500 && SCRIPT_URL.test(url);
 
-export const FeedbackVisibility = z.enum(["everyone", "link"]);
+export const FeedbackVisibility = lazy(() => z.enum(["everyone", "link"]));
 
-export const FeedbackVhost = z.object({
-  enabled: z.boolean(),
-  visibility: FeedbackVisibility,
-  token: z.string().refine(isFeedbackToken, "not a feedback token"),
-  scriptUrl: z.string().max(500).refine(isWidgetScriptUrl, "not a widget script URL"),
-});
-export type FeedbackVhost = z.infer<typeof FeedbackVhost>;
+export const FeedbackVhost = lazy(() =>
+  z.object({
+    enabled: z.boolean(),
+    visibility: FeedbackVisibility(),
+    token: z.string().refine(isFeedbackToken, "not a feedback token"),
+    scriptUrl: z.string().max(500).refine(isWidgetScriptUrl, "not a widget script URL"),
+  }),
+);
+export type FeedbackVhost = Built<typeof FeedbackVhost>;
 
 export const feedbackOps = {
   /**
@@ -40,8 +41,8 @@ export const feedbackOps = {
    * to render otherwise): when the vhost cannot be rendered, the host keeps what it had and the
    * call fails. Idempotent.
    */
-  "pod.feedback.set": {
-    params: z.object({ name: PodName, feedback: FeedbackVhost }),
+  "pod.feedback.set": () => ({
+    params: z.object({ name: PodName, feedback: FeedbackVhost() }),
     result: z.object({ rendered: z.literal(true) }),
-  },
-} as const;
+  }),
+};

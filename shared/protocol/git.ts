@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { type Built, lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * Git deployments (docs/git.md). The Worker owns the configuration, the deployment records and
@@ -15,100 +17,108 @@ import { z } from "zod";
  * Spread into `ops` in ./ops.ts like ./inside.ts.
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
-const Preset = z.enum(["static", "php", "nodejs", "python"]);
+const Preset = lazy(() => z.enum(["static", "php", "nodejs", "python"]));
 
 /** Why a deploy failed: the `class` of a `deploy_failed` event (spec: `unknown` when nothing matched). */
-export const DeployFailureClass = z.enum([
-  "auth",
-  "branch_not_found",
-  "repo_unreachable",
-  "repo_too_large",
-  "dependency_install",
-  "build_script",
-  "missing_start",
-  "port_mismatch",
-  "timeout",
-  /** the pod's daily build minutes were spent (the Worker's, before the deploy is dispatched) */
-  "build_budget",
-  "unknown",
-]);
-export type DeployFailureClass = z.infer<typeof DeployFailureClass>;
+export const DeployFailureClass = lazy(() =>
+  z.enum([
+    "auth",
+    "branch_not_found",
+    "repo_unreachable",
+    "repo_too_large",
+    "dependency_install",
+    "build_script",
+    "missing_start",
+    "port_mismatch",
+    "timeout",
+    /** the pod's daily build minutes were spent (the Worker's, before the deploy is dispatched) */
+    "build_budget",
+    "unknown",
+  ]),
+);
+export type DeployFailureClass = Built<typeof DeployFailureClass>;
 
 /** Where the code comes from. The Worker decrypts the token for this one command only. */
-export const RepoSource = z.object({
-  /** https:// (http:// only for loopback hosts when the control plane allows it, for local development) */
-  url: z.string().min(1).max(2048),
-  branch: z.string().min(1).max(255),
-  /** a personal access token: sent as HTTP basic auth to the git host, never written anywhere */
-  token: z.string().min(1).max(1024).optional(),
-});
-export type RepoSource = z.infer<typeof RepoSource>;
+export const RepoSource = lazy(() =>
+  z.object({
+    /** https:// (http:// only for loopback hosts when the control plane allows it, for local development) */
+    url: z.string().min(1).max(2048),
+    branch: z.string().min(1).max(255),
+    /** a personal access token: sent as HTTP basic auth to the git host, never written anywhere */
+    token: z.string().min(1).max(1024).optional(),
+  }),
+);
+export type RepoSource = Built<typeof RepoSource>;
 
 /** What a repository's files say about building and running it (`GET /api/repos/inspect`, each deploy). */
-export const DetectedCommands = z.object({
-  preset: Preset,
-  /** argv-free shell command lines, shown to the user and run in the build container */
-  install_command: z.string().nullable(),
-  build_command: z.string().nullable(),
-  start_command: z.string().nullable(),
-  port: z.number().int().min(1).max(65535),
-});
-export type DetectedCommands = z.infer<typeof DetectedCommands>;
+export const DetectedCommands = lazy(() =>
+  z.object({
+    preset: Preset(),
+    /** argv-free shell command lines, shown to the user and run in the build container */
+    install_command: z.string().nullable(),
+    build_command: z.string().nullable(),
+    start_command: z.string().nullable(),
+    port: z.number().int().min(1).max(65535),
+  }),
+);
+export type DetectedCommands = Built<typeof DetectedCommands>;
 
-const Commit = z.object({ sha: z.string().regex(/^[0-9a-f]{40}$/), message: z.string().max(4096) });
+const Commit = lazy(() =>
+  z.object({ sha: z.string().regex(/^[0-9a-f]{40}$/), message: z.string().max(4096) }),
+);
 
 /** A deploy's (or rollback's) end: success with the release now serving, or the failure's class. */
 /** optional: an agent of an earlier version does not measure it (the Worker then counts start to end) */
-const BuildMs = z.number().int().min(0).max(86_400_000).optional();
+const BuildMs = lazy(() => z.number().int().min(0).max(86_400_000).optional());
 
-export const DeployOutcome = z.discriminatedUnion("ok", [
-  z.object({
-    ok: z.literal(true),
-    commit: Commit,
-    /** the release now serving: the id of the deployment that built it */
-    release: z.string().min(1).max(64),
-    detected: DetectedCommands,
-    /** releases still kept on the host after this one (newest first), for rollback */
-    kept: z.array(z.string()).max(20),
-    /** the deploy's wall time on the host (ms): what the plan's daily build budget counts */
-    build_ms: BuildMs,
-  }),
-  z.object({
-    ok: z.literal(false),
-    class: DeployFailureClass,
-    /** one line for the event and the API, the token never in it */
-    message: z.string().max(2000),
-    /** known once the fetch succeeded */
-    commit: Commit.nullable(),
-    build_ms: BuildMs,
-  }),
-]);
-export type DeployOutcome = z.infer<typeof DeployOutcome>;
+export const DeployOutcome = lazy(() =>
+  z.discriminatedUnion("ok", [
+    z.object({
+      ok: z.literal(true),
+      commit: Commit(),
+      /** the release now serving: the id of the deployment that built it */
+      release: z.string().min(1).max(64),
+      detected: DetectedCommands(),
+      /** releases still kept on the host after this one (newest first), for rollback */
+      kept: z.array(z.string()).max(20),
+      /** the deploy's wall time on the host (ms): what the plan's daily build budget counts */
+      build_ms: BuildMs(),
+    }),
+    z.object({
+      ok: z.literal(false),
+      class: DeployFailureClass(),
+      /** one line for the event and the API, the token never in it */
+      message: z.string().max(2000),
+      /** known once the fetch succeeded */
+      commit: Commit().nullable(),
+      build_ms: BuildMs(),
+    }),
+  ]),
+);
+export type DeployOutcome = Built<typeof DeployOutcome>;
 
 export const gitOps = {
   /** `git ls-remote` on any host: the branches and the default branch (HEAD's target) */
-  "repo.branches": {
-    params: z.object({ source: RepoSource.omit({ branch: true }) }),
+  "repo.branches": () => ({
+    params: z.object({ source: RepoSource().omit({ branch: true }) }),
     result: z.object({ branches: z.array(z.string()).max(1000), default_branch: z.string().nullable() }),
-  },
+  }),
   /** a shallow fetch of `branch` on any host into a temporary directory, detection, the directory removed */
-  "repo.inspect": {
-    params: z.object({ source: RepoSource }),
-    result: DetectedCommands,
-  },
+  "repo.inspect": () => ({
+    params: z.object({ source: RepoSource() }),
+    result: DetectedCommands(),
+  }),
   /**
    * Fetch, build in a build container, start beside the serving release, switch once the port
    * answers; `deploymentId` names the release and the log. The same id again (a retried step)
    * joins the run in progress or answers from the host's record; it never builds twice.
    */
-  "pod.deploy": {
+  "pod.deploy": () => ({
     params: z.object({
       name: PodName,
       deploymentId: z.string().min(1).max(64),
-      source: RepoSource,
-      preset: Preset,
+      source: RepoSource(),
+      preset: Preset(),
       /** the user's `build_command`; null: detected */
       buildCommand: z.string().max(2000).nullable(),
       /**
@@ -117,15 +127,15 @@ export const gitOps = {
        */
       timeoutMs: z.number().int().min(1_000).max(86_400_000).optional(),
     }),
-    result: DeployOutcome,
-  },
+    result: DeployOutcome(),
+  }),
   /** Switch back to a kept release (health-gated like a deploy); not_found when it is no longer kept. */
-  "pod.rollback": {
+  "pod.rollback": () => ({
     params: z.object({
       name: PodName,
       deploymentId: z.string().min(1).max(64),
       release: z.string().min(1).max(64),
     }),
-    result: DeployOutcome,
-  },
-} as const;
+    result: DeployOutcome(),
+  }),
+};

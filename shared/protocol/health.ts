@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { type Built, lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * App health: what the agent's periodic check finds wrong with a running pod's app (a Diagnosis,
@@ -6,9 +8,7 @@ import { z } from "zod";
  * op that applies a diagnosis's one-click fix. Spread into `ops` in ./ops.ts like ./inside.ts.
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
-const Preset = z.enum(["static", "php", "nodejs", "python"]);
+const Preset = lazy(() => z.enum(["static", "php", "nodejs", "python"]));
 
 /** The failures the agent tells apart, most specific first (see agent/health/classify.ts). */
 export const DIAGNOSIS_CLASSES = [
@@ -33,18 +33,20 @@ export const FIX_ACTIONS = ["install_dependencies", "add_start_script", "forward
 export type FixAction = (typeof FIX_ACTIONS)[number];
 
 /** The public shape of `app_health_diagnosis` (snake_case: it is shown as is through the API). */
-export const Diagnosis = z.object({
-  // A string on the wire, so a newer agent's new class does not drop a whole report.
-  class: z.string().min(1).max(64),
-  title: z.string().max(300),
-  detail: z.string().max(4000),
-  fix: z.string().max(1000),
-  auto_fixable: z.boolean(),
-  /** 0–1: how sure the classifier is of the cause */
-  confidence: z.number().min(0).max(1),
-  fix_action: z.enum(FIX_ACTIONS).optional(),
-});
-export type Diagnosis = z.infer<typeof Diagnosis>;
+export const Diagnosis = lazy(() =>
+  z.object({
+    // A string on the wire, so a newer agent's new class does not drop a whole report.
+    class: z.string().min(1).max(64),
+    title: z.string().max(300),
+    detail: z.string().max(4000),
+    fix: z.string().max(1000),
+    auto_fixable: z.boolean(),
+    /** 0–1: how sure the classifier is of the cause */
+    confidence: z.number().min(0).max(1),
+    fix_action: z.enum(FIX_ACTIONS).optional(),
+  }),
+);
+export type Diagnosis = Built<typeof Diagnosis>;
 
 export const healthOps = {
   /**
@@ -52,11 +54,11 @@ export const healthOps = {
    * the app listens on) rather than trusting the stored diagnosis; nothing left to fix is `conflict`.
    * A failing dependency install is a result (`ok: false` with the tail of its output), as for reload.
    */
-  "pod.health.fix": {
-    params: z.object({ name: PodName, preset: Preset, action: z.enum(FIX_ACTIONS) }),
+  "pod.health.fix": () => ({
+    params: z.object({ name: PodName, preset: Preset(), action: z.enum(FIX_ACTIONS) }),
     result: z.discriminatedUnion("ok", [
       z.object({ ok: z.literal(true), action: z.enum(FIX_ACTIONS), detail: z.string() }),
       z.object({ ok: z.literal(false), depsOutput: z.string(), exitCode: z.number().int().nullable() }),
     ]),
-  },
-} as const;
+  }),
+};

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { Component, ErrorCode } from "../errors";
 import { Diagnosis } from "./health";
+import { type Built, lazy } from "./lazy";
 import { OpName, PodName, PodState } from "./ops";
 import { ServiceType } from "./services";
 
@@ -55,66 +56,80 @@ export type ControlMessage = z.infer<typeof ControlMessage>;
 // agent → control plane
 
 /** Why the host cannot serve pods (its ingress is down …), or null when it can. */
-export const HostProblem = z.string().max(500).nullable();
+export const HostProblem = lazy(() => z.string().max(500).nullable());
 
-export const AgentHello = z.object({
-  type: z.literal("agent:hello"),
-  protocol: z.number().int(),
-  agentVersion: z.string(),
-  inventory: z.array(PodState),
-  /** a host with a problem is kept out of placement until it reports null */
-  problem: HostProblem.default(null),
-});
+export const AgentHello = lazy(() =>
+  z.object({
+    type: z.literal("agent:hello"),
+    protocol: z.number().int(),
+    agentVersion: z.string(),
+    inventory: z.array(PodState),
+    /** a host with a problem is kept out of placement until it reports null */
+    problem: HostProblem().default(null),
+  }),
+);
 
 /** The host's ability to serve changed (the ingress failed, or came back). */
-export const AgentHostHealth = z.object({ type: z.literal("agent:host-health"), problem: HostProblem });
+export const AgentHostHealth = lazy(() =>
+  z.object({ type: z.literal("agent:host-health"), problem: HostProblem() }),
+);
 
-export const AgentResult = z.discriminatedUnion("ok", [
-  z.object({ type: z.literal("agent:result"), id: z.string(), ok: z.literal(true), data: z.unknown() }),
-  z.object({ type: z.literal("agent:result"), id: z.string(), ok: z.literal(false), error: WireError }),
-]);
+export const AgentResult = lazy(() =>
+  z.discriminatedUnion("ok", [
+    z.object({ type: z.literal("agent:result"), id: z.string(), ok: z.literal(true), data: z.unknown() }),
+    z.object({ type: z.literal("agent:result"), id: z.string(), ok: z.literal(false), error: WireError }),
+  ]),
+);
 
 /** Something the agent saw on its own: a container died, came back, or a pod's status changed. */
-export const AgentPodStatus = z.object({
-  type: z.literal("agent:pod-status"),
-  pod: PodState,
-  reason: z.string().optional(),
-});
+export const AgentPodStatus = lazy(() =>
+  z.object({
+    type: z.literal("agent:pod-status"),
+    pod: PodState,
+    reason: z.string().optional(),
+  }),
+);
 
-export const AgentPing = z.object({ type: z.literal("agent:ping"), at: z.number() });
+export const AgentPing = lazy(() => z.object({ type: z.literal("agent:ping"), at: z.number() }));
 
 /** One pod's resource use over the last sampling interval (see agent/metrics/sampler.ts). */
-export const MetricSample = z.object({
-  name: PodName,
-  /** when it was taken, ms since the epoch (the host's clock; the control plane clamps it) */
-  at: z.number().int(),
-  /** percent of the pod's own CPU allocation (its plan), averaged over the interval */
-  cpu: z.number().min(0),
-  /** percent of the pod's memory limit (its plan), page cache that can be dropped not counted */
-  memory: z.number().min(0),
-  /** bytes on disk of the pod's home volume (measured less often, the last figure in between) */
-  storage: z.number().int().min(0),
-  /** bytes received / sent during the interval */
-  netIn: z.number().int().min(0),
-  netOut: z.number().int().min(0),
-});
-export type MetricSample = z.infer<typeof MetricSample>;
+export const MetricSample = lazy(() =>
+  z.object({
+    name: PodName,
+    /** when it was taken, ms since the epoch (the host's clock; the control plane clamps it) */
+    at: z.number().int(),
+    /** percent of the pod's own CPU allocation (its plan), averaged over the interval */
+    cpu: z.number().min(0),
+    /** percent of the pod's memory limit (its plan), page cache that can be dropped not counted */
+    memory: z.number().min(0),
+    /** bytes on disk of the pod's home volume (measured less often, the last figure in between) */
+    storage: z.number().int().min(0),
+    /** bytes received / sent during the interval */
+    netIn: z.number().int().min(0),
+    netOut: z.number().int().min(0),
+  }),
+);
+export type MetricSample = Built<typeof MetricSample>;
 
 /** Every running pod's sample of one tick. */
-export const AgentMetrics = z.object({
-  type: z.literal("agent:metrics"),
-  samples: z.array(MetricSample).max(2000),
-});
+export const AgentMetrics = lazy(() =>
+  z.object({
+    type: z.literal("agent:metrics"),
+    samples: z.array(MetricSample()).max(2000),
+  }),
+);
 
 /**
  * Changes of the pods' app health: a diagnosis when something is wrong, null when the app is fine
  * (again), null also for a stopped pod. The first report after a (re)connect covers every pod of the
  * host, later ones only changes.
  */
-export const AgentHealth = z.object({
-  type: z.literal("agent:health"),
-  pods: z.array(z.object({ name: PodName, diagnosis: Diagnosis.nullable() })).max(2000),
-});
+export const AgentHealth = lazy(() =>
+  z.object({
+    type: z.literal("agent:health"),
+    pods: z.array(z.object({ name: PodName, diagnosis: Diagnosis().nullable() })).max(2000),
+  }),
+);
 
 /**
  * A running pod's database sidecars as the host sees them (docs/services.md "After the install"):
@@ -123,18 +138,22 @@ export const AgentHealth = z.object({
  * changed (a state counts once two looks in a row agree), every running pod after a (re)connect;
  * a stopped pod, or one a command is working on, is left out.
  */
-export const SidecarState = z.enum(["running", "restarting", "exited"]);
-export type SidecarState = z.infer<typeof SidecarState>;
-export const PodSidecars = z.object({
-  name: PodName,
-  services: z.array(z.object({ type: ServiceType, state: SidecarState })).max(ServiceType.options.length),
-});
-export type PodSidecars = z.infer<typeof PodSidecars>;
-export const AgentServices = z.object({
-  type: z.literal("agent:services"),
-  pods: z.array(PodSidecars).max(2000),
-});
-export type AgentServicesMessage = z.infer<typeof AgentServices>;
+export const SidecarState = lazy(() => z.enum(["running", "restarting", "exited"]));
+export type SidecarState = Built<typeof SidecarState>;
+export const PodSidecars = lazy(() =>
+  z.object({
+    name: PodName,
+    services: z.array(z.object({ type: ServiceType, state: SidecarState() })).max(ServiceType.options.length),
+  }),
+);
+export type PodSidecars = Built<typeof PodSidecars>;
+export const AgentServices = lazy(() =>
+  z.object({
+    type: z.literal("agent:services"),
+    pods: z.array(PodSidecars()).max(2000),
+  }),
+);
+export type AgentServicesMessage = Built<typeof AgentServices>;
 
 /** The cap on one deployment's build log; past it the agent sends one last line saying so. */
 export const DEPLOY_LOG_MAX_BYTES = 1024 * 1024;
@@ -144,28 +163,32 @@ export const DEPLOY_LOG_MAX_BYTES = 1024 * 1024;
  * chunk sent twice (after a reconnect) is stored once. The agent sends at most every ~500 ms and at
  * most 64 KiB at a time; the token never appears (the agent redacts it).
  */
-export const AgentDeployLog = z.object({
-  type: z.literal("agent:deploy-log"),
-  deploymentId: z.string().min(1).max(64),
-  seq: z.number().int().min(0),
-  chunk: z.string().max(64 * 1024),
-});
+export const AgentDeployLog = lazy(() =>
+  z.object({
+    type: z.literal("agent:deploy-log"),
+    deploymentId: z.string().min(1).max(64),
+    seq: z.number().int().min(0),
+    chunk: z.string().max(64 * 1024),
+  }),
+);
 
-export const AgentMessage = z.union([
-  AgentHello,
-  AgentResult,
-  AgentPodStatus,
-  AgentPing,
-  AgentMetrics,
-  AgentHealth,
-  AgentServices,
-  AgentHostHealth,
-  AgentDeployLog,
-]);
-export type AgentMessage = z.infer<typeof AgentMessage>;
-export type AgentResultMessage = z.infer<typeof AgentResult>;
-export type AgentMetricsMessage = z.infer<typeof AgentMetrics>;
-export type AgentHealthMessage = z.infer<typeof AgentHealth>;
+export const AgentMessage = lazy(() =>
+  z.union([
+    AgentHello(),
+    AgentResult(),
+    AgentPodStatus(),
+    AgentPing(),
+    AgentMetrics(),
+    AgentHealth(),
+    AgentServices(),
+    AgentHostHealth(),
+    AgentDeployLog(),
+  ]),
+);
+export type AgentMessage = Built<typeof AgentMessage>;
+export type AgentResultMessage = Built<typeof AgentResult>;
+export type AgentMetricsMessage = Built<typeof AgentMetrics>;
+export type AgentHealthMessage = Built<typeof AgentHealth>;
 
 /** The header an agent authenticates with when it dials `GET /agent/connect`. */
 export const AGENT_TOKEN_PREFIX = "hat_";

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * The second pass of an evacuation (docs/hosts.md "Emptying a host"): the pod's home was copied to
@@ -10,22 +12,20 @@ import { z } from "zod";
  * Spread into `ops` in ./ops.ts like ./services.ts.
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
 /** names the delta's spool directory in the home (`.pod-move-<id>`): the move's id, lower-cased */
-const DeltaId = z.string().regex(/^[a-z0-9_]{1,60}$/);
-const BlobKey = z.string().min(1).max(200);
+const DeltaId = lazy(() => z.string().regex(/^[a-z0-9_]{1,60}$/));
+const BlobKey = lazy(() => z.string().min(1).max(200));
 /** `releases.json` holds at most a few small entries; far below this (as ops.ts's) */
 const MAX_RELEASES_RECORD = 256 * 1024;
 
 export const movesOps = {
-  "pod.move.delta.export": {
+  "pod.move.delta.export": () => ({
     params: z.object({
       name: PodName,
-      id: DeltaId,
+      id: DeltaId(),
       /** the pre-copy's start, ms since the epoch on this host's clock: entries changed since are sent */
       since: z.number().int().min(0),
-      blobKey: BlobKey,
+      blobKey: BlobKey(),
     }),
     result: z.object({
       bytes: z.number().int().min(0),
@@ -34,17 +34,17 @@ export const movesOps = {
       /** the host's record of the pod's git releases, as `pod.clone.export`'s */
       releases: z.string().max(MAX_RELEASES_RECORD).nullable(),
     }),
-  },
-  "pod.move.delta.apply": {
+  }),
+  "pod.move.delta.apply": () => ({
     params: z.object({
       name: PodName,
-      id: DeltaId,
-      blobKey: BlobKey,
+      id: DeltaId(),
+      blobKey: BlobKey(),
       releases: z.string().max(MAX_RELEASES_RECORD).nullable().optional(),
     }),
     result: z.object({
       /** entries of the pre-copy the old home no longer had, deleted */
       removed: z.number().int().min(0),
     }),
-  },
-} as const;
+  }),
+};

@@ -7,7 +7,9 @@ import { filesOps } from "./files";
 import { gitOps } from "./git";
 import { healthOps } from "./health";
 import { insideOps, ReloadResult } from "./inside";
+import { type Built, lazy, opTable } from "./lazy";
 import { movesOps } from "./moves";
+import { PodName } from "./pod-name";
 import { reconcileOps } from "./reconcile";
 import { servicesOps } from "./services";
 import { sshOps } from "./ssh";
@@ -19,51 +21,57 @@ import { ZipSeed, zipOps } from "./zip";
  * schema. Both halves import this one table; the agent parses params, the Worker parses results.
  */
 
-export const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
+export { PodName };
 
 /** Container limits derived from the plan. */
-export const PodLimits = z.object({
-  cpu: z.number().positive(),
-  memoryMb: z.number().int().positive(),
-  diskGb: z.number().int().positive(),
-  pids: z.number().int().positive(),
-  /** the plan's log history (docs/logs.md); absent (an older control plane): the smallest plan's */
-  logDays: z.number().int().min(1).max(366).optional(),
-  logMb: z.number().int().min(1).max(65536).optional(),
-});
-export type PodLimits = z.infer<typeof PodLimits>;
+export const PodLimits = lazy(() =>
+  z.object({
+    cpu: z.number().positive(),
+    memoryMb: z.number().int().positive(),
+    diskGb: z.number().int().positive(),
+    pids: z.number().int().positive(),
+    /** the plan's log history (docs/logs.md); absent (an older control plane): the smallest plan's */
+    logDays: z.number().int().min(1).max(366).optional(),
+    logMb: z.number().int().min(1).max(65536).optional(),
+  }),
+);
+export type PodLimits = Built<typeof PodLimits>;
 
-export const CronJob = z.object({ schedule: z.string(), command: z.string() });
-export const WorkerProcess = z.object({ name: z.string(), command: z.string() });
+export const CronJob = lazy(() => z.object({ schedule: z.string(), command: z.string() }));
+export const WorkerProcess = lazy(() => z.object({ name: z.string(), command: z.string() }));
 
 /** `releases.json` holds at most KEEP_RELEASES small entries; far below this */
 const MAX_RELEASES_RECORD = 256 * 1024;
 
-export const PodSpec = z.object({
-  podId: z.string(),
-  name: PodName,
-  preset: z.enum(["static", "php", "nodejs", "python"]),
-  /** the web port inside the pod that the ingress forwards to */
-  port: z.number().int(),
-  /** the host name the ingress answers for, `{name}.{POD_DOMAIN}` */
-  domain: z.string(),
-  /** the host port of the pod's SSH gateway listener */
-  sshPort: z.number().int().min(1).max(65535),
-  limits: PodLimits,
-  env: z.record(z.string(), z.string()).default({}),
-  cronJobs: z.array(CronJob).default([]),
-  workers: z.array(WorkerProcess).default([]),
-  authorizedKeys: z.array(z.string()).default([]),
-});
-export type PodSpec = z.infer<typeof PodSpec>;
+export const PodSpec = lazy(() =>
+  z.object({
+    podId: z.string(),
+    name: PodName,
+    preset: z.enum(["static", "php", "nodejs", "python"]),
+    /** the web port inside the pod that the ingress forwards to */
+    port: z.number().int(),
+    /** the host name the ingress answers for, `{name}.{POD_DOMAIN}` */
+    domain: z.string(),
+    /** the host port of the pod's SSH gateway listener */
+    sshPort: z.number().int().min(1).max(65535),
+    limits: PodLimits(),
+    env: z.record(z.string(), z.string()).default({}),
+    cronJobs: z.array(CronJob()).default([]),
+    workers: z.array(WorkerProcess()).default([]),
+    authorizedKeys: z.array(z.string()).default([]),
+  }),
+);
+export type PodSpec = Built<typeof PodSpec>;
 
 /** A staged tar of another pod's home (a clone across hosts); fills the volume before the first start. */
-export const HomeSeed = z.object({
-  blobKey: z.string().min(1).max(200),
-  /** a moved pod's git releases record from its old host (`pod.clone.export`'s `releases`), as text */
-  releases: z.string().max(MAX_RELEASES_RECORD).optional(),
-});
-export type HomeSeed = z.infer<typeof HomeSeed>;
+export const HomeSeed = lazy(() =>
+  z.object({
+    blobKey: z.string().min(1).max(200),
+    /** a moved pod's git releases record from its old host (`pod.clone.export`'s `releases`), as text */
+    releases: z.string().max(MAX_RELEASES_RECORD).optional(),
+  }),
+);
+export type HomeSeed = Built<typeof HomeSeed>;
 
 export const ContainerState = z.enum(["running", "stopped", "missing"]);
 export type ContainerState = z.infer<typeof ContainerState>;
@@ -71,38 +79,38 @@ export type ContainerState = z.infer<typeof ContainerState>;
 export const PodState = z.object({ name: PodName, state: ContainerState, ip: z.string().nullable() });
 export type PodState = z.infer<typeof PodState>;
 
-const NameOnly = z.object({ name: PodName });
+const NameOnly = lazy(() => z.object({ name: PodName }));
 
-export const ops = {
+export const ops = opTable({
   /** round trip with no work: liveness and the protocol benchmark */
-  "host.ping": { params: z.object({}), result: z.object({ pong: z.literal(true) }) },
-  "host.inventory": {
+  "host.ping": () => ({ params: z.object({}), result: z.object({ pong: z.literal(true) }) }),
+  "host.inventory": () => ({
     params: z.object({}),
     result: z.object({ pods: z.array(PodState) }),
-  },
+  }),
   /**
    * create (or adopt the existing, same-named) container, volume and network, start it, render the
    * vhost; with `seed`, the staged archive becomes ~/app and is reloaded (dependencies installed,
    * services restarted) before the vhost exists, so a pod reported running serves the archive
    */
-  "pod.create": {
-    params: PodSpec.extend({ seed: ZipSeed.optional(), home: HomeSeed.optional() }),
-    result: PodState.extend({ reload: ReloadResult.optional() }),
-  },
-  "pod.start": { params: NameOnly, result: PodState },
-  "pod.stop": { params: NameOnly, result: PodState },
-  "pod.restart": { params: NameOnly, result: PodState },
-  "pod.inspect": { params: NameOnly, result: PodState },
+  "pod.create": () => ({
+    params: PodSpec().extend({ seed: ZipSeed().optional(), home: HomeSeed().optional() }),
+    result: PodState.extend({ reload: ReloadResult().optional() }),
+  }),
+  "pod.start": () => ({ params: NameOnly(), result: PodState }),
+  "pod.stop": () => ({ params: NameOnly(), result: PodState }),
+  "pod.restart": () => ({ params: NameOnly(), result: PodState }),
+  "pod.inspect": () => ({ params: NameOnly(), result: PodState }),
   /** containers, volumes, network and vhost removed; an absent pod is already deleted */
-  "pod.delete": { params: NameOnly, result: z.object({ deleted: z.literal(true) }) },
-  "pod.resize": { params: z.object({ name: PodName, limits: PodLimits }), result: PodState },
+  "pod.delete": () => ({ params: NameOnly(), result: z.object({ deleted: z.literal(true) }) }),
+  "pod.resize": () => ({ params: z.object({ name: PodName, limits: PodLimits() }), result: PodState }),
   /** a new pod from `spec` whose home volume starts as a copy of `source`'s (both on this host) */
-  "pod.clone": { params: z.object({ source: PodName, spec: PodSpec }), result: PodState },
+  "pod.clone": () => ({ params: z.object({ source: PodName, spec: PodSpec() }), result: PodState }),
   /**
    * the source side of a clone onto another host: the pod's home as a tar, streamed to the staged
    * blob `blobKey` (the destination's `pod.create` takes it as `home`); running or stopped pod
    */
-  "pod.clone.export": {
+  "pod.clone.export": () => ({
     params: z.object({ name: PodName, blobKey: z.string().min(1).max(200) }),
     result: z.object({
       bytes: z.number().int().min(0),
@@ -111,7 +119,7 @@ export const ops = {
       /** when the copy began reading, ms since the epoch on this host's clock (an evacuation's delta is what changed since) */
       startedAt: z.number().int().min(0).optional(),
     }),
-  },
+  }),
   ...movesOps,
   ...sshOps,
   ...insideOps,
@@ -126,7 +134,7 @@ export const ops = {
   ...codingAgentsOps,
   ...terminalOps,
   ...reconcileOps,
-} as const;
+});
 
 export type Op = keyof typeof ops;
 export type OpParams<O extends Op> = z.input<(typeof ops)[O]["params"]>;

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { type Built, lazy } from "./lazy";
+import { PodName } from "./pod-name";
 import { ServiceType } from "./services";
 
 /**
@@ -11,9 +13,6 @@ import { ServiceType } from "./services";
  * Spread into `ops` in ./ops.ts like ./services.ts.
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
-
 export const DRIFT_KINDS = [
   "container",
   "sidecar",
@@ -24,8 +23,8 @@ export const DRIFT_KINDS = [
   "vhost",
   "release",
 ] as const;
-export const DriftKind = z.enum(DRIFT_KINDS);
-export type DriftKind = z.infer<typeof DriftKind>;
+export const DriftKind = lazy(() => z.enum(DRIFT_KINDS));
+export type DriftKind = Built<typeof DriftKind>;
 
 /**
  * - `removed`: it was an orphan older than the grace period, and it is gone;
@@ -34,41 +33,45 @@ export type DriftKind = z.infer<typeof DriftKind>;
  * - `reported`: an orphan that holds data (a volume, a subvolume), left for an operator;
  * - `failed`: its removal failed (`detail` says why).
  */
-export const DriftAction = z.enum(["removed", "would_remove", "young", "reported", "failed"]);
-export type DriftAction = z.infer<typeof DriftAction>;
+export const DriftAction = lazy(() => z.enum(["removed", "would_remove", "young", "reported", "failed"]));
+export type DriftAction = Built<typeof DriftAction>;
 
-export const DriftFinding = z.object({
-  kind: DriftKind,
-  /** the object's name on the host (container, network, volume, subvolume directory, vhost or record) */
-  name: z.string().max(300),
-  /** the pod its labels or name point at, when they point at one */
-  pod: z.string().max(100).nullable(),
-  action: DriftAction,
-  detail: z.string().max(1000),
-});
-export type DriftFinding = z.infer<typeof DriftFinding>;
+export const DriftFinding = lazy(() =>
+  z.object({
+    kind: DriftKind(),
+    /** the object's name on the host (container, network, volume, subvolume directory, vhost or record) */
+    name: z.string().max(300),
+    /** the pod its labels or name point at, when they point at one */
+    pod: z.string().max(100).nullable(),
+    action: DriftAction(),
+    detail: z.string().max(1000),
+  }),
+);
+export type DriftFinding = Built<typeof DriftFinding>;
 
-export const ReconcilePod = z.object({
-  id: z.string().min(1).max(64),
-  name: PodName,
-  services: z.array(ServiceType).max(ServiceType.options.length).default([]),
-});
-export type ReconcilePod = z.infer<typeof ReconcilePod>;
+export const ReconcilePod = lazy(() =>
+  z.object({
+    id: z.string().min(1).max(64),
+    name: PodName,
+    services: z.array(ServiceType).max(ServiceType.options.length).default([]),
+  }),
+);
+export type ReconcilePod = Built<typeof ReconcilePod>;
 
 export const reconcileOps = {
-  "host.reconcile": {
+  "host.reconcile": () => ({
     params: z.object({
       /** every pod the control plane has on this host (all but deleted ones) */
-      pods: z.array(ReconcilePod).max(10_000),
+      pods: z.array(ReconcilePod()).max(10_000),
       /** orphans younger than this are left alone */
       graceMs: z.number().int().min(0),
       /** find and report, change nothing */
       dryRun: z.boolean(),
     }),
     result: z.object({
-      findings: z.array(DriftFinding).max(20_000),
+      findings: z.array(DriftFinding()).max(20_000),
       /** pods of the list whose container is not on the host */
       missing: z.array(PodName).max(10_000),
     }),
-  },
-} as const;
+  }),
+};

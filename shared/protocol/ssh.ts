@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PodName } from "./pod-name";
 
 /**
  * The pod's own `~/.ssh/authorized_keys` (the API's `/api/pods/{name}/ssh/keys`; an account's keys
@@ -7,20 +8,17 @@ import { z } from "zod";
  * ./inside.ts.
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
-
 export const sshOps = {
-  "pod.ssh.keys.list": {
+  "pod.ssh.keys.list": () => ({
     params: z.object({ name: PodName }),
     result: z.object({ keys: z.array(z.string()) }),
-  },
-  "pod.ssh.keys.add": {
+  }),
+  "pod.ssh.keys.add": () => ({
     params: z.object({ name: PodName, key: z.string() }),
     result: z.object({ added: z.boolean() }),
-  },
-  "pod.ssh.keys.remove": {
+  }),
+  "pod.ssh.keys.remove": () => ({
     params: z.object({ name: PodName, key: z.string() }),
     result: z.object({ removed: z.boolean() }),
-  },
-} as const;
+  }),
+};

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { type Built, lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * The dashboard's web terminal (`GET /api/pods/{name}/terminal`, docs/dashboard.md "Terminal"): an
@@ -15,14 +17,11 @@ import { z } from "zod";
  * `TerminalServerMessage` (from the agent).
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
-
 /** A terminal's width and height in character cells, as xterm and `stty size` count them. */
 export const TERMINAL_COLS = { min: 2, max: 1000, default: 80 } as const;
 export const TERMINAL_ROWS = { min: 1, max: 500, default: 24 } as const;
-const Cols = z.number().int().min(TERMINAL_COLS.min).max(TERMINAL_COLS.max);
-const Rows = z.number().int().min(TERMINAL_ROWS.min).max(TERMINAL_ROWS.max);
+const Cols = lazy(() => z.number().int().min(TERMINAL_COLS.min).max(TERMINAL_COLS.max));
+const Rows = lazy(() => z.number().int().min(TERMINAL_ROWS.min).max(TERMINAL_ROWS.max));
 
 /**
  * Flow control: the agent sends at most this many output bytes the browser has not acknowledged
@@ -55,23 +54,27 @@ export const TERMINAL_CLOSE = {
   gone: 4410,
 } as const;
 
-export const TerminalClientMessage = z.discriminatedUnion("type", [
-  /** the browser's window changed: the pty gets the new size (SIGWINCH in the pod) */
-  z.object({ type: z.literal("resize"), cols: Cols, rows: Rows }),
-  /** the browser has drawn `bytes` more output bytes: the agent may send that many more */
-  z.object({ type: z.literal("ack"), bytes: z.number().int().min(1).max(TERMINAL_WINDOW_BYTES) }),
-]);
-export type TerminalClientMessage = z.infer<typeof TerminalClientMessage>;
+export const TerminalClientMessage = lazy(() =>
+  z.discriminatedUnion("type", [
+    /** the browser's window changed: the pty gets the new size (SIGWINCH in the pod) */
+    z.object({ type: z.literal("resize"), cols: Cols(), rows: Rows() }),
+    /** the browser has drawn `bytes` more output bytes: the agent may send that many more */
+    z.object({ type: z.literal("ack"), bytes: z.number().int().min(1).max(TERMINAL_WINDOW_BYTES) }),
+  ]),
+);
+export type TerminalClientMessage = Built<typeof TerminalClientMessage>;
 
-export const TerminalServerMessage = z.discriminatedUnion("type", [
-  /** the shell ended with this status; the socket closes next */
-  z.object({ type: z.literal("exit"), code: z.number().int() }),
-  /** why the session ended or was refused, in words for the person at the terminal */
-  z.object({ type: z.literal("error"), status: z.number().int(), error: z.string() }),
-  /** (agent → relay only) the pty took `bytes` more keystroke bytes */
-  z.object({ type: z.literal("input-ack"), bytes: z.number().int().min(1) }),
-]);
-export type TerminalServerMessage = z.infer<typeof TerminalServerMessage>;
+export const TerminalServerMessage = lazy(() =>
+  z.discriminatedUnion("type", [
+    /** the shell ended with this status; the socket closes next */
+    z.object({ type: z.literal("exit"), code: z.number().int() }),
+    /** why the session ended or was refused, in words for the person at the terminal */
+    z.object({ type: z.literal("error"), status: z.number().int(), error: z.string() }),
+    /** (agent → relay only) the pty took `bytes` more keystroke bytes */
+    z.object({ type: z.literal("input-ack"), bytes: z.number().int().min(1) }),
+  ]),
+);
+export type TerminalServerMessage = Built<typeof TerminalServerMessage>;
 
 export const terminalOps = {
   /**
@@ -80,14 +83,14 @@ export const terminalOps = {
    * MAX_TERMINALS_PER_POD sessions of one pod and MAX_TERMINALS_PER_TEAM of `team`'s pods at once on
    * a host (429 beyond).
    */
-  "pod.terminal.open": {
+  "pod.terminal.open": () => ({
     params: z.object({
       name: PodName,
       relay: z.string().min(1).max(200),
       team: z.string().min(1).max(64),
-      cols: Cols,
-      rows: Rows,
+      cols: Cols(),
+      rows: Rows(),
     }),
     result: z.object({ opened: z.literal(true) }),
-  },
-} as const;
+  }),
+};

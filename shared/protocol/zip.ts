@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { type Built, lazy } from "./lazy";
+import { PodName } from "./pod-name";
 
 /**
  * ZIP archives into a pod's ~/app (POST /api/pods/from-zip, POST /api/pods/{name}/zip). The archive
@@ -8,20 +10,17 @@ import { z } from "zod";
  * Spread into `ops` in ./ops.ts like ./inside.ts.
  */
 
-// The same rule as ops.ts's PodName; repeated because ops.ts imports this file (a cycle otherwise).
-const PodName = z.string().regex(/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/);
-
 /** A staged archive for ~/app; `pod.create` unpacks it before the pod's first start. */
-export const ZipSeed = z.object({ blobKey: z.string().min(1).max(200) });
-export type ZipSeed = z.infer<typeof ZipSeed>;
+export const ZipSeed = lazy(() => z.object({ blobKey: z.string().min(1).max(200) }));
+export type ZipSeed = Built<typeof ZipSeed>;
 
 export const zipOps = {
   /**
    * Replace ~/app with the staged archive's content (running or stopped pod). Nothing changes when
    * any check fails. Does not restart anything: the caller reloads afterwards (`pod.reload`).
    */
-  "pod.zip.deploy": {
-    params: z.object({ name: PodName, blobKey: ZipSeed.shape.blobKey }),
+  "pod.zip.deploy": () => ({
+    params: z.object({ name: PodName, blobKey: ZipSeed().shape.blobKey }),
     result: z.object({ files: z.number().int().min(0), bytes: z.number().int().min(0) }),
-  },
-} as const;
+  }),
+};

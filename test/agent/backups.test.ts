@@ -95,7 +95,7 @@ ln -sfn /etc link
     expect(names.some((n) => n.includes("node_modules"))).toBe(false);
     expect(lines.find((l) => l.includes("app/link"))).toMatch(/^l.* app\/link -> \/etc$/);
     expect(made.files).toBe(names.filter((n) => n.startsWith("app/")).length);
-    const manifest = BackupManifest.parse(
+    const manifest = BackupManifest().parse(
       JSON.parse((await run("tar", ["-xzOf", file, "podhost-backup.json"])).stdout),
     );
     expect(manifest).toMatchObject({

@@ -114,7 +114,7 @@ export async function removePrefix(docker: DockerClient, prefix: string): Promis
 }
 
 export function podSpec(name: string, over: Partial<OpParams<"pod.create">> = {}): PodSpec {
-  return PodSpec.parse({
+  return PodSpec().parse({
     podId: `pod_${name.replace(/-/g, "")}`,
     name,
     preset: "static",

@@ -88,7 +88,7 @@ describe("install", () => {
     const c = await nextCall(agent, "service.install");
     const params = c.params as { name: string; type: string; password: string; limits: unknown };
     expect(params).toMatchObject({ name: pod.name, type: "postgresql", limits: BUILD_LIMITS });
-    expect(ServicePassword.safeParse(params.password).success).toBe(true);
+    expect(ServicePassword().safeParse(params.password).success).toBe(true);
     expect(params.password).toHaveLength(32);
     agent.ok(c, { version: "14.17", port: 5432 });
 

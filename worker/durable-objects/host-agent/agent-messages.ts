@@ -65,7 +65,7 @@ export async function onAgentMessage(
   const attachment = attachmentOf(ws);
   let message: AgentMessage;
   try {
-    const parsed = AgentMessage.safeParse(
+    const parsed = AgentMessage().safeParse(
       JSON.parse(typeof raw === "string" ? raw : new TextDecoder().decode(raw)),
     );
     if (!parsed.success) throw new Error(parsed.error.message);

@@ -100,7 +100,7 @@ export class TerminalRelay extends DurableObject<Bindings> {
       return this.agent?.send(data);
     }
     const parsed =
-      data.length <= TEXT_FRAME_MAX ? TerminalClientMessage.safeParse(parseJson(data)) : undefined;
+      data.length <= TEXT_FRAME_MAX ? TerminalClientMessage().safeParse(parseJson(data)) : undefined;
     if (!parsed?.success) return this.end(TERMINAL_CLOSE.protocol, "unreadable control message");
     const message = parsed.data;
     if (message.type === "ack") {
@@ -115,7 +115,7 @@ export class TerminalRelay extends DurableObject<Bindings> {
 
   private fromAgent(data: ArrayBuffer | string) {
     if (typeof data === "string") {
-      const parsed = TerminalServerMessage.safeParse(parseJson(data));
+      const parsed = TerminalServerMessage().safeParse(parseJson(data));
       if (!parsed.success) return;
       if (parsed.data.type === "input-ack") {
         this.inputBacklog = Math.max(0, this.inputBacklog - parsed.data.bytes);

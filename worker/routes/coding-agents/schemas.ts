@@ -9,9 +9,9 @@ export const AgentSlug = z
   .enum(CODING_AGENT_SLUGS)
   .openapi({ description: "a slug of GET /api/agents", example: "codex" });
 
-export const AgentVersionField = AgentVersion
+export const AgentVersionField = AgentVersion()
   // a copy made now: zod 4 gives `.openapi()` only to schemas built after @hono/zod-openapi loaded,
-  // and the shared module may be evaluated before it (the order follows the bundle's imports)
+  // and the shared schema may have been built before it (by whatever asked for it first)
   .clone()
   .openapi({
     description: "an exact version (1.2.3) or a dist-tag of the agent's npm package; default `latest`",

@@ -8,7 +8,7 @@ import { recordEventStatement } from "../pods/events";
 export function parseDiagnosis(stored: string | null): Diagnosis | null {
   if (!stored) return null;
   try {
-    const parsed = Diagnosis.safeParse(JSON.parse(stored));
+    const parsed = Diagnosis().safeParse(JSON.parse(stored));
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
