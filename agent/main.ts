@@ -38,24 +38,75 @@ import { AGENT_VERSION } from "./version";
 const SHUTDOWN_DRAIN_MS = 20_000;
 /** how long after the start's container list was asked for the first hello may use it as its inventory */
 const START_LIST_FRESH_MS = 2_000;
+/** the host's problem while its start's checks and clean-ups run (the hello may go out before they end) */
+const STARTING = "the agent is starting: its ingress and egress checks are running";
 
 export async function startAgent(env: Record<string, string | undefined> = process.env) {
   const config = requireConnection(loadConfig(env));
   const log = createLogger({ component: "agent" });
   // engine text told to a tenant leaves out the host's name prefix (agent/docker/engine-errors.ts)
   hideNamePrefix(config.namePrefix);
+  // The socket first: its handshake overlaps the whole start below. Its hello waits only until the
+  // agent is built (`built`), and says the host takes no pods while the start's checks run (STARTING);
+  // their outcome follows as `agent:host-health` (greet).
+  let markBuilt = () => {};
+  const built = new Promise<void>((resolve) => {
+    markBuilt = resolve;
+  });
+  let markWelcomed = () => {};
+  const connectUrl = new URL("/agent/connect", config.apiUrl);
+  connectUrl.protocol = connectUrl.protocol === "https:" ? "wss:" : "ws:";
+
+  const socket = new ControlSocket({
+    url: connectUrl.toString(),
+    token: config.agentToken,
+    log,
+    onOpen: (send) => {
+      const welcomed = new Promise<void>((resolve) => {
+        markWelcomed = resolve;
+      });
+      greeted = built.then(() => greet(send, welcomed));
+      return greeted;
+    },
+    onMessage: (message, send) => {
+      switch (message.type) {
+        case "control:call":
+          // after this connection's hello and the start's checks and clean-ups: nothing runs before them
+          void greeted
+            .catch(() => undefined)
+            .then(() => dispatcher.handle(message))
+            .then(send);
+          return;
+        case "control:welcome":
+          markWelcomed();
+          if (message.orphans.length > 0) {
+            log.warn("containers on this host that belong to no pod (left in place for an operator)", {
+              orphans: message.orphans,
+            });
+          }
+          return;
+        default:
+          return;
+      }
+    },
+  });
+  let greeted: Promise<void> = built;
+  socket.start();
+
   // Without its pod disk the agent would make homes any tenant can grow until the host is full.
+  // A start that fails here closes the socket it opened (the entry point exits; a test's process goes on).
+  const failed = (error: unknown) => socket.stop().then(() => Promise.reject(error));
   const disk = podDiskOf(config.podDiskRoot);
-  if (disk) await disk.check();
+  if (disk) await disk.check().catch(failed);
   else log.warn("PODHOST_POD_DISK_ROOT is empty: pods' homes have no disk limit");
   // What the host fetches for others (git lookups and deploy caches, coding agents) under its own limit.
-  config.cacheDir = await prepareHostCache(config);
+  config.cacheDir = await prepareHostCache(config).catch(failed);
   const docker = createDockerClient(config.dockerSocket);
   // the edge's proof (docs/edge.md): its secret is derived from the token, so a rotation rotates it
   const edgeSecret = await edgeSecretFromToken(config.agentToken);
   const ingress = new Ingress({ stateDir: config.stateDir, listen: config.ingressListen, edgeSecret, log });
   // SSH is one feature of the pods, not a reason to leave them unmanaged: without it the agent runs on.
-  // Its pods' listeners open with the start's other checks (`startup`), before the hello.
+  // Its pods' listeners open with the start's other checks (`startup`), before the host takes pods.
   const ssh = await createSshGateway({
     docker,
     namePrefix: config.namePrefix,
@@ -90,55 +141,32 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const handlers = createHandlers(deps);
   const dispatcher = new Dispatcher(handlers, log);
 
-  const connectUrl = new URL("/agent/connect", config.apiUrl);
-  connectUrl.protocol = connectUrl.protocol === "https:" ? "wss:" : "ws:";
-
-  const socket = new ControlSocket({
-    url: connectUrl.toString(),
-    token: config.agentToken,
-    log,
-    onOpen: (send) => {
-      greeted = greet(send);
-      return greeted;
-    },
-    onMessage: (message, send) => {
-      switch (message.type) {
-        case "control:call":
-          // after this connection's hello: the control plane learns the host's state before any answer
-          void greeted
-            .catch(() => undefined)
-            .then(() => dispatcher.handle(message))
-            .then(send);
-          return;
-        case "control:welcome":
-          if (message.orphans.length > 0) {
-            log.warn("containers on this host that belong to no pod (left in place for an operator)", {
-              orphans: message.orphans,
-            });
-          }
-          return;
-        default:
-          return;
-      }
-    },
-  });
-
-  /** The hello of a new connection; it says whether this host can serve, so not before the start's checks are done. */
-  let greeted: Promise<void> = Promise.resolve();
-  const greet = async (send: (message: unknown) => void) => {
-    // The inventory lets the control plane reconcile what it believes with what this host has
-    // (pod containers only: the start's clean-ups touch none, so it is read beside them).
-    const [, inventory] = await Promise.all([startup, inventoryNow()]);
+  /**
+   * The hello of a new connection, as soon as the agent is built: the inventory lets the control plane
+   * reconcile what it believes with what this host has, and `problem` says whether the host takes
+   * pods (not while the start's checks run: the control plane places no pod on a host with a
+   * problem). Once the checks are done and the control plane has taken the hello in (its welcome:
+   * a report sent after it is applied after it), the host's state follows if it changed since.
+   */
+  const greet = async (send: (message: unknown) => void, welcomed: Promise<void>) => {
+    const inventory = await inventoryNow();
+    const told = hostProblem();
     send({
       type: "agent:hello",
       protocol: PROTOCOL_VERSION,
       agentVersion: AGENT_VERSION,
       inventory: inventory.pods,
-      problem: hostProblem(),
+      problem: told,
     });
     // A new connection may face a control plane that remembers anything: say it all again.
     health.resync();
     sidecarReports.resync();
+    await started;
+    // not awaited: the calls wait for the start only, not for the control plane's welcome
+    void welcomed.then(() => {
+      const problem = hostProblem();
+      if (problem !== told) send({ type: "agent:host-health", problem });
+    });
   };
 
   /** The start's own list while it is fresh (the first hello, moments after it), else a new one. */
@@ -156,8 +184,10 @@ export async function startAgent(env: Record<string, string | undefined> = proce
     );
   };
 
-  // Whatever keeps this host from taking pods: its ingress, its pods' egress rules.
-  const hostProblem = () => [keeper.problem, egress.problem].filter(Boolean).join("; ") || null;
+  // Whatever keeps this host from taking pods: its start, its ingress, its pods' egress rules.
+  let starting = true;
+  const hostProblem = () =>
+    [starting ? STARTING : null, keeper.problem, egress.problem].filter(Boolean).join("; ") || null;
   const onHostHealth = () => {
     if (socket.connected) socket.send({ type: "agent:host-health", problem: hostProblem() });
   };
@@ -212,8 +242,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   );
 
   // Before the first hello, so it says whether this host can serve; then kept up (and retried).
-  // The checks and clean-ups run at once, and the socket is dialled meanwhile (the handshake
-  // overlaps them); the hello waits for them.
+  // The checks and clean-ups run at once; the host takes pods once they are done (greet).
   const startup = Promise.all([
     sshRestored,
     egress.start(),
@@ -232,8 +261,11 @@ export async function startAgent(env: Record<string, string | undefined> = proce
       log.warn("could not remove leftovers of unfinished backups", { error: String(error) }),
     ),
   ]);
-  socket.start();
-  await startup;
+  const started = startup.then(() => {
+    starting = false;
+  });
+  markBuilt();
+  await started;
   // Metrics and app health, every PODHOST_METRICS_INTERVAL_S; what finds no connection is dropped.
   const watch = startPodWatch({
     config,
