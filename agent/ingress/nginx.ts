@@ -8,6 +8,7 @@ import { FeedbackVhost } from "../../shared/protocol/feedback";
 import { writeAtomic } from "../disk/write-atomic";
 import { AgentError } from "../errors";
 import type { Logger } from "../logger";
+import { alreadyLoaded, configHash, recordLoaded } from "./loaded";
 import { renderMainConfig, renderVhost, type VhostSpec } from "./vhost";
 
 const run = promisify(execFile);
@@ -131,17 +132,30 @@ export class Ingress {
         }),
       );
       const pid = await this.masterPid();
+      // a master that already serves these very files (./loaded.ts): nothing to test or reload
+      if (pid && (await alreadyLoaded(this.dir, this.confPath, pid))) {
+        this.log.info("reusing running nginx master; its config is unchanged", { pid });
+        return;
+      }
       // a master that died without its goodbye leaves the socket file behind: binding it would fail
       if (!pid) await rm(this.podsSocket, { force: true });
       await this.nginx("-t", "-q");
+      const sha256 = await configHash(this.dir, this.confPath);
       if (pid) {
         this.log.info("reusing running nginx master", { pid });
         // what `nginx -s reload` sends, without another process parsing every vhost again (the
-        // config was just tested): at a start with 50 pods, ~10–50 ms before the host takes pods
+        // config was just tested): at a start with 50 pods, ~10–50 ms before the host takes pods.
+        // The start does not wait for the reload; it is recorded once its new workers are up.
+        const before = await workersOf(pid);
         this.hup(pid);
+        void this.reloaded(pid, before)
+          .then((done) => (done ? recordLoaded(this.dir, { pid, sha256 }) : undefined))
+          .catch(() => undefined);
       } else {
         await this.nginx();
-        this.log.info("nginx master started", { pid: await this.masterPid(), listen: this.opts.listen });
+        const started = await this.masterPid();
+        this.log.info("nginx master started", { pid: started, listen: this.opts.listen });
+        if (started) await recordLoaded(this.dir, { pid: started, sha256 });
       }
     });
   }
@@ -354,10 +368,13 @@ export class Ingress {
 
   private async reloadNow(): Promise<void> {
     const pid = await this.masterPid();
+    const sha256 = await configHash(this.dir, this.confPath);
     if (!pid) {
       // The master is gone (host reboot, someone stopped it): bring it back with the current files.
       this.log.warn("nginx master not running; starting it");
       await this.nginx();
+      const started = await this.masterPid();
+      if (started) await recordLoaded(this.dir, { pid: started, sha256 });
       return;
     }
     const before = await workersOf(pid);
@@ -366,14 +383,21 @@ export class Ingress {
     this.hup(pid);
     this.reloadCount++;
     if (before === null) return; // no /proc children file: nothing to wait on
+    if (await this.reloaded(pid, before)) await recordLoaded(this.dir, { pid, sha256 });
+    else this.log.warn("nginx reload not confirmed within 2 s", { pid });
+  }
+
+  /** Whether the reload took effect: new workers up, every old one shutting down (within 2 s). */
+  private async reloaded(pid: number, before: number[] | null): Promise<boolean> {
+    if (before === null) return false;
     for (let i = 0; i < 200; i++) {
       const now = (await workersOf(pid)) ?? [];
       const fresh = now.some((w) => !before.includes(w));
       const old = now.filter((w) => before.includes(w));
-      if (fresh && (await Promise.all(old.map(isShuttingDown))).every(Boolean)) return;
+      if (fresh && (await Promise.all(old.map(isShuttingDown))).every(Boolean)) return true;
       await sleep(10);
     }
-    this.log.warn("nginx reload not confirmed within 2 s", { pid });
+    return false;
   }
 }
 
