@@ -106,3 +106,21 @@ export const builtinsByRequire: Plugin = {
     }));
   },
 };
+
+/**
+ * esbuild's `__toESM`, which every ES import of a CommonJS module goes through (Node's built-ins
+ * among them, see builtinsByRequire), makes a new view of the module's exports per importing file:
+ * an object with one getter closure per export. The agent's files import `node:fs/promises` 21 times,
+ * `node:stream` 17, `node:crypto` 9 (~5,000 getters for 121 imports): ~0.4 MB of heap from the load
+ * on. The views are read-only (an import binding cannot be assigned), so one per module serves every
+ * importer: in the bundle `__toESM` keeps the view it made for a module and hands it out again. The
+ * build fails if esbuild's helper no longer reads as written here.
+ */
+const TO_ESM =
+  '__toESM=(mod,isNodeMode,target)=>(target=mod!=null?__create(__getProtoOf(mod)):{},__copyProps(isNodeMode||!mod||!mod.__esModule?__defProp(target,"default",{value:mod,enumerable:!0}):target,mod))';
+const SHARED_TO_ESM = `${TO_ESM.replace("__toESM=", "__toESMView=")},__esmViews=new WeakMap,__toESM=(mod,isNodeMode)=>{if(mod==null||typeof mod!="object"&&typeof mod!="function")return __toESMView(mod,isNodeMode);let views=__esmViews.get(mod);views||__esmViews.set(mod,views=[]);return views[isNodeMode?1:0]??=__toESMView(mod,isNodeMode)}`;
+
+export function shareEsmViews(code: string): string {
+  if (!code.includes(TO_ESM)) throw new Error("esbuild's __toESM helper changed: update shareEsmViews");
+  return code.replace(TO_ESM, SHARED_TO_ESM);
+}

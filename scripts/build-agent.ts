@@ -26,7 +26,13 @@ import { mkdir, readdir, rename, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { builtinsByRequire, lazyRequires, quietDockerModem, zodWithoutLocales } from "./build-agent-plugins";
+import {
+  builtinsByRequire,
+  lazyRequires,
+  quietDockerModem,
+  shareEsmViews,
+  zodWithoutLocales,
+} from "./build-agent-plugins";
 
 export const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
 /** the file node runs: the bundle's entry (AGENT_ENTRY_SOURCE) */
@@ -168,7 +174,7 @@ export async function buildAgent(opts: { force?: boolean } = {}): Promise<string
   // Unique temporary names, renamed over the files: concurrent builds and starting agents are safe.
   // The entry last: its time is the build's (stale() compares it).
   for (const [file, contents] of [
-    [AGENT_CODE, output.contents],
+    [AGENT_CODE, shareEsmViews(output.text)],
     [AGENT_BUNDLE, AGENT_ENTRY_SOURCE],
   ] as const) {
     const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;

@@ -1,10 +1,12 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFile, mkdtemp, readdir, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { build } from "esbuild";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BUNDLE, AGENT_NODE_FLAGS, agentNode, buildAgent, REPO_ROOT } from "../../scripts/build-agent";
+import { builtinsByRequire, shareEsmViews } from "../../scripts/build-agent-plugins";
 
 /**
  * What loading the compiled agent evaluates (scripts/build-agent.ts, docs/decisions/compiled-agent.md):
@@ -121,5 +123,35 @@ describe("the agent bundle's load", () => {
     // the check sees TurboFan where it runs: without the agent's flags the same function gets there
     expect(status([]) & TURBOFANNED).toBe(TURBOFANNED);
     expect(status(AGENT_NODE_FLAGS) & TURBOFANNED).toBe(0);
+  });
+
+  it("two files importing one CommonJS module (a built-in) share one view of its exports", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "podhost-esm-views-"));
+    try {
+      await writeFile(path.join(dir, "a.js"), 'import * as fs from "node:fs"; export const a = fs;');
+      await writeFile(path.join(dir, "b.js"), 'import * as fs from "node:fs"; export const b = fs;');
+      await writeFile(path.join(dir, "entry.js"), 'export { a } from "./a.js"; export { b } from "./b.js";');
+      const result = await build({
+        entryPoints: [path.join(dir, "entry.js")],
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        write: false,
+        plugins: [builtinsByRequire],
+        banner: {
+          js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);',
+        },
+        minifyWhitespace: true,
+        minifySyntax: true,
+        logLevel: "silent",
+      });
+      const bundled = path.join(dir, "bundle.mjs");
+      await writeFile(bundled, shareEsmViews(result.outputFiles[0]?.text ?? ""));
+      const { a, b } = (await import(pathToFileURL(bundled).href)) as { a: unknown; b: unknown };
+      expect(a).toBe(b);
+      expect((a as { readFileSync: unknown }).readFileSync).toBeTypeOf("function");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
