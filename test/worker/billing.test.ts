@@ -1,8 +1,9 @@
 import { env } from "cloudflare:workers";
+import type { SQL } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { dailyPrice, findPlan } from "../../shared/catalog";
 import { createDb } from "../../worker/db/client";
-import { accrueTeamsPage } from "../../worker/services/billing/accrual";
+import { accrualPageStatements, accrueTeamsPage } from "../../worker/services/billing/accrual";
 import { accrueDay } from "../../worker/services/billing/job";
 import { signPayload } from "../support/stripe";
 import { FakeAgent, insertHost, insertPod, podEventRecords, podRecord } from "./support/agent";
@@ -280,6 +281,26 @@ describe("the daily accrual", () => {
     const rest = await accrueTeamsPage(db, d, "", 1_000_000);
     expect(rest.lastTeamId).toBeNull();
     expect(rest.charged).toBeGreaterThanOrEqual(2);
+  });
+
+  it("reads which teams a page holds from an index alone: each pod's row is read once, by the charge", async () => {
+    const plan = async (query: SQL) => {
+      const { sql: text, params } = db.run(query).getQuery();
+      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${text}`)
+        .bind(...params)
+        .all<{ detail: string }>();
+      return results.map((r) => r.detail).filter((d) => /\bpods\b/.test(d));
+    };
+    const { charge, end } = accrualPageStatements("2100-05-06", "team_a", 100);
+    // where the page ends: no pod row read, only index entries
+    const ends = await plan(end);
+    expect(ends.length).toBeGreaterThan(0);
+    for (const step of ends) expect(step).toMatch(/^SEARCH pods USING COVERING INDEX/);
+    // the charge: the page's pods by their team's index range, their rows once; its end as above
+    const charges = await plan(charge);
+    expect(charges.filter((d) => !d.includes("COVERING INDEX"))).toEqual([
+      expect.stringMatching(/^SEARCH pods USING INDEX pods_team_\w+ \(team_id>\? AND team_id<\?\)$/),
+    ]);
   });
 });
 

@@ -25,32 +25,46 @@ export interface AccrualPage {
   rowsRead: number;
 }
 
+/**
+ * The two statements of a page: the charges of the teams after `afterTeamId`, and where the page
+ * ended. The page is the next `pageTeams` teams that have pod rows at all, whether or not a pod of
+ * theirs lived that day: which teams those are is then read from the `(team_id, created_at, id)`
+ * index alone, where "lived that day" needs `deleted_at` from every pod's row, and both statements
+ * walk the page's teams. Read from the rows, the page's pods were looked up three times instead of
+ * once (1.4–1.6× one INSERT … SELECT over the fleet at 100k pods, against ~1.1× from the index).
+ */
+export function accrualPageStatements(
+  day: string,
+  afterTeamId: string,
+  pageTeams = ACCRUAL_PAGE_TEAMS,
+): { charge: SQL; end: SQL } {
+  const dayStart = dayStartIso(day);
+  const dayEnd = dayStartIso(nextDay(day));
+  const pageTeamIds = sql`SELECT team_id FROM pods WHERE team_id > ${afterTeamId}
+    GROUP BY team_id ORDER BY team_id LIMIT ${pageTeams}`;
+  return {
+    charge: sql`INSERT INTO pod_charges (team_id, pod_id, day, pod_name, plan_slug, amount)
+      SELECT team_id, id, ${day}, name, plan_slug, ${dailyRateSql()} FROM pods
+      WHERE team_id > ${afterTeamId} AND team_id <= (SELECT MAX(team_id) FROM (${pageTeamIds}))
+        AND created_at < ${dayEnd} AND (deleted_at IS NULL OR deleted_at >= ${dayStart})
+      ON CONFLICT DO NOTHING`,
+    end: sql`SELECT MAX(team_id) AS last, COUNT(*) AS teams FROM (${pageTeamIds})`,
+  };
+}
+
 export async function accrueTeamsPage(
   db: Db,
   day: string,
   afterTeamId: string,
   pageTeams = ACCRUAL_PAGE_TEAMS,
 ): Promise<AccrualPage> {
-  const dayStart = dayStartIso(day);
-  const dayEnd = dayStartIso(nextDay(day));
-  const livedThatDay = sql`created_at < ${dayEnd} AND (deleted_at IS NULL OR deleted_at >= ${dayStart})`;
-  const pageTeamIds = sql`SELECT team_id FROM pods WHERE team_id > ${afterTeamId} AND ${livedThatDay}
-    GROUP BY team_id ORDER BY team_id LIMIT ${pageTeams}`;
+  const { charge, end } = accrualPageStatements(day, afterTeamId, pageTeams);
   // drizzle's batch takes no raw statements: the two are prepared on D1 itself
   const prepared = (query: SQL) => {
     const { sql: text, params } = db.run(query).getQuery();
     return db.$client.prepare(text).bind(...params);
   };
-  const [inserted, page] = await db.$client.batch([
-    prepared(
-      sql`INSERT INTO pod_charges (team_id, pod_id, day, pod_name, plan_slug, amount)
-          SELECT team_id, id, ${day}, name, plan_slug, ${dailyRateSql()} FROM pods
-          WHERE team_id > ${afterTeamId} AND team_id <= (SELECT MAX(team_id) FROM (${pageTeamIds}))
-            AND ${livedThatDay}
-          ON CONFLICT DO NOTHING`,
-    ),
-    prepared(sql`SELECT MAX(team_id) AS last, COUNT(*) AS teams FROM (${pageTeamIds})`),
-  ]);
+  const [inserted, page] = await db.$client.batch([prepared(charge), prepared(end)]);
   if (!inserted || !page) throw new Error("D1 answered a batch of two with fewer results");
   const [ended] = page.results as { last: string | null; teams: number }[];
   const teams = ended?.teams ?? 0;
