@@ -295,7 +295,7 @@ export async function startAgent(env: Record<string, string | undefined> = proce
   const sweeper = setInterval(() => void sweep(), config.hostCacheSweepMs);
   sweeper.unref();
   // The pods' log history (docs/logs.md "History"): their new lines, every PODHOST_LOG_HISTORY_INTERVAL_S.
-  const logHistory = new LogHistory(docker, config.namePrefix, config.stateDir, deps.locks, log);
+  const logHistory = new LogHistory(docker, config.namePrefix, config.stateDir, deps.locks, log, { disk });
   let collecting = false;
   const collect = async () => {
     if (collecting) return;

@@ -1,10 +1,11 @@
-import { appendFile, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
+import { appendFile, lstat, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
+import type { PodDisk } from "../disk/pod-disk";
 import { writeAtomic as replaceFile } from "../disk/write-atomic";
 import type { DockerClient } from "../docker/client";
 import type { ExecResult } from "../docker/exec";
@@ -111,6 +112,11 @@ export class LogHistory {
         argv: string[],
         o: { timeoutS: number; maxOutputBytes: number; start: boolean },
       ) => Promise<ExecResult | null>;
+      /**
+       * The host's pod disk, where it has one: the periodic collection looks at a log there first
+       * and runs nothing in the pod when the log has nothing new (unchangedOnDisk).
+       */
+      disk?: PodDisk | null;
       now?: () => number;
     } = {},
   ) {
@@ -162,6 +168,8 @@ export class LogHistory {
     const raw = await readFile(cursorFile, "utf8").catch(() => null);
     const parsed = raw ? Cursor.safeParse(JSON.parse(raw)) : null;
     let cursor: Cursor | null = parsed?.success ? parsed.data : null;
+    // a read's collection goes to the pod as before: it also starts the pod's helper for the search
+    if (!forRead && (await this.unchangedOnDisk(pod, source, cursor))) return;
     for (let step = 0; step < COLLECT_STEPS; step++) {
       const script = [
         SH,
@@ -204,6 +212,45 @@ export class LogHistory {
       cursor = { ino, offset: start + take, at: take > 0 || !cursor ? at : cursor.at };
       await writeAtomic(cursorFile, JSON.stringify(cursor));
       if (data.length < COLLECT_STEP_BYTES) return;
+    }
+  }
+
+  /**
+   * The log has nothing to collect, as the host sees the pod's disk: it is where the cursor left it
+   * (same inode, and its size the cursor's offset), or there is none. The collection in the pod would
+   * answer the same (the script above), at the cost of an exec per pod and source every period: at
+   * idle, with hundreds of pods, most of the agent's and the engine's work (bench/density).
+   *
+   * Nothing of the pod's disk is read here, only looked at with lstat, and a link is never followed
+   * into the host: a `~/logs` or log that is not a plain directory or file (a link the tenant
+   * planted, which in the pod points into the pod) is "cannot tell", and the pod is asked. What a
+   * tenant racing a link in between can change is whether its own logs are collected this period.
+   */
+  private async unchangedOnDisk(pod: string, source: LogSource, cursor: Cursor | null): Promise<boolean> {
+    const disk = this.opts.disk;
+    if (!disk) return false;
+    const home = disk.dirOf(podNames(this.prefix, pod).volume);
+    const look = (path: string) =>
+      lstat(path, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === "ENOENT") return "absent" as const;
+        throw error;
+      });
+    try {
+      const dir = await look(home);
+      if (dir === "absent" || !dir.isDirectory()) return false;
+      const logs = await look(join(home, "logs"));
+      if (logs === "absent") return true;
+      if (!logs.isDirectory()) return false;
+      const log = await look(join(home, "logs", `${source}.log`));
+      if (log === "absent") return true;
+      return (
+        log.isFile() &&
+        cursor !== null &&
+        String(log.ino) === cursor.ino &&
+        log.size === BigInt(cursor.offset)
+      );
+    } catch {
+      return false;
     }
   }
 

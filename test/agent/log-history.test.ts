@@ -3,6 +3,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { podDiskOf } from "../../agent/disk/pod-disk";
 import { execInContainer } from "../../agent/docker/exec";
 import { podNames } from "../../agent/docker/naming";
 import { RuncContainers } from "../../agent/docker/runc";
@@ -273,6 +274,53 @@ true`;
     expect(await history.pods()).toEqual([POD]);
     const gz = await readFile(join(agent.stateDir, "logs", POD, "error", `${dayOf(Date.now())}.gz`));
     expect(gunzipSync(gz).toString()).toContain("periodic line\n");
+  });
+
+  it("runs nothing in the pod on a periodic pass while its logs have nothing new; a ~/logs link is not followed on the host", async () => {
+    const streams = podStreams(agent);
+    let execs = 0;
+    const history = new LogHistory(
+      agent.docker,
+      agent.config.namePrefix,
+      agent.stateDir,
+      agent.locks ?? new KeyedLock(),
+      agent.log,
+      {
+        exec: (...args) => {
+          execs++;
+          return streams(...args);
+        },
+        disk: podDiskOf(agent.config.podDiskRoot),
+      },
+    );
+    const today = () => join(agent.stateDir, "logs", POD, "app", `${dayOf(Date.now())}.gz`);
+    await sh('echo "before the quiet" >> ~/logs/app.log');
+    await history.collect(POD);
+    expect(execs).toBeGreaterThan(0);
+    const kept = await readFile(today());
+
+    // nothing written since: no command in the pod, nothing added
+    execs = 0;
+    await history.collect(POD);
+    await history.collect(POD);
+    expect(execs).toBe(0);
+    expect(await readFile(today())).toEqual(kept);
+
+    // a new line: the pod is asked, for that log alone, and the line is kept
+    await sh('echo "after the quiet" >> ~/logs/app.log');
+    await history.collect(POD);
+    expect(execs).toBe(1);
+    expect(gunzipSync(await readFile(today())).toString()).toContain("after the quiet\n");
+
+    // ~/logs made a link to / (the host's root, seen from the host): not looked through, the pod is asked
+    execs = 0;
+    await sh("mv ~/logs ~/logs.real && ln -s / ~/logs");
+    try {
+      await history.collect(POD);
+      expect(execs).toBe(3);
+    } finally {
+      await sh("rm ~/logs && mv ~/logs.real ~/logs");
+    }
   });
 
   it("collects a read's new lines by the pod's command helper once it runs; the usual way once the pod killed it", async () => {
