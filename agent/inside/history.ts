@@ -114,7 +114,7 @@ export class LogHistory {
       ) => Promise<ExecResult | null>;
       /**
        * The host's pod disk, where it has one: the periodic collection looks at a log there first
-       * and runs nothing in the pod when the log has nothing new (unchangedOnDisk).
+       * and runs nothing in the pod when the log has nothing new (lookOnDisk).
        */
       disk?: PodDisk | null;
       now?: () => number;
@@ -169,7 +169,9 @@ export class LogHistory {
     const parsed = raw ? Cursor.safeParse(JSON.parse(raw)) : null;
     let cursor: Cursor | null = parsed?.success ? parsed.data : null;
     // a read's collection goes to the pod as before: it also starts the pod's helper for the search
-    if (!forRead && (await this.unchangedOnDisk(pod, source, cursor))) return;
+    const seen = forRead ? "ask" : await this.lookOnDisk(pod, source, cursor);
+    if (seen === "unchanged") return;
+    if (seen !== "ask") return replaceFile(cursorFile, JSON.stringify(seen));
     for (let step = 0; step < COLLECT_STEPS; step++) {
       const script = [
         SH,
@@ -216,19 +218,26 @@ export class LogHistory {
   }
 
   /**
-   * The log has nothing to collect, as the host sees the pod's disk: it is where the cursor left it
-   * (same inode, and its size the cursor's offset), or there is none. The collection in the pod would
-   * answer the same (the script above), at the cost of an exec per pod and source every period: at
-   * idle, with hundreds of pods, most of the agent's and the engine's work (bench/density).
+   * What the host can tell of a log on the pod's disk without the pod: "unchanged" when it is where
+   * the cursor left it (same inode, its size the cursor's offset) or there is none; for an empty log
+   * the cursor the pod's answer would have left (at its start: every pod's logs are made empty when
+   * it boots, so a new pod's first collection needs no exec either); "ask" otherwise. The collection
+   * in the pod (the script above) would answer the same, at the cost of an exec per pod and log
+   * every period: at idle, with hundreds of pods, most of the agent's and the engine's work
+   * (bench/density).
    *
    * Nothing of the pod's disk is read here, only looked at with lstat, and a link is never followed
    * into the host: a `~/logs` or log that is not a plain directory or file (a link the tenant
-   * planted, which in the pod points into the pod) is "cannot tell", and the pod is asked. What a
-   * tenant racing a link in between can change is whether its own logs are collected this period.
+   * planted, which in the pod points into the pod) is "ask". What a tenant racing a link in between
+   * can change is whether its own logs are collected this period.
    */
-  private async unchangedOnDisk(pod: string, source: LogSource, cursor: Cursor | null): Promise<boolean> {
+  private async lookOnDisk(
+    pod: string,
+    source: LogSource,
+    cursor: Cursor | null,
+  ): Promise<"ask" | "unchanged" | Cursor> {
     const disk = this.opts.disk;
-    if (!disk) return false;
+    if (!disk) return "ask";
     const home = disk.dirOf(podNames(this.prefix, pod).volume);
     const look = (path: string) =>
       lstat(path, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
@@ -237,20 +246,19 @@ export class LogHistory {
       });
     try {
       const dir = await look(home);
-      if (dir === "absent" || !dir.isDirectory()) return false;
+      if (dir === "absent" || !dir.isDirectory()) return "ask";
       const logs = await look(join(home, "logs"));
-      if (logs === "absent") return true;
-      if (!logs.isDirectory()) return false;
+      if (logs === "absent") return "unchanged";
+      if (!logs.isDirectory()) return "ask";
       const log = await look(join(home, "logs", `${source}.log`));
-      if (log === "absent") return true;
-      return (
-        log.isFile() &&
-        cursor !== null &&
-        String(log.ino) === cursor.ino &&
-        log.size === BigInt(cursor.offset)
-      );
+      if (log === "absent") return "unchanged";
+      if (!log.isFile()) return "ask";
+      const ino = String(log.ino);
+      if (cursor?.ino === ino && log.size === BigInt(cursor.offset)) return "unchanged";
+      if (log.size === 0n) return { ino, offset: 0, at: cursor?.at ?? this.now() };
+      return "ask";
     } catch {
-      return false;
+      return "ask";
     }
   }
 

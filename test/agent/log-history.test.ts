@@ -276,7 +276,7 @@ true`;
     expect(gunzipSync(gz).toString()).toContain("periodic line\n");
   });
 
-  it("runs nothing in the pod on a periodic pass while its logs have nothing new; a ~/logs link is not followed on the host", async () => {
+  it("runs nothing in the pod on a periodic pass while its logs have nothing new or are empty; a ~/logs link is not followed on the host", async () => {
     const streams = podStreams(agent);
     let execs = 0;
     const history = new LogHistory(
@@ -311,6 +311,22 @@ true`;
     await history.collect(POD);
     expect(execs).toBe(1);
     expect(gunzipSync(await readFile(today())).toString()).toContain("after the quiet\n");
+
+    // a log replaced by an empty one (as each boot and a rotation make them): the cursor moves to its
+    // start from the host, and what is written to it next is read from there
+    execs = 0;
+    await sh("rm ~/logs/web.log && : > ~/logs/web.log");
+    await history.collect(POD);
+    expect(execs).toBe(0);
+    const cursor = JSON.parse(
+      await readFile(join(agent.stateDir, "logs", POD, "web", "cursor.json"), "utf8"),
+    );
+    expect(cursor).toMatchObject({ ino: (await sh("stat -c %i ~/logs/web.log")).trim(), offset: 0 });
+    await sh('echo "first in the new file" >> ~/logs/web.log');
+    await history.collect(POD);
+    expect(execs).toBe(1);
+    const web = await readFile(join(agent.stateDir, "logs", POD, "web", `${dayOf(Date.now())}.gz`));
+    expect(gunzipSync(web).toString()).toContain("first in the new file\n");
 
     // ~/logs made a link to / (the host's root, seen from the host): not looked through, the pod is asked
     execs = 0;
