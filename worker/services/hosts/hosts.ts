@@ -44,7 +44,12 @@ export interface Resources {
  * UPDATE, so concurrent placements cannot overcommit. Returns whether the room was taken.
  */
 export async function reserveCapacity(db: Db, hostId: string, delta: Resources): Promise<boolean> {
-  const rows = await db
+  return (await reserveCapacityStatement(db, hostId, delta)).length === 1;
+}
+
+/** reserveCapacity's UPDATE, for a batch: it returns the host's id when the room was taken. */
+export const reserveCapacityStatement = (db: Db, hostId: string, delta: Resources) =>
+  db
     .update(hosts)
     .set({
       allocatedCpu: sql`${hosts.allocatedCpu} + ${delta.cpu}`,
@@ -60,8 +65,6 @@ export async function reserveCapacity(db: Db, hostId: string, delta: Resources):
       ),
     )
     .returning({ id: hosts.id });
-  return rows.length === 1;
-}
 
 export const releaseCapacity = (db: Db, hostId: string, r: Resources) =>
   db

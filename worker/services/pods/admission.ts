@@ -15,8 +15,8 @@ import { nowIso } from "../../lib/time";
 import { billingAdmission } from "../billing/admission";
 import type { ServiceContext } from "../context";
 import { recordEventStatement } from "./events";
-import { claimableName } from "./names";
-import { freeSshPort, releaseHost, reserveHost } from "./placement";
+import { claimName, nameHolder } from "./names";
+import { freeSshPort, hostCandidates, lowestFreePort, releaseHost, reserveHost } from "./placement";
 
 /**
  * Admission: everything that decides whether a new pod may exist and where — the plan, the region,
@@ -79,15 +79,19 @@ export async function admitPod(
   // 402 before anything is reserved: no card, or a suspended subscription (with a processor configured).
   const billing = await billingAdmission(ctx, input.teamId, "creating pods", dailyPrice(input.plan));
   if (!billing.ok) return billing;
-  const claim = await claimableName(db, input.name);
+  const target = { serverId: input.serverId, ...input.region };
+  // What decides the name and the host, read in one round trip.
+  const [[holder], candidates] = await db.batch([nameHolder(db, input.name), hostCandidates(db, target)]);
+  const claim = await claimName(db, input.name, holder);
   if (!claim.ok) return claim;
-  const placed = await reserveHost(db, { serverId: input.serverId, ...input.region }, input.plan);
+  const placed = await reserveHost(db, target, input.plan, candidates);
   if (!placed.ok) return placed;
-  const host = placed.value;
+  const { host, usedPorts } = placed.value;
 
   const tried = new Set<number>();
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freeSshPort(db, host, tried);
+    // the ports read with the reservation first; a port taken meanwhile sends us back to the table
+    const port = attempt === 0 ? lowestFreePort(host, usedPorts) : await freeSshPort(db, host, tried);
     if (port === null) break;
     const now = nowIso();
     const pod: PodRow = {

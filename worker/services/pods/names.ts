@@ -11,11 +11,24 @@ export const NAME_RESERVATION_MS = 7 * DAY;
  * name stays reserved for 7 days, after which its row is let go so the name can be reused.
  */
 export async function claimableName(db: Db, name: string): Promise<Result<void>> {
-  const [existing] = await db
+  const [holder] = await nameHolder(db, name);
+  return claimName(db, name, holder);
+}
+
+/** The pod row holding `name`, if any: claimName's input, for a caller that reads it in a batch. */
+export const nameHolder = (db: Db, name: string) =>
+  db
     .select({ id: pods.id, status: pods.status, deletedAt: pods.deletedAt })
     .from(pods)
     .where(eq(pods.name, name))
     .limit(1);
+
+/** claimableName with the holder already read (nameHolder). */
+export async function claimName(
+  db: Db,
+  name: string,
+  existing: { id: string; status: string; deletedAt: string | null } | undefined,
+): Promise<Result<void>> {
   if (!existing) return ok(undefined);
   if (existing.status !== "deleted") return fail("conflict", `pod name ${name} is already taken`);
   const until = Date.parse(existing.deletedAt ?? "") + NAME_RESERVATION_MS;
