@@ -1,4 +1,4 @@
-import { and, eq, inArray, ne } from "drizzle-orm";
+import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import type { PodState } from "../../../shared/protocol";
 import type { Db } from "../../db/client";
 import { type PodStatus, pods } from "../../db/schema";
@@ -22,6 +22,18 @@ export async function applyPodState(
   options: { reason?: string; settlesCreation?: boolean } = {},
 ): Promise<PodStatusChange | null> {
   const { reason } = options;
+  // The answer that ends a creation, in one round trip: the pod moves out of `creating` only (a
+  // repeated answer, a delete meanwhile, a pod already running find no row and take the long way).
+  // Its status is what GET /api/pods shows next, so the round trip is on the way to `running`.
+  if (options.settlesCreation && !reason) {
+    const status = statusOfState[state.state];
+    const [moved] = await db
+      .update(pods)
+      .set({ status, ip: state.ip ?? sql`${pods.ip}`, updatedAt: nowIso() })
+      .where(and(eq(pods.name, state.name), eq(pods.hostId, hostId), eq(pods.status, "creating")))
+      .returning({ id: pods.id });
+    if (moved) return { podId: moved.id, status, reason: null };
+  }
   const [pod] = await db
     .select({ id: pods.id, status: pods.status, ip: pods.ip })
     .from(pods)
