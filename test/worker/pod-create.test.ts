@@ -1,9 +1,11 @@
 import { introspectWorkflow, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import { ok } from "../../shared/errors";
 import { hostAgentStub } from "../../worker/durable-objects/host-agent/client";
 import { runScheduledJobs, scheduledJobs } from "../../worker/scheduled";
 import { CREATION_DEADLINE_MS } from "../../worker/services/pods/create-outcome";
+import { type PodCreateParams, PodCreateWorkflow } from "../../worker/workflows/pod-create";
 import {
   FakeAgent,
   insertHost,
@@ -214,5 +216,41 @@ describe("the stuck-creations cron job", () => {
       "creating the pod failed: it did not finish within 2 hours",
     );
     expect(await podRecord(young.id)).toMatchObject({ status: "creating" });
+  });
+});
+
+describe("the pod-create workflow's order of steps", () => {
+  /** The workflow run with a step that records each step's name and runs none (the send says the host answered). */
+  async function stepsOf(params: PodCreateParams) {
+    const names: string[] = [];
+    const step = {
+      do: async (name: string) => {
+        names.push(name);
+        return name.includes("(send #")
+          ? { state: "settled", outcome: ok({ name: params.spec.name, state: "running", ip: "10.0.0.5" }) }
+          : true;
+      },
+      sleep: async (name: string) => void names.push(name),
+      waitForEvent: async (name: string) => {
+        names.push(name);
+        throw new Error("no event in this test");
+      },
+    } as unknown as WorkflowStep;
+    // the runtime's class without its constructor, which only the runtime may call: `run` needs `env`
+    const workflow = Object.create(PodCreateWorkflow.prototype, { env: { value: env } }) as PodCreateWorkflow;
+    const event = { payload: params, instanceId: params.podId, timestamp: new Date() };
+    const output = await workflow.run(event as WorkflowEvent<PodCreateParams>, step);
+    return { names, output };
+  }
+
+  it("sends pod.create before it records the progress event: the host does not wait for that write", async () => {
+    const spec = { name: "order", podId: "pod_order" } as PodCreateParams["spec"];
+    const { names, output } = await stepsOf({ podId: "pod_order", hostId: "host_x", hostName: "h1", spec });
+    expect(output).toEqual({ status: "running" });
+    expect(names).toEqual([
+      "create on host (send #1)",
+      "event: progress: starting the pod on server h1",
+      "event: started: pod is running",
+    ]);
   });
 });

@@ -15,6 +15,12 @@ export interface HostStep<O extends Op> {
   params: OpParams<O>;
   /** how long the host may work on it (the agent's own timeout) */
   timeoutMs: number;
+  /**
+   * What the workflow tells the pod's owner about the command (a progress event), recorded once,
+   * right after the first send: the host starts on the command one step sooner than if it were
+   * recorded before, and the host's answer, which ends the wait after it, always comes later.
+   */
+  announce?: () => Promise<unknown>;
 }
 
 export interface WorkflowRef {
@@ -51,8 +57,14 @@ export async function runOnHost<O extends Op>(
   ref: WorkflowRef,
   call: HostStep<O>,
 ): Promise<Result<OpResult<O>>> {
+  let announce = call.announce;
+  const sent = async () => {
+    const once = announce;
+    announce = undefined;
+    await once?.();
+  };
   for (let run = 1; ; run++) {
-    const outcome = await runOnce(step, env, ref, call, run);
+    const outcome = await runOnce(step, env, ref, call, run, sent);
     // The host's own calls to the control plane broke off (the Worker restarted while a backup
     // streamed or a restore read its archive): the command is run again, under a new key (the
     // first one's answer is settled), once the control plane that now heard the answer is back.
@@ -71,6 +83,7 @@ async function runOnce<O extends Op>(
   ref: WorkflowRef,
   call: HostStep<O>,
   run: number,
+  sent: () => Promise<void>,
 ): Promise<Result<OpResult<O>>> {
   // the first run keeps the names and key it always had (instances in flight across a deploy)
   const name = run === 1 ? call.name : `${call.name} (rerun #${run - 1})`;
@@ -89,6 +102,7 @@ async function runOnce<O extends Op>(
           notify: { ...ref, type },
         })) as Dispatched,
     );
+    await sent();
     if (dispatched.state === "settled") return typedOutcome(call.op, dispatched.outcome);
     if (dispatched.state === "unavailable") {
       if (awayMs >= HOST_RETURN_WINDOW_MS) {

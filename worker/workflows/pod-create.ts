@@ -73,26 +73,26 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
     const seed = p.seed;
     if (seed?.kind === "clone" && seed.sourceHostId !== p.hostId) return this.cloneAcross(p, seed, ref, step);
     if (seed?.kind === "clone") {
-      await this.progress(step, p, `copying pod ${seed.source} on server ${p.hostName}`);
       const cloned = await runOnHost(step, this.env, ref, {
         name: "clone on host",
         hostId: p.hostId,
         op: "pod.clone",
         params: { source: seed.source, spec: p.spec },
         timeoutMs: CLONE_TIMEOUT_MS,
+        announce: () => this.progress(step, p, `copying pod ${seed.source} on server ${p.hostName}`),
       });
       if (!cloned.ok) return cloned;
       await this.record(step, p, "started", "pod is running");
       return cloned;
     }
     if (seed?.kind !== "zip") {
-      await this.progress(step, p, `starting the pod on server ${p.hostName}`);
       const created = await runOnHost(step, this.env, ref, {
         name: "create on host",
         hostId: p.hostId,
         op: "pod.create",
         params: p.spec,
         timeoutMs: CREATE_TIMEOUT_MS,
+        announce: () => this.progress(step, p, `starting the pod on server ${p.hostName}`),
       });
       if (created.ok) await this.record(step, p, "started", "pod is running");
       return created;
@@ -105,17 +105,18 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
       await claimStagedBlob(this.env, seed.incomingKey, blobKey);
       return true;
     });
-    await this.progress(
-      step,
-      p,
-      `unpacking ${seed.filename} on server ${p.hostName}, installing dependencies and starting services`,
-    );
     const created = await runOnHost(step, this.env, ref, {
       name: "create on host",
       hostId: p.hostId,
       op: "pod.create",
       params: { ...p.spec, seed: { blobKey } },
       timeoutMs: CREATE_TIMEOUT_MS + UNPACK_TIMEOUT_MS + RELOAD_TIMEOUT_MS,
+      announce: () =>
+        this.progress(
+          step,
+          p,
+          `unpacking ${seed.filename} on server ${p.hostName}, installing dependencies and starting services`,
+        ),
     });
     await step.do("discard the archive", async () => {
       await discardStagedBlob(this.env, blobKey);
@@ -179,13 +180,13 @@ export class PodCreateWorkflow extends WorkflowEntrypoint<Bindings, PodCreatePar
       exported: newStagingKey(seed.sourceHostId),
       imported: newStagingKey(p.hostId),
     }));
-    await this.progress(step, p, `copying pod ${seed.source} to server ${p.hostName}`);
     const exported = await runOnHost(step, this.env, ref, {
       name: "export the source's home",
       hostId: seed.sourceHostId,
       op: "pod.clone.export",
       params: { name: seed.source, blobKey: keys.exported },
       timeoutMs: CLONE_TIMEOUT_MS,
+      announce: () => this.progress(step, p, `copying pod ${seed.source} to server ${p.hostName}`),
     });
     let created: Result<unknown> = exported;
     if (exported.ok) {
