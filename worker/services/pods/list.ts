@@ -7,7 +7,7 @@ type PageQuery = { limit: number; offset: number };
 
 /**
  * The statements of one page of the team's pods (newest first) and the count per status over all
- * of them, to run together: `listPods` runs them alone, the dashboard's pods list in one `db.batch`
+ * of them, to run together in one `db.batch`: `listPods` on their own, the dashboard's pods list
  * with what it shows beside them (`podsPageIds` names the same page's pods inside that batch).
  */
 export function listPodsStatements(ctx: ServiceContext, teamId: string, page: PageQuery) {
@@ -50,9 +50,12 @@ export function podsPage(
   };
 }
 
-/** The team's pods, newest first, with the count per status over all of them (not just this page). */
+/**
+ * The team's pods, newest first, with the count per status over all of them (not just this page):
+ * one round trip for both, since a client waiting for a pod to run polls this.
+ */
 export async function listPods({ ctx, teamId, input: page }: TeamCall<PageQuery>) {
   const q = listPodsStatements(ctx, teamId, page);
-  const [rows, counts] = await Promise.all([q.rows, q.counts]);
+  const [rows, counts] = await ctx.db.batch([q.rows, q.counts]);
   return podsPage(ctx, page, rows, counts);
 }
