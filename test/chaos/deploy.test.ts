@@ -37,7 +37,6 @@ describe("chaos: git deploy and rollback", () => {
   let server: GitServer;
   let alice: User;
   let pod: string;
-  let buildBox: string;
   let candidate: string;
   let version = 1;
   const repo = "acme/chaos";
@@ -51,7 +50,6 @@ describe("chaos: git deploy and rollback", () => {
     alice = await signUp(stack.api, "Alice");
     await waitForHostOnline(alice.api);
     pod = `chaos-dp-${stack.prefix.slice(-4)}`;
-    buildBox = `${stack.prefix}-${pod}_build`;
     candidate = `${stack.prefix}-${pod}_candidate`;
     const made = await alice.api.post("/api/pods", { name: pod, preset: "nodejs", plan_slug: "build" });
     expect(made.status, JSON.stringify(made.body)).toBe(202);
@@ -73,6 +71,10 @@ describe("chaos: git deploy and rollback", () => {
   });
 
   afterEach((ctx) => printOnFailure(ctx, stack, mentioning(/deploy|command|git/)));
+
+  /** whether a build container of the pod is there (one per deployment: `<pod>_build-<id>`) */
+  const buildBoxThere = async () =>
+    (await dockerObjects(stack.prefix)).containers.some((c) => c.startsWith(`${stack.prefix}-${pod}_build-`));
 
   const settled = (id: string, timeoutMs = ENDS_WITHIN_MS) =>
     waitFor(
@@ -96,6 +98,15 @@ describe("chaos: git deploy and rollback", () => {
       60_000,
     );
 
+  /** until no build box and no candidate of the pod is there */
+  const helpersGone = () =>
+    waitFor(
+      "the build box and candidate to go",
+      async () =>
+        !(await buildBoxThere()) && !(await dockerInspect("container", candidate)) ? true : undefined,
+      60_000,
+    );
+
   /** the `deployment` events naming `id` (one per deployment that ended well) */
   const deploymentEvents = async (id: string) => {
     const res = await alice.api.get(`/api/pods/${pod}/events?type=deployment&limit=200`);
@@ -115,6 +126,7 @@ describe("chaos: git deploy and rollback", () => {
     fault: (id: string, since: number) => Promise<void>,
     before?: () => Promise<void>,
   ) => {
+    await helpersGone(); // the last deployment's box is held a moment for requests in flight
     const objects = await dockerObjects(stack.prefix);
     const since = Date.now();
     await before?.();
@@ -128,14 +140,7 @@ describe("chaos: git deploy and rollback", () => {
     expect(await deploymentEvents(id)).toBe(1);
     // its release is the one ~/app points at; the build box and the candidate went
     expect(await podSh(alice.api, pod, "readlink ~/app")).toMatch(/^(.*\/)?releases\/dep_/);
-    await waitFor(
-      "the build box and candidate to go",
-      async () =>
-        !(await dockerInspect("container", buildBox)) && !(await dockerInspect("container", candidate))
-          ? true
-          : undefined,
-      60_000,
-    );
+    await helpersGone();
     expect(await dockerObjects(stack.prefix)).toEqual(objects);
     return id;
   };
@@ -169,11 +174,7 @@ describe("chaos: git deploy and rollback", () => {
 
   /** until the deploy's build container exists: the host is mid-work on it */
   const buildBoxUp = () =>
-    waitFor(
-      "the build container",
-      async () => ((await dockerInspect("container", buildBox)) ? true : undefined),
-      120_000,
-    );
+    waitFor("the build container", async () => ((await buildBoxThere()) ? true : undefined), 120_000);
 
   it("the Worker restarted mid-deploy: success, once", { timeout: 600_000 }, () =>
     deployThrough(async () => {
@@ -239,9 +240,7 @@ describe("chaos: git deploy and rollback", () => {
     waitFor(
       "the rollback's box or candidate",
       async () =>
-        (await dockerInspect("container", buildBox)) || (await dockerInspect("container", candidate))
-          ? true
-          : undefined,
+        (await buildBoxThere()) || (await dockerInspect("container", candidate)) ? true : undefined,
       120_000,
     );
 
