@@ -153,7 +153,10 @@ describe("several hosts", () => {
           preset: "static",
           server_id: three.hostId,
         });
-        return res.status === 503 && /cannot take pods/.test(res.body.error) ? res : undefined;
+        // until the ingress's failure: a starting agent's host first says "the agent is starting"
+        return res.status === 503 && /cannot take pods: ingress failed/.test(res.body.error)
+          ? res
+          : undefined;
       });
       expect(refused.body.error).toMatch(
         new RegExp(`^server ${three.name} cannot take pods: ingress failed to start`),
