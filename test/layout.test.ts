@@ -21,8 +21,8 @@ const exists = (path: string) => existsSync(join(root, path));
 
 /** Route folders that are no capability: the OpenAPI document and its reference page. */
 const NOT_CAPABILITIES = new Set(["docs"]);
-/** shared/protocol/ files that are the protocol itself rather than one capability's ops. */
-const PROTOCOL_CORE = new Set(["index", "messages", "ops"]);
+/** shared/protocol/ files that are the protocol itself rather than one capability's ops (lazy: the schemas built on first use; pod-name: the name every group shares). */
+const PROTOCOL_CORE = new Set(["index", "messages", "ops", "lazy", "pod-name"]);
 
 const capabilities = dirsIn("worker/routes").filter((name) => !NOT_CAPABILITIES.has(name));
 const opModules = filesIn("shared/protocol")
