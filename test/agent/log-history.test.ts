@@ -56,6 +56,16 @@ describe("log history", () => {
     until: number;
     lines?: number;
   }) => agent.handlers["pod.logs"]({ name: POD, source: "app", lines: 100, ...q }, agent.ctx);
+  /** a LogHistory of its own on the test agent's engine, state and locks */
+  const historyOf = (opts?: ConstructorParameters<typeof LogHistory>[5]) =>
+    new LogHistory(
+      agent.docker,
+      agent.config.namePrefix,
+      agent.stateDir,
+      agent.locks ?? new KeyedLock(),
+      agent.log,
+      opts,
+    );
 
   const resize = (logDays: number, logMb: number) =>
     agent.handlers["pod.resize"](
@@ -192,13 +202,7 @@ describe("log history", () => {
 
   it("removes days past the plan's retention and the oldest days past its budget", async () => {
     await resize(2, 1);
-    const history = new LogHistory(
-      agent.docker,
-      agent.config.namePrefix,
-      agent.stateDir,
-      agent.locks ?? new KeyedLock(),
-      agent.log,
-    );
+    const history = historyOf();
     const now = Date.now();
     const dir = join(agent.stateDir, "logs", POD, "web");
     await plantDay(agent, POD, "web", now - 5 * DAY, ["too old"]);
@@ -260,13 +264,7 @@ true`;
   });
 
   it("collects every running pod on the periodic pass, and forgets pods that have no container any more", async () => {
-    const history = new LogHistory(
-      agent.docker,
-      agent.config.namePrefix,
-      agent.stateDir,
-      agent.locks ?? new KeyedLock(),
-      agent.log,
-    );
+    const history = historyOf();
     await sh('echo "periodic line" >> ~/logs/error.log');
     await mkdir(join(agent.stateDir, "logs", "gone-pod", "app"), { recursive: true });
     const exists = async (pod: string) => pod === POD;
@@ -279,20 +277,13 @@ true`;
   it("runs nothing in the pod on a periodic pass while its logs have nothing new or are empty; a ~/logs link is not followed on the host", async () => {
     const streams = podStreams(agent);
     let execs = 0;
-    const history = new LogHistory(
-      agent.docker,
-      agent.config.namePrefix,
-      agent.stateDir,
-      agent.locks ?? new KeyedLock(),
-      agent.log,
-      {
-        exec: (...args) => {
-          execs++;
-          return streams(...args);
-        },
-        disk: podDiskOf(agent.config.podDiskRoot),
+    const history = historyOf({
+      exec: (...args) => {
+        execs++;
+        return streams(...args);
       },
-    );
+      disk: podDiskOf(agent.config.podDiskRoot),
+    });
     const today = () => join(agent.stateDir, "logs", POD, "app", `${dayOf(Date.now())}.gz`);
     await sh('echo "before the quiet" >> ~/logs/app.log');
     await history.collect(POD);
@@ -343,21 +334,14 @@ true`;
     const runc = new RuncContainers(agent.docker, agent.config.runcRoot as string);
     const helpers = new ExecHelpers(runc, agent.log);
     const ways: string[] = [];
-    const history = new LogHistory(
-      agent.docker,
-      agent.config.namePrefix,
-      agent.stateDir,
-      agent.locks ?? new KeyedLock(),
-      agent.log,
-      {
-        exec: podStreams(agent),
-        helper: async (pod, argv, o) => {
-          const r = await helpers.runOwn(runc, podNames(agent.config.namePrefix, pod).container, argv, o);
-          ways.push(r ? "helper" : "usual");
-          return r;
-        },
+    const history = historyOf({
+      exec: podStreams(agent),
+      helper: async (pod, argv, o) => {
+        const r = await helpers.runOwn(runc, podNames(agent.config.namePrefix, pod).container, argv, o);
+        ways.push(r ? "helper" : "usual");
+        return r;
       },
-    );
+    });
     try {
       const id = (await runc.idOf(container)) as string;
       const t0 = Date.now();
