@@ -1,4 +1,4 @@
-import { appendFile, lstat, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
@@ -6,6 +6,7 @@ import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
 import type { PodDisk } from "../disk/pod-disk";
+import { Cursor, lookOnDisk } from "./history-disk";
 import { writeAtomic as replaceFile } from "../disk/write-atomic";
 import type { DockerClient } from "../docker/client";
 import type { ExecResult } from "../docker/exec";
@@ -63,8 +64,6 @@ echo "$1 $off"
 [ "$2" -gt "$off" ] || exit 0
 tail -c +$((off + 1)) -- "$f" | head -c "$max"`;
 
-const Cursor = z.object({ ino: z.string(), offset: z.number().int().min(0), at: z.number() });
-type Cursor = z.infer<typeof Cursor>;
 const Policy = z.object({ days: z.number().int().min(1), mb: z.number().int().min(1) });
 export type LogPolicy = z.infer<typeof Policy>;
 
@@ -169,7 +168,8 @@ export class LogHistory {
     const parsed = raw ? Cursor.safeParse(JSON.parse(raw)) : null;
     let cursor: Cursor | null = parsed?.success ? parsed.data : null;
     // a read's collection goes to the pod as before: it also starts the pod's helper for the search
-    const seen = forRead ? "ask" : await this.lookOnDisk(pod, source, cursor);
+    const home = this.opts.disk?.dirOf(podNames(this.prefix, pod).volume);
+    const seen = forRead || !home ? "ask" : await lookOnDisk(home, source, cursor, this.now());
     if (seen === "unchanged") return;
     if (seen !== "ask") return replaceFile(cursorFile, JSON.stringify(seen));
     for (let step = 0; step < COLLECT_STEPS; step++) {
@@ -214,51 +214,6 @@ export class LogHistory {
       cursor = { ino, offset: start + take, at: take > 0 || !cursor ? at : cursor.at };
       await writeAtomic(cursorFile, JSON.stringify(cursor));
       if (data.length < COLLECT_STEP_BYTES) return;
-    }
-  }
-
-  /**
-   * What the host can tell of a log on the pod's disk without the pod: "unchanged" when it is where
-   * the cursor left it (same inode, its size the cursor's offset) or there is none; for an empty log
-   * the cursor the pod's answer would have left (at its start: every pod's logs are made empty when
-   * it boots, so a new pod's first collection needs no exec either); "ask" otherwise. The collection
-   * in the pod (the script above) would answer the same, at the cost of an exec per pod and log
-   * every period: at idle, with hundreds of pods, most of the agent's and the engine's work
-   * (bench/density).
-   *
-   * Nothing of the pod's disk is read here, only looked at with lstat, and a link is never followed
-   * into the host: a `~/logs` or log that is not a plain directory or file (a link the tenant
-   * planted, which in the pod points into the pod) is "ask". What a tenant racing a link in between
-   * can change is whether its own logs are collected this period.
-   */
-  private async lookOnDisk(
-    pod: string,
-    source: LogSource,
-    cursor: Cursor | null,
-  ): Promise<"ask" | "unchanged" | Cursor> {
-    const disk = this.opts.disk;
-    if (!disk) return "ask";
-    const home = disk.dirOf(podNames(this.prefix, pod).volume);
-    const look = (path: string) =>
-      lstat(path, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === "ENOENT") return "absent" as const;
-        throw error;
-      });
-    try {
-      const dir = await look(home);
-      if (dir === "absent" || !dir.isDirectory()) return "ask";
-      const logs = await look(join(home, "logs"));
-      if (logs === "absent") return "unchanged";
-      if (!logs.isDirectory()) return "ask";
-      const log = await look(join(home, "logs", `${source}.log`));
-      if (log === "absent") return "unchanged";
-      if (!log.isFile()) return "ask";
-      const ino = String(log.ino);
-      if (cursor?.ino === ino && log.size === BigInt(cursor.offset)) return "unchanged";
-      if (log.size === 0n) return { ino, offset: 0, at: cursor?.at ?? this.now() };
-      return "ask";
-    } catch {
-      return "ask";
     }
   }
 
