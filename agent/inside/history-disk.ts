@@ -12,7 +12,7 @@ export type Cursor = z.infer<typeof Cursor>;
  * the cursor left it (same inode, its size the cursor's offset) or there is none; for an empty log
  * the cursor the pod's answer would have left (at its start: every pod's logs are made empty when
  * it boots, so a new pod's first collection needs no exec either); "ask" otherwise. The collection
-^ * in the pod (COLLECT in ./history.ts) would answer the same, at the cost of an exec per pod and log
+ * in the pod (COLLECT in ./history.ts) would answer the same, at the cost of an exec per pod and log
  * every period: at idle, with hundreds of pods, most of the agent's and the engine's work
  * (bench/density).
  *

@@ -6,7 +6,6 @@ import { z } from "zod";
 import { findPlan } from "../../shared/catalog";
 import { LOG_HISTORY_SOURCES, type LogSource } from "../../shared/protocol/inside";
 import type { PodDisk } from "../disk/pod-disk";
-import { Cursor, lookOnDisk } from "./history-disk";
 import { writeAtomic as replaceFile } from "../disk/write-atomic";
 import type { DockerClient } from "../docker/client";
 import type { ExecResult } from "../docker/exec";
@@ -18,6 +17,7 @@ import { inspectContainer } from "../docker/resources";
 import { AgentError } from "../errors";
 import type { KeyedLock } from "../handlers/keyed-lock";
 import type { Logger } from "../logger";
+import { Cursor, lookOnDisk } from "./history-disk";
 import { type Part, parseIndex, type Searched, searchParts, selectParts } from "./history-search";
 import { renderLine, withinBudget } from "./logs";
 
